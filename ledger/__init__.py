@@ -1,0 +1,64 @@
+"""jobledger: an event-sourced job ledger.
+
+A durable job queue on SQLite or PostgreSQL in which every state change of every job is an
+appended event, and every view is a projection of that history.
+"""
+
+from ledger.clock import Clock, FakeClock, SystemClock
+from ledger.codec import Record
+from ledger.errors import (
+    ConcurrencyConflictError,
+    DatabaseNotInitialisedError,
+    DatabaseUnusableError,
+    DefinitionNotFoundError,
+    IdempotencyConflictError,
+    InvalidRequestError,
+    InvalidTransitionError,
+    JobNotFoundError,
+    LeaseOwnerMismatchError,
+    LedgerError,
+)
+from ledger.events import (
+    BackoffPolicy,
+    EnqueueRequest,
+    Failure,
+    FailureKind,
+    JobDefinition,
+    JobStatus,
+    Stage,
+    Subject,
+    SubjectOp,
+)
+from ledger.ledger import BatchResult, Completion, Ledger
+from ledger.state import JobState, Lease
+
+__all__ = [
+    "BackoffPolicy",
+    "BatchResult",
+    "Clock",
+    "Completion",
+    "ConcurrencyConflictError",
+    "DatabaseNotInitialisedError",
+    "DatabaseUnusableError",
+    "DefinitionNotFoundError",
+    "EnqueueRequest",
+    "FakeClock",
+    "Failure",
+    "FailureKind",
+    "IdempotencyConflictError",
+    "InvalidRequestError",
+    "InvalidTransitionError",
+    "JobDefinition",
+    "JobNotFoundError",
+    "JobState",
+    "JobStatus",
+    "Lease",
+    "Ledger",
+    "LeaseOwnerMismatchError",
+    "LedgerError",
+    "Record",
+    "Stage",
+    "Subject",
+    "SubjectOp",
+    "SystemClock",
+]

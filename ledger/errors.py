@@ -1,0 +1,86 @@
+"""Errors with stable codes.
+
+Every error the ledger raises on purpose is a :class:`LedgerError` carrying a ``code`` that
+never changes between releases (scripts and dashboards match on it), and a human message.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class LedgerError(Exception):
+    """Base class: ``code`` is the stable machine-readable identifier."""
+
+    code: ClassVar[str] = "ledger.error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"
+
+
+class InvalidRequestError(LedgerError):
+    """A request with a missing, malformed or out-of-range field."""
+
+    code = "request.invalid"
+
+
+class DefinitionNotFoundError(LedgerError):
+    """Enqueue of a job type that is not defined, or is disabled."""
+
+    code = "job.definition_not_found_or_disabled"
+
+
+class IdempotencyConflictError(LedgerError):
+    """An idempotency key reused with different requested fields."""
+
+    code = "job.idempotency_conflict"
+
+    def __init__(self, message: str, existing_job_id: object) -> None:
+        super().__init__(message)
+        self.existing_job_id = existing_job_id
+
+
+class JobNotFoundError(LedgerError):
+    """No job has this id."""
+
+    code = "job.not_found"
+
+
+class LeaseOwnerMismatchError(LedgerError):
+    """A worker write whose fence (job, run, attempt, worker, live lease) no longer holds."""
+
+    code = "job.lease_owner_mismatch"
+
+
+class InvalidTransitionError(LedgerError):
+    """An operator command that the job's current status does not allow."""
+
+    code = "job.invalid_transition"
+
+
+class ConcurrencyConflictError(LedgerError):
+    """Another writer appended to the same job first; the command may be retried."""
+
+    code = "store.concurrency_conflict"
+
+
+class DatabaseNotInitialisedError(LedgerError):
+    """The database has no jobledger tables; run ``jobledger init``."""
+
+    code = "store.not_initialised"
+
+
+class DatabaseUnusableError(LedgerError):
+    """The database cannot be used: unreachable, not a database, or another schema."""
+
+    code = "store.unusable"
+
+
+class UnknownEventError(LedgerError):
+    """A stored event whose topic or schema version this code cannot read."""
+
+    code = "store.unknown_event"

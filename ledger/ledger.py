@@ -1,0 +1,507 @@
+"""The ledger's Python API: commands and queries over one database.
+
+Each command is one unit of work: read (and lock) the jobs it concerns, ask a pure decision in
+:mod:`ledger.decide` for the events, and :meth:`~ledger.store.base.UnitOfWork.append` them, which
+folds them into the views in the same transaction. Worker writes are fenced by a
+:class:`~ledger.state.Lease`: a single-job write whose fence fails raises
+:class:`~ledger.errors.LeaseOwnerMismatchError`; a batch write reports it per job in
+:class:`BatchResult`. Either way nothing is appended for that job.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Self
+from uuid import UUID, uuid4
+
+import msgspec
+
+from ledger import decide
+from ledger.clock import Clock, SystemClock
+from ledger.codec import Record
+from ledger.config import open_store
+from ledger.errors import (
+    DefinitionNotFoundError,
+    IdempotencyConflictError,
+    InvalidRequestError,
+    JobNotFoundError,
+    LedgerError,
+)
+from ledger.events import (
+    JSON,
+    BackoffPolicy,
+    EnqueueRequest,
+    Event,
+    Failure,
+    JobDefinition,
+    JobEvent,
+    JobTypeDefined,
+    JobTypeUpdated,
+    Subject,
+)
+from ledger.state import JobState, Lease, evolve, fold
+from ledger.store.base import Store, UnitOfWork
+
+DEFAULT_LEASE_S = 30.0
+DEFAULT_REAPER_RETRY_DELAY_S = 60.0
+
+Decision = Callable[[JobState, datetime], Sequence[JobEvent] | JobEvent]
+
+
+class Completion(msgspec.Struct, frozen=True):
+    """One successful attempt to record in :meth:`Ledger.succeed_many`."""
+
+    lease: Lease
+    output: JSON | None = None
+    revision: str | None = None
+    content_hash: str | None = None
+
+
+class BatchResult(msgspec.Struct):
+    """What a batch write did: the new states it recorded and, per job, why it refused."""
+
+    accepted: list[JobState]
+    rejected: dict[UUID, LedgerError]
+
+
+def _as_list(events: Sequence[JobEvent] | JobEvent) -> list[JobEvent]:
+    return [events] if isinstance(events, JobEvent) else list(events)
+
+
+class Ledger:
+    """An open ledger. Thread-safe: every call is its own transaction on a pooled connection."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        auto_define: bool = False,
+        jitter: Callable[[], float] = random.random,
+        new_id: Callable[[], UUID] = uuid4,
+    ) -> None:
+        self.store = store
+        self.clock: Clock = clock or SystemClock()
+        self.auto_define = auto_define
+        self._jitter = jitter
+        self._new_id = new_id
+
+    @classmethod
+    def open(
+        cls,
+        url: str | None = None,
+        *,
+        create: bool = False,
+        clock: Clock | None = None,
+        auto_define: bool = False,
+        pool_size: int | None = None,
+    ) -> Self:
+        """Open the ledger at ``url`` (see :mod:`ledger.config`).
+
+        With ``create`` the tables are created if missing (what ``jobledger init`` does);
+        without it a database that has no ledger is refused with a clear error.
+        ``auto_define`` makes enqueue define unknown job types with the defaults.
+        """
+        store = open_store(url, pool_size=pool_size)
+        try:
+            if create:
+                store.initialise()
+            else:
+                store.check_initialised()
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, clock=clock, auto_define=auto_define)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- job types --------------------------------------------------------------------------
+
+    def define(
+        self,
+        job_type: str,
+        *,
+        version: int = 1,
+        max_attempts: int = 8,
+        default_timeout_s: float = 900.0,
+        default_priority: int = 100,
+        enabled: bool = True,
+        backoff: BackoffPolicy | None = None,
+    ) -> JobDefinition:
+        """Define a job type, or update it. Re-defining it identically appends nothing."""
+        definition = JobDefinition(
+            job_type=job_type,
+            version=version,
+            max_attempts=max_attempts,
+            default_timeout_s=float(default_timeout_s),
+            default_priority=default_priority,
+            enabled=enabled,
+            backoff=backoff or BackoffPolicy(),
+        )
+        decide.validate_definition(definition)
+        return self._put_definition(definition)
+
+    def set_enabled(self, job_type: str, enabled: bool) -> JobDefinition:
+        """Enable or disable a job type; enqueue of a disabled type fails."""
+        with self.store.unit_of_work() as uow:
+            current = uow.definitions([job_type]).get(job_type)
+            if current is None:
+                raise DefinitionNotFoundError(f"job type {job_type!r} is not defined")
+            changed = msgspec.structs.replace(current.definition, enabled=enabled)
+            self._record_definition(uow, changed)
+            return changed
+
+    def _put_definition(self, definition: JobDefinition) -> JobDefinition:
+        with self.store.unit_of_work() as uow:
+            self._record_definition(uow, definition)
+        return definition
+
+    def _record_definition(self, uow: UnitOfWork, definition: JobDefinition) -> None:
+        current = uow.definitions([definition.job_type]).get(definition.job_type)
+        now = self.clock.now()
+        event: Event
+        if current is None:
+            event = JobTypeDefined(at=now, definition=definition)
+        elif current.definition == definition:
+            return
+        else:
+            event = JobTypeUpdated(at=now, definition=definition)
+        uow.append(definition_changes=[(definition.job_type, [event])])
+
+    def definition(self, job_type: str) -> JobDefinition | None:
+        for state in self.store.all_definitions():
+            if state.definition.job_type == job_type:
+                return state.definition
+        return None
+
+    def definitions(self) -> list[JobDefinition]:
+        return [state.definition for state in self.store.all_definitions()]
+
+    # --- enqueue ----------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        job_type: str,
+        payload: dict[str, JSON] | None = None,
+        *,
+        priority: int | None = None,
+        run_at: datetime | None = None,
+        delay_s: float | None = None,
+        max_attempts: int | None = None,
+        timeout_s: float | None = None,
+        org: str | None = None,
+        queue: str | None = None,
+        idempotency_key: str | None = None,
+        subject: Subject | None = None,
+    ) -> UUID | None:
+        """Enqueue one job; returns its id, the existing id for an idempotent repeat, or
+        ``None`` when its sync subject already has a live job."""
+        request = EnqueueRequest(
+            job_type=job_type,
+            payload=payload if payload is not None else {},
+            priority=priority,
+            run_at=run_at,
+            delay_s=delay_s,
+            max_attempts=max_attempts,
+            timeout_s=timeout_s,
+            org=org,
+            queue=queue,
+            idempotency_key=idempotency_key,
+            subject=subject,
+        )
+        return self.enqueue_many([request])[0]
+
+    def enqueue_many(self, requests: Sequence[EnqueueRequest]) -> list[UUID | None]:
+        """Enqueue many jobs in one transaction: all are accepted, or none (on any error).
+
+        Each result is as :meth:`enqueue` returns. Repeats within the batch follow the same
+        idempotency and live-subject rules as repeats across batches.
+        """
+        normalised = [decide.normalise_request(request) for request in requests]
+        if not normalised:
+            return []
+        now = self.clock.now()
+        results: list[UUID | None] = []
+        with self.store.unit_of_work() as uow:
+            if any(r.idempotency_key or r.subject for r in normalised):
+                uow.serialise_appends()
+            types = sorted({r.job_type for r in normalised})
+            definitions = {t: s.definition for t, s in uow.definitions(types).items()}
+            definition_changes: list[tuple[str, Sequence[Event]]] = []
+            if self.auto_define:
+                for job_type in types:
+                    if job_type not in definitions:
+                        definitions[job_type] = JobDefinition(job_type=job_type)
+                        defined = JobTypeDefined(at=now, definition=definitions[job_type])
+                        definition_changes.append((job_type, [defined]))
+
+            keyed: dict[tuple[str, str, str], tuple[UUID, EnqueueRequest]] = {}
+            live_subjects: set[tuple[str, str]] = set()
+            changes: list[tuple[UUID, Sequence[JobEvent]]] = []
+            for request in normalised:
+                if request.idempotency_key is not None:
+                    key = (request.job_type, request.org or "", request.idempotency_key)
+                    existing = keyed.get(key)
+                    if existing is None:
+                        found = uow.find_idempotent(*key)
+                        if found is not None:
+                            existing = (found.job_id, found.request)
+                    if existing is not None:
+                        if existing[1] != request:
+                            raise IdempotencyConflictError(
+                                f"idempotency key {request.idempotency_key!r} already names job "
+                                f"{existing[0]} with different requested fields",
+                                existing[0],
+                            )
+                        results.append(existing[0])
+                        continue
+                if request.subject is not None:
+                    where = (request.subject.source_id, request.subject.uri)
+                    if where in live_subjects or uow.find_live_subject(*where) is not None:
+                        results.append(None)
+                        continue
+                    live_subjects.add(where)
+                job_id = self._new_id()
+                event = decide.decide_enqueue(
+                    job_id, request, definitions.get(request.job_type), now
+                )
+                if request.idempotency_key is not None:
+                    keyed[(request.job_type, request.org or "", request.idempotency_key)] = (
+                        job_id,
+                        request,
+                    )
+                changes.append((job_id, [event]))
+                results.append(job_id)
+            uow.append(changes, definition_changes)
+        return results
+
+    # --- worker writes ----------------------------------------------------------------------
+
+    def claim(
+        self,
+        worker_id: str,
+        *,
+        limit: int = 1,
+        types: Sequence[str] | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
+    ) -> list[JobState]:
+        """Lease up to ``limit`` due pending jobs, in claim order, to ``worker_id``.
+
+        ``types=None`` claims any type; an empty ``types`` claims nothing.
+        """
+        if not worker_id:
+            raise InvalidRequestError("worker_id must be a non-empty string")
+        if limit < 1 or lease_s <= 0:
+            raise InvalidRequestError("claim needs limit >= 1 and lease_s > 0")
+        if types is not None and not types:
+            return []
+        now = self.clock.now()
+        with self.store.unit_of_work() as uow:
+            due = uow.claimable(now, types, limit)
+            if not due:
+                return []
+            changes = [
+                (state.job_id, [decide.decide_lease(state, worker_id, lease_s, now)])
+                for state in due
+            ]
+            leased = uow.append(changes)
+        return [leased[state.job_id] for state in due]
+
+    def _fenced(self, job_id: UUID, decision: Decision) -> JobState:
+        now = self.clock.now()
+        with self.store.unit_of_work() as uow:
+            state = uow.lock_jobs([job_id]).get(job_id)
+            if state is None:
+                raise JobNotFoundError(f"no job {job_id}")
+            events = _as_list(decision(state, now))
+            if not events:
+                return state
+            return uow.append([(job_id, events)])[job_id]
+
+    def _fenced_many(self, items: Sequence[tuple[UUID, Decision]]) -> BatchResult:
+        now = self.clock.now()
+        rejected: dict[UUID, LedgerError] = {}
+        with self.store.unit_of_work() as uow:
+            current: dict[UUID, JobState] = uow.lock_jobs([job_id for job_id, _ in items])
+            changes: list[tuple[UUID, Sequence[JobEvent]]] = []
+            for job_id, decision in items:
+                state = current.get(job_id)
+                if state is None:
+                    rejected[job_id] = JobNotFoundError(f"no job {job_id}")
+                    continue
+                try:
+                    events = _as_list(decision(state, now))
+                except LedgerError as error:
+                    rejected[job_id] = error
+                    continue
+                current[job_id] = fold(events, state) or state
+                changes.append((job_id, events))
+            new_states = uow.append(changes)
+        return BatchResult(accepted=list(new_states.values()), rejected=rejected)
+
+    def heartbeat(self, lease: Lease, *, lease_s: float = DEFAULT_LEASE_S) -> JobState:
+        """Renew a lease until now + ``lease_s``."""
+        return self._fenced(
+            lease.job_id, lambda s, now: decide.decide_heartbeat(s, lease, lease_s, now)
+        )
+
+    def heartbeat_many(
+        self, leases: Iterable[Lease], *, lease_s: float = DEFAULT_LEASE_S
+    ) -> BatchResult:
+        """Renew many leases in one transaction (each still its own heartbeat event)."""
+        return self._fenced_many(
+            [
+                (lease.job_id, _bind(decide.decide_heartbeat, lease, lease_s))
+                for lease in leases
+            ]
+        )
+
+    def progress(
+        self,
+        lease: Lease,
+        *,
+        stage: str | None = None,
+        done: int | None = None,
+        total: int | None = None,
+        checkpoint: JSON | None = None,
+    ) -> JobState:
+        """Report a stage, progress counts and/or a checkpoint. Does not extend the lease."""
+        return self._fenced(
+            lease.job_id,
+            lambda s, now: decide.decide_progress(
+                s, lease, now, stage=stage, done=done, total=total, checkpoint=checkpoint
+            ),
+        )
+
+    def succeed(
+        self,
+        lease: Lease,
+        *,
+        output: JSON | None = None,
+        revision: str | None = None,
+        content_hash: str | None = None,
+    ) -> JobState:
+        """Record success; ``revision``/``content_hash`` describe the *result* (sync state)."""
+        completion = Completion(lease, output, revision, content_hash)
+        return self._fenced(lease.job_id, _completion_decision(completion))
+
+    def succeed_many(self, completions: Sequence[Completion]) -> BatchResult:
+        """Record many successes in one transaction."""
+        return self._fenced_many(
+            [(c.lease.job_id, _completion_decision(c)) for c in completions]
+        )
+
+    def fail(self, lease: Lease, failure: Failure, *, not_before: datetime | None = None) -> JobState:
+        """Record a failed attempt; the job is retried with backoff or dead-lettered."""
+        draw = self._jitter()
+        return self._fenced(
+            lease.job_id,
+            lambda s, now: decide.decide_fail(
+                s, lease, now, failure, jitter_draw=draw, not_before=not_before
+            ),
+        )
+
+    def release(self, lease: Lease, *, reason: str = "released by worker") -> JobState:
+        """Hand the job back at once without consuming the attempt (shutdown, cancellation)."""
+        return self._fenced(
+            lease.job_id, lambda s, now: decide.decide_release(s, lease, now, reason)
+        )
+
+    # --- operators and the reaper -----------------------------------------------------------
+
+    def cancel(self, job_id: UUID, *, reason: str = "cancelled by operator") -> JobState:
+        """Cancel a pending or leased job."""
+        return self._fenced(job_id, lambda s, now: decide.decide_cancel(s, now, reason))
+
+    def requeue(self, job_id: UUID, *, reason: str = "requeued by operator") -> JobState:
+        """Start a new run of a dead or cancelled job."""
+        return self._fenced(job_id, lambda s, now: decide.decide_requeue(s, now, reason))
+
+    def reap_expired(
+        self, *, limit: int = 100, retry_delay_s: float = DEFAULT_REAPER_RETRY_DELAY_S
+    ) -> list[JobState]:
+        """Fail up to ``limit`` expired leases as ``lease_expired`` (retry or dead letter)."""
+        now = self.clock.now()
+        with self.store.unit_of_work() as uow:
+            expired = uow.expired_leases(now, limit)
+            changes = [
+                (s.job_id, decide.decide_reap(s, now, retry_delay_s=retry_delay_s))
+                for s in expired
+            ]
+            reaped = uow.append(changes)
+        return [reaped[s.job_id] for s in expired]
+
+    def release_claims_of(
+        self, worker_ids: Sequence[str], *, reason: str = "released by boot reap"
+    ) -> list[JobState]:
+        """Release every job leased by ``worker_ids`` (a restarted pool's own stale claims)."""
+        now = self.clock.now()
+        with self.store.unit_of_work() as uow:
+            held = uow.leased_by(worker_ids)
+            changes = [
+                (s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held
+            ]
+            released = uow.append(changes)
+        return [released[s.job_id] for s in held]
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def get(self, job_id: UUID) -> JobState | None:
+        """A job's current state (from the queue view)."""
+        return self.store.get_job(job_id)
+
+    def history(self, job_id: UUID) -> list[Record]:
+        """Every event of a job, in order."""
+        return self.store.history(job_id)
+
+    def state_at(
+        self, job_id: UUID, *, version: int | None = None, at: datetime | None = None
+    ) -> JobState | None:
+        """The job as it was after event ``version``, or at time ``at`` (``None`` before it
+        existed): the fold of the matching prefix of its history."""
+        state: JobState | None = None
+        for record in self.history(job_id):
+            event = record.event
+            assert isinstance(event, JobEvent)
+            if version is not None and record.originator_version > version:
+                break
+            if at is not None and event.at > at:
+                break
+            state = evolve(state, event)
+        return state
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per status."""
+        return self.store.count_by_status()
+
+
+def _bind(
+    fn: Callable[[JobState, Lease, float, datetime], JobEvent], lease: Lease, lease_s: float
+) -> Decision:
+    return lambda state, now: fn(state, lease, lease_s, now)
+
+
+def _completion_decision(completion: Completion) -> Decision:
+    return lambda state, now: decide.decide_succeed(
+        state,
+        completion.lease,
+        now,
+        output=completion.output,
+        revision=completion.revision,
+        content_hash=completion.content_hash,
+    )

@@ -1,0 +1,180 @@
+-- Named queries for the PostgreSQL store. Parameters use psycopg's %(name)s style.
+-- Times are bigint microseconds since the Unix epoch (see ledger/times.py).
+-- The events table itself (jl_events) is created by eventsourcing's recorder.
+
+-- name: schema_meta
+-- Schema marker: which jobledger schema version this database holds.
+CREATE TABLE IF NOT EXISTS jl_meta (
+    key text PRIMARY KEY,
+    value text NOT NULL
+)
+
+-- name: schema_queue
+-- The queue view: one row per job, the fold of its history (projections/queue.py).
+CREATE TABLE IF NOT EXISTS jl_queue (
+    job_id uuid PRIMARY KEY,
+    job_type text NOT NULL,
+    queue text,
+    org text,
+    status text NOT NULL,
+    stage text NOT NULL,
+    priority integer NOT NULL,
+    run_at bigint NOT NULL,
+    enqueue_seq bigint NOT NULL,
+    lease_expires_at bigint,
+    run_number integer NOT NULL,
+    attempt integer NOT NULL,
+    worker_id text,
+    idempotency_key text,
+    source_id text,
+    uri text,
+    version integer NOT NULL,
+    updated_at bigint NOT NULL,
+    state bytea NOT NULL
+) WITH (fillfactor = 80)
+
+-- name: schema_queue_claim_idx
+-- Claim order over pending jobs only: priority DESC, run_at, enqueue order.
+CREATE INDEX IF NOT EXISTS jl_queue_claim_idx
+    ON jl_queue (priority DESC, run_at, enqueue_seq) WHERE status = 'pending'
+
+-- name: schema_queue_lease_idx
+-- Expired-lease scans (reaper), oldest expiry first.
+CREATE INDEX IF NOT EXISTS jl_queue_lease_idx
+    ON jl_queue (lease_expires_at) WHERE status = 'leased'
+
+-- name: schema_queue_idempotency_idx
+-- One job per idempotency key per (job_type, org); global keys (no org) are their own space.
+CREATE UNIQUE INDEX IF NOT EXISTS jl_queue_idempotency_idx
+    ON jl_queue (job_type, coalesce(org, ''), idempotency_key)
+    WHERE idempotency_key IS NOT NULL
+
+-- name: schema_queue_live_subject_idx
+-- At most one live (pending or leased) job per sync subject, whatever its op.
+CREATE UNIQUE INDEX IF NOT EXISTS jl_queue_live_subject_idx
+    ON jl_queue (source_id, uri)
+    WHERE source_id IS NOT NULL AND status IN ('pending', 'leased')
+
+-- name: schema_queue_listing_idx
+-- Listings and counts by status and type.
+CREATE INDEX IF NOT EXISTS jl_queue_listing_idx ON jl_queue (status, job_type)
+
+-- name: schema_definitions
+-- The job-type definitions view: the fold of each job type's stream.
+CREATE TABLE IF NOT EXISTS jl_definitions (
+    job_type text PRIMARY KEY,
+    enabled boolean NOT NULL,
+    version integer NOT NULL,
+    stream_version integer NOT NULL,
+    state bytea NOT NULL
+)
+
+-- name: meta_get
+-- One schema-marker value.
+SELECT value FROM jl_meta WHERE key = %(key)s
+
+-- name: meta_put
+-- Write a schema-marker value once.
+INSERT INTO jl_meta (key, value) VALUES (%(key)s, %(value)s) ON CONFLICT (key) DO NOTHING
+
+-- name: tables_present
+-- Which jobledger tables exist in the current schema.
+SELECT table_name FROM information_schema.tables
+WHERE table_schema = current_schema() AND table_name LIKE 'jl\_%%'
+
+-- name: queue_get
+-- One job's folded state (primary key).
+SELECT job_id, enqueue_seq, state FROM jl_queue WHERE job_id = %(job_id)s
+
+-- name: queue_lock
+-- Lock jobs for a unit of work that changes them (primary key).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE job_id = ANY(%(job_ids)s)
+ORDER BY job_id
+FOR UPDATE
+
+-- name: queue_claim
+-- Due pending jobs in claim order, skipping rows another claimer holds (jl_queue_claim_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'pending' AND run_at <= %(now)s
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: queue_claim_types
+-- As queue_claim, for some job types only (jl_queue_claim_idx, filtered).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'pending' AND run_at <= %(now)s AND job_type = ANY(%(types)s)
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: queue_expired_leases
+-- Leased jobs whose lease ended strictly before now, oldest first (jl_queue_lease_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'leased' AND lease_expires_at < %(now)s
+ORDER BY lease_expires_at, enqueue_seq
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: queue_leased_by_workers
+-- Leased jobs held by the given workers (boot reap of a restarted pool).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'leased' AND worker_id = ANY(%(worker_ids)s)
+ORDER BY enqueue_seq
+FOR UPDATE SKIP LOCKED
+
+-- name: queue_find_idempotent
+-- The job holding an idempotency key in its (job_type, org) namespace (jl_queue_idempotency_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE job_type = %(job_type)s AND coalesce(org, '') = %(org)s
+  AND idempotency_key = %(idempotency_key)s
+FOR UPDATE
+
+-- name: queue_find_live_subject
+-- The live job of a sync subject, if any (jl_queue_live_subject_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE source_id = %(source_id)s AND uri = %(uri)s AND status IN ('pending', 'leased')
+FOR UPDATE
+
+-- name: queue_insert
+-- A new job's row.
+INSERT INTO jl_queue (
+    job_id, job_type, queue, org, status, stage, priority, run_at, enqueue_seq,
+    lease_expires_at, run_number, attempt, worker_id, idempotency_key, source_id, uri,
+    version, updated_at, state
+) VALUES (
+    %(job_id)s, %(job_type)s, %(queue)s, %(org)s, %(status)s, %(stage)s, %(priority)s,
+    %(run_at)s, %(enqueue_seq)s, %(lease_expires_at)s, %(run_number)s, %(attempt)s,
+    %(worker_id)s, %(idempotency_key)s, %(source_id)s, %(uri)s, %(version)s, %(updated_at)s,
+    %(state)s
+)
+
+-- name: queue_update
+-- A job's row after more events (primary key); enqueue_seq never changes.
+UPDATE jl_queue SET
+    status = %(status)s, stage = %(stage)s, priority = %(priority)s, run_at = %(run_at)s,
+    lease_expires_at = %(lease_expires_at)s, run_number = %(run_number)s,
+    attempt = %(attempt)s, worker_id = %(worker_id)s, version = %(version)s,
+    updated_at = %(updated_at)s, state = %(state)s
+WHERE job_id = %(job_id)s
+
+-- name: queue_counts
+-- Jobs per status (jl_queue_listing_idx).
+SELECT status, count(*) AS n FROM jl_queue GROUP BY status
+
+-- name: definitions_all
+-- Every job type's definition.
+SELECT state, stream_version FROM jl_definitions ORDER BY job_type
+
+-- name: definitions_get
+-- Some job types' definitions (primary key).
+SELECT state, stream_version FROM jl_definitions WHERE job_type = ANY(%(job_types)s)
+
+-- name: definitions_upsert
+-- A job type's definition row after its events.
+INSERT INTO jl_definitions (job_type, enabled, version, stream_version, state)
+VALUES (%(job_type)s, %(enabled)s, %(version)s, %(stream_version)s, %(state)s)
+ON CONFLICT (job_type) DO UPDATE SET
+    enabled = EXCLUDED.enabled, version = EXCLUDED.version,
+    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state

@@ -1,0 +1,173 @@
+-- Named queries for the PostgreSQL store. Parameters use psycopg's :name style.
+-- Times are bigint microseconds since the Unix epoch (see ledger/times.py).
+-- The events table itself (jl_events) is created by eventsourcing's recorder.
+
+-- name: schema_meta
+-- Schema marker: which jobledger schema version this database holds.
+CREATE TABLE IF NOT EXISTS jl_meta (
+    key text PRIMARY KEY,
+    value text NOT NULL
+)
+
+-- name: schema_queue
+-- The queue view: one row per job, the fold of its history (projections/queue.py).
+CREATE TABLE IF NOT EXISTS jl_queue (
+    job_id text PRIMARY KEY,
+    job_type text NOT NULL,
+    queue text,
+    org text,
+    status text NOT NULL,
+    stage text NOT NULL,
+    priority integer NOT NULL,
+    run_at bigint NOT NULL,
+    enqueue_seq bigint NOT NULL,
+    lease_expires_at bigint,
+    run_number integer NOT NULL,
+    attempt integer NOT NULL,
+    worker_id text,
+    idempotency_key text,
+    source_id text,
+    uri text,
+    version integer NOT NULL,
+    updated_at bigint NOT NULL,
+    state blob NOT NULL
+)
+
+-- name: schema_queue_claim_idx
+-- Claim order over pending jobs only: priority DESC, run_at, enqueue order.
+CREATE INDEX IF NOT EXISTS jl_queue_claim_idx
+    ON jl_queue (priority DESC, run_at, enqueue_seq) WHERE status = 'pending'
+
+-- name: schema_queue_lease_idx
+-- Expired-lease scans (reaper), oldest expiry first.
+CREATE INDEX IF NOT EXISTS jl_queue_lease_idx
+    ON jl_queue (lease_expires_at) WHERE status = 'leased'
+
+-- name: schema_queue_idempotency_idx
+-- One job per idempotency key per (job_type, org); global keys (no org) are their own space.
+CREATE UNIQUE INDEX IF NOT EXISTS jl_queue_idempotency_idx
+    ON jl_queue (job_type, coalesce(org, ''), idempotency_key)
+    WHERE idempotency_key IS NOT NULL
+
+-- name: schema_queue_live_subject_idx
+-- At most one live (pending or leased) job per sync subject, whatever its op.
+CREATE UNIQUE INDEX IF NOT EXISTS jl_queue_live_subject_idx
+    ON jl_queue (source_id, uri)
+    WHERE source_id IS NOT NULL AND status IN ('pending', 'leased')
+
+-- name: schema_queue_listing_idx
+-- Listings and counts by status and type.
+CREATE INDEX IF NOT EXISTS jl_queue_listing_idx ON jl_queue (status, job_type)
+
+-- name: schema_definitions
+-- The job-type definitions view: the fold of each job type's stream.
+CREATE TABLE IF NOT EXISTS jl_definitions (
+    job_type text PRIMARY KEY,
+    enabled integer NOT NULL,
+    version integer NOT NULL,
+    stream_version integer NOT NULL,
+    state blob NOT NULL
+)
+
+-- name: meta_get
+-- One schema-marker value.
+SELECT value FROM jl_meta WHERE key = :key
+
+-- name: meta_put
+-- Write a schema-marker value once.
+INSERT INTO jl_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING
+
+-- name: tables_present
+-- Which jobledger tables exist in the current schema.
+SELECT name AS table_name FROM sqlite_master
+WHERE type = 'table' AND name LIKE 'jl\_%' ESCAPE '\'
+
+-- name: queue_get
+-- One job's folded state (primary key).
+SELECT job_id, enqueue_seq, state FROM jl_queue WHERE job_id = :job_id
+
+-- name: queue_lock
+-- Jobs a unit of work changes (primary key); BEGIN IMMEDIATE already serialises writers.
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+ORDER BY job_id
+
+-- name: queue_claim
+-- Due pending jobs in claim order (jl_queue_claim_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'pending' AND run_at <= :now
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT :limit
+
+-- name: queue_claim_types
+-- As queue_claim, for some job types only (jl_queue_claim_idx, filtered).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'pending' AND run_at <= :now AND job_type IN (SELECT value FROM json_each(:types))
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT :limit
+
+-- name: queue_expired_leases
+-- Leased jobs whose lease ended strictly before now, oldest first (jl_queue_lease_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'leased' AND lease_expires_at < :now
+ORDER BY lease_expires_at, enqueue_seq
+LIMIT :limit
+
+-- name: queue_leased_by_workers
+-- Leased jobs held by the given workers (boot reap of a restarted pool).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'leased' AND worker_id IN (SELECT value FROM json_each(:worker_ids))
+ORDER BY enqueue_seq
+
+-- name: queue_find_idempotent
+-- The job holding an idempotency key in its (job_type, org) namespace (jl_queue_idempotency_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE job_type = :job_type AND coalesce(org, '') = :org
+  AND idempotency_key = :idempotency_key
+
+-- name: queue_find_live_subject
+-- The live job of a sync subject, if any (jl_queue_live_subject_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE source_id = :source_id AND uri = :uri AND status IN ('pending', 'leased')
+
+-- name: queue_insert
+-- A new job's row.
+INSERT INTO jl_queue (
+    job_id, job_type, queue, org, status, stage, priority, run_at, enqueue_seq,
+    lease_expires_at, run_number, attempt, worker_id, idempotency_key, source_id, uri,
+    version, updated_at, state
+) VALUES (
+    :job_id, :job_type, :queue, :org, :status, :stage, :priority,
+    :run_at, :enqueue_seq, :lease_expires_at, :run_number, :attempt,
+    :worker_id, :idempotency_key, :source_id, :uri, :version, :updated_at,
+    :state
+)
+
+-- name: queue_update
+-- A job's row after more events (primary key); enqueue_seq never changes.
+UPDATE jl_queue SET
+    status = :status, stage = :stage, priority = :priority, run_at = :run_at,
+    lease_expires_at = :lease_expires_at, run_number = :run_number,
+    attempt = :attempt, worker_id = :worker_id, version = :version,
+    updated_at = :updated_at, state = :state
+WHERE job_id = :job_id
+
+-- name: queue_counts
+-- Jobs per status (jl_queue_listing_idx).
+SELECT status, count(*) AS n FROM jl_queue GROUP BY status
+
+-- name: definitions_all
+-- Every job type's definition.
+SELECT state, stream_version FROM jl_definitions ORDER BY job_type
+
+-- name: definitions_get
+-- Some job types' definitions (primary key).
+SELECT state, stream_version FROM jl_definitions WHERE job_type IN (SELECT value FROM json_each(:job_types))
+
+-- name: definitions_upsert
+-- A job type's definition row after its events.
+INSERT INTO jl_definitions (job_type, enabled, version, stream_version, state)
+VALUES (:job_type, :enabled, :version, :stream_version, :state)
+ON CONFLICT (job_type) DO UPDATE SET
+    enabled = EXCLUDED.enabled, version = EXCLUDED.version,
+    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state

@@ -1,0 +1,1 @@
+"""The imperative shell: event store and inline views on SQLite and PostgreSQL."""

@@ -1,0 +1,298 @@
+"""The backend-neutral half of the store: units of work that fold, append and project.
+
+A :class:`UnitOfWork` is one database transaction. It reads (and on PostgreSQL locks) the jobs
+it will change, and :meth:`UnitOfWork.append` then does the only kind of write there is:
+it folds the new events onto the loaded states with the one ``evolve``, appends the events
+through the eventsourcing recorder, and writes the view rows the fold produced, all on the
+same cursor. No view row changes without the event that explains it.
+
+Backends (``sqlite.py``, ``postgres.py``) supply the SQL and the cursor; nothing here knows
+which database it talks to.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any, NamedTuple
+from uuid import UUID, uuid5
+
+import msgspec
+from eventsourcing.persistence import StoredEvent
+
+from ledger.codec import DEFAULT_CODEC, EventCodec, Record
+from ledger.errors import DatabaseNotInitialisedError, DatabaseUnusableError
+from ledger.events import Event, JobDefinition, JobEvent
+from ledger.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.times import to_us
+from projections.queue import decode_state, queue_row
+
+SCHEMA_VERSION = "1"
+"""The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
+
+EVENTS_TABLE = "jl_events"
+JOB_TYPE_NAMESPACE = UUID("6f3c1d0e-7a52-4c8e-9b1e-4a8f2f1d2c55")
+
+_definition_encoder = msgspec.msgpack.Encoder()
+_definition_decoder = msgspec.msgpack.Decoder(JobDefinition)
+
+
+def job_type_stream_id(job_type: str) -> UUID:
+    """The originator id of a job type's definition stream (stable across databases)."""
+    return uuid5(JOB_TYPE_NAMESPACE, f"job_type:{job_type}")
+
+
+def decode_definition_row(state: bytes, stream_version: int) -> DefinitionState:
+    return DefinitionState(_definition_decoder.decode(state), stream_version)
+
+
+class LoadedJob(NamedTuple):
+    state: JobState
+    enqueue_seq: int
+
+
+class UnitOfWork(ABC):
+    """One transaction: read what will change, decide elsewhere, then :meth:`append`."""
+
+    def __init__(self, codec: EventCodec) -> None:
+        self._codec = codec
+        self._jobs: dict[UUID, LoadedJob] = {}
+        self._definitions: dict[str, DefinitionState] = {}
+
+    # --- backend hooks ---------------------------------------------------------------------
+
+    @abstractmethod
+    def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
+        """Run a named queue query returning (job_id, enqueue_seq, state) rows."""
+
+    @abstractmethod
+    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]: ...
+
+    @abstractmethod
+    def _insert_stored_events(self, stored: list[StoredEvent]) -> Sequence[int]:
+        """Append through the recorder; return the notification ids in order."""
+
+    @abstractmethod
+    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+        ...
+
+    @abstractmethod
+    def _write_definitions(self, rows: list[dict[str, Any]]) -> None: ...
+
+    @abstractmethod
+    def _job_key(self, job_id: UUID) -> Any:
+        """The job id as the backend stores it."""
+
+    @abstractmethod
+    def _id_list(self, values: Sequence[Any]) -> Any:
+        """A list parameter as the backend's queries take it."""
+
+    @abstractmethod
+    def serialise_appends(self) -> None:
+        """Block other appenders until commit, before reading what an append must not race."""
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def _remember(self, loaded: list[LoadedJob]) -> list[JobState]:
+        for item in loaded:
+            self._jobs[item.state.job_id] = item
+        return [item.state for item in loaded]
+
+    def lock_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
+        """The current states of ``job_ids`` that exist, locked until commit."""
+        if not job_ids:
+            return {}
+        keys = self._id_list([self._job_key(job_id) for job_id in set(job_ids)])
+        states = self._remember(self._fetch_jobs("queue_lock", {"job_ids": keys}))
+        return {state.job_id: state for state in states}
+
+    def claimable(self, now: datetime, types: Sequence[str] | None, limit: int) -> list[JobState]:
+        """Due pending jobs in claim order, up to ``limit``, locked (others' locks skipped)."""
+        params: dict[str, Any] = {"now": to_us(now), "limit": limit}
+        if types is None:
+            return self._remember(self._fetch_jobs("queue_claim", params))
+        params["types"] = self._id_list(list(types))
+        return self._remember(self._fetch_jobs("queue_claim_types", params))
+
+    def expired_leases(self, now: datetime, limit: int) -> list[JobState]:
+        """Leased jobs whose lease ended strictly before ``now``, oldest first, locked."""
+        return self._remember(
+            self._fetch_jobs("queue_expired_leases", {"now": to_us(now), "limit": limit})
+        )
+
+    def leased_by(self, worker_ids: Sequence[str]) -> list[JobState]:
+        """Leased jobs held by any of ``worker_ids``, locked."""
+        if not worker_ids:
+            return []
+        params = {"worker_ids": self._id_list(list(worker_ids))}
+        return self._remember(self._fetch_jobs("queue_leased_by_workers", params))
+
+    def find_idempotent(self, job_type: str, org: str | None, key: str) -> JobState | None:
+        params = {"job_type": job_type, "org": org or "", "idempotency_key": key}
+        found = self._remember(self._fetch_jobs("queue_find_idempotent", params))
+        return found[0] if found else None
+
+    def find_live_subject(self, source_id: str, uri: str) -> JobState | None:
+        params = {"source_id": source_id, "uri": uri}
+        found = self._remember(self._fetch_jobs("queue_find_live_subject", params))
+        return found[0] if found else None
+
+    def definitions(self, job_types: Sequence[str]) -> dict[str, DefinitionState]:
+        wanted = [t for t in set(job_types) if t not in self._definitions]
+        if wanted:
+            for state in self._fetch_definitions(wanted):
+                self._definitions[state.definition.job_type] = state
+        return {t: self._definitions[t] for t in job_types if t in self._definitions}
+
+    # --- the one write ----------------------------------------------------------------------
+
+    def append(
+        self,
+        job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]] = (),
+        definition_changes: Sequence[tuple[str, Sequence[Event]]] = (),
+    ) -> dict[UUID, JobState]:
+        """Fold, append and project ``job_changes`` (and job-type changes) in this transaction.
+
+        Every job in ``job_changes`` must have been read in this unit of work, unless its first
+        event is ``job_enqueued``. Returns the jobs' new states.
+        """
+        records: list[tuple[UUID, int, Event]] = []
+        new_jobs: dict[UUID, JobState] = {}
+        for job_id, events in job_changes:
+            if not events:
+                continue
+            loaded = new_jobs.get(job_id)
+            if loaded is None and job_id in self._jobs:
+                loaded = self._jobs[job_id].state
+            state = loaded
+            for event in events:
+                state = evolve(state, event)
+                records.append((job_id, state.version, event))
+            assert state is not None
+            new_jobs[job_id] = state
+
+        new_definitions: dict[str, DefinitionState] = {}
+        for job_type, events in definition_changes:
+            definition = new_definitions.get(job_type) or self._definitions.get(job_type)
+            stream_id = job_type_stream_id(job_type)
+            for event in events:
+                definition = evolve_definition(definition, event)
+                records.append((stream_id, definition.version, event))
+            assert definition is not None
+            new_definitions[job_type] = definition
+
+        if not records:
+            return {}
+        stored = []
+        for originator_id, version, event in records:
+            topic, state_bytes = self._codec.encode(event)
+            stored.append(StoredEvent(originator_id, version, topic, state_bytes))
+        positions = self._insert_stored_events(stored)
+
+        inserts, updates = [], []
+        first_position = {
+            originator_id: position
+            for (originator_id, version, _), position in zip(records, positions, strict=True)
+            if version == 1
+        }
+        for job_id, state in new_jobs.items():
+            key = self._job_key(job_id)
+            known = self._jobs.get(job_id)
+            if known is None:
+                seq = first_position[job_id]
+                inserts.append(queue_row(state, seq, key))
+            else:
+                seq = known.enqueue_seq
+                updates.append(queue_row(state, seq, key))
+            self._jobs[job_id] = LoadedJob(state, seq)
+        self._write_queue(inserts, updates)
+
+        if new_definitions:
+            rows = []
+            for job_type, definition in new_definitions.items():
+                rows.append(
+                    {
+                        "job_type": job_type,
+                        "enabled": definition.definition.enabled,
+                        "version": definition.definition.version,
+                        "stream_version": definition.version,
+                        "state": _definition_encoder.encode(definition.definition),
+                    }
+                )
+                self._definitions[job_type] = definition
+            self._write_definitions(rows)
+        return new_jobs
+
+
+class Store(ABC):
+    """A database holding one ledger: its events, its inline views, its schema marker."""
+
+    backend: str
+    codec: EventCodec = DEFAULT_CODEC
+
+    @abstractmethod
+    def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
+        """A write transaction; committed when the block exits normally."""
+
+    @abstractmethod
+    def get_job(self, job_id: UUID) -> JobState | None: ...
+
+    @abstractmethod
+    def all_definitions(self) -> list[DefinitionState]: ...
+
+    @abstractmethod
+    def count_by_status(self) -> dict[str, int]: ...
+
+    @abstractmethod
+    def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]: ...
+
+    @abstractmethod
+    def _tables_and_marker(self) -> tuple[set[str], str | None]:
+        """The jobledger tables present and the recorded schema version, if any."""
+
+    @abstractmethod
+    def _create_schema(self) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def history(self, originator_id: UUID) -> list[Record]:
+        """Every event of one stream (a job, or a job type's definitions), in order."""
+        return [
+            Record(stored.originator_id, stored.originator_version, self.codec.decode(
+                stored.topic, stored.state
+            ))
+            for stored in self._select_stored_events(originator_id)
+        ]
+
+    def job_events(self, job_id: UUID) -> Iterator[JobEvent]:
+        for record in self.history(job_id):
+            assert isinstance(record.event, JobEvent)
+            yield record.event
+
+    def initialise(self) -> bool:
+        """Create the tables if needed. Idempotent; returns whether anything was created."""
+        tables, marker = self._tables_and_marker()
+        if marker is not None:
+            if marker != SCHEMA_VERSION:
+                raise DatabaseUnusableError(
+                    f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
+                )
+            return False
+        # No marker: a new database, or one whose first init was interrupted. Every
+        # statement is idempotent (IF NOT EXISTS), so finishing the job is safe.
+        self._create_schema()
+        return True
+
+    def check_initialised(self) -> None:
+        """Raise unless this database holds this code's schema."""
+        tables, marker = self._tables_and_marker()
+        if marker is None:
+            state = "is partly initialised" if tables else "has no jobledger tables"
+            raise DatabaseNotInitialisedError(f"database {state}; run `jobledger init` first")
+        if marker != SCHEMA_VERSION:
+            raise DatabaseUnusableError(
+                f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
+            )

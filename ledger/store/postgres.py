@@ -1,0 +1,183 @@
+"""The PostgreSQL backend.
+
+Claims and other multi-job units of work lock the view rows they change first (``FOR UPDATE``,
+``SKIP LOCKED`` for claims), then append: the eventsourcing recorder takes ``LOCK TABLE
+jl_events IN EXCLUSIVE MODE`` so notification ids commit in order (tailing readers never skip
+an event) and sends one ``NOTIFY`` per transaction, which is also the cross-process wake-up.
+Rows a transaction will change are always locked before the table lock, and rows it creates
+are written after it, so writers cannot deadlock on the two.
+
+``POSTGRES_ENABLE_DB_FUNCTIONS`` is never set: it drops that table lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from uuid import UUID
+
+import psycopg
+from eventsourcing.persistence import PersistenceError, StoredEvent
+from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import DictRow
+
+from ledger.codec import EventCodec
+from ledger.errors import DatabaseUnusableError
+from ledger.state import DefinitionState, JobState
+from ledger.store.base import (
+    EVENTS_TABLE,
+    SCHEMA_VERSION,
+    LoadedJob,
+    Store,
+    UnitOfWork,
+    decode_definition_row,
+)
+from ledger.store.queries import load, schema_statements
+from projections.queue import decode_state
+
+IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
+
+
+class PostgresUnitOfWork(UnitOfWork):
+    def __init__(self, store: PostgresStore, cursor: psycopg.Cursor[DictRow]) -> None:
+        super().__init__(store.codec)
+        self._store = store
+        self._cursor = cursor
+        self._sql = store.sql
+        self._appends_serialised = False
+
+    def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
+        self._cursor.execute(self._sql[query], params, prepare=True)
+        return [
+            LoadedJob(decode_state(row["state"]), row["enqueue_seq"])
+            for row in self._cursor.fetchall()
+        ]
+
+    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]:
+        self._cursor.execute(self._sql["definitions_get"], {"job_types": list(job_types)})
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._cursor.fetchall()
+        ]
+
+    def _insert_stored_events(self, stored: list[StoredEvent]) -> Sequence[int]:
+        recorder = self._store.recorder
+        recorder._insert_stored_events(self._cursor, stored)
+        positions = recorder._fetch_ids_after_insert_events(self._cursor, stored)
+        assert positions is not None
+        return positions
+
+    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+        if inserts:
+            self._cursor.executemany(self._sql["queue_insert"], inserts)
+        if updates:
+            self._cursor.executemany(self._sql["queue_update"], updates)
+
+    def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
+        self._cursor.executemany(self._sql["definitions_upsert"], rows)
+
+    def _job_key(self, job_id: UUID) -> UUID:
+        return job_id
+
+    def _id_list(self, values: Sequence[Any]) -> list[Any]:
+        return list(values)
+
+    def serialise_appends(self) -> None:
+        """Take the events-table lock now, so reads that decide an append cannot race."""
+        if not self._appends_serialised:
+            self._store.recorder._lock_table(self._cursor)
+            self._appends_serialised = True
+
+
+class PostgresStore(Store):
+    backend = "postgres"
+
+    def __init__(
+        self, conninfo: str, codec: EventCodec | None = None, pool_size: int = 2,
+        max_overflow: int = 8,
+    ) -> None:
+        if codec is not None:
+            self.codec = codec
+        params = conninfo_to_dict(conninfo)
+        self.dbname = str(params.get("dbname", ""))
+        self.sql = load("postgres")
+        try:
+            self.datastore = PostgresDatastore(
+                dbname=self.dbname,
+                host=str(params.get("host", "")),
+                port=str(params.get("port", "5432")),
+                user=str(params.get("user", "")),
+                password=str(params.get("password", "")),
+                connect_timeout=float(params.get("connect_timeout", 5)),
+                idle_in_transaction_session_timeout=IDLE_IN_TRANSACTION_TIMEOUT_S,
+                pool_size=pool_size,
+                max_overflow=max_overflow,
+                pool_open_timeout=float(params.get("connect_timeout", 5)),
+            )
+            self.recorder = PostgresApplicationRecorder(
+                self.datastore, events_table_name=EVENTS_TABLE
+            )
+        except (PersistenceError, psycopg.Error) as exc:
+            raise DatabaseUnusableError(f"cannot use PostgreSQL database {self.dbname!r}: {exc}")
+
+    @contextmanager
+    def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
+        try:
+            with (
+                self.datastore.get_connection() as conn,
+                conn.transaction(),
+                conn.cursor() as cursor,
+            ):
+                yield cursor
+        except PersistenceError as exc:
+            if isinstance(exc.__cause__, psycopg.OperationalError):
+                raise DatabaseUnusableError(f"PostgreSQL database {self.dbname!r}: {exc}") from exc
+            raise
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[PostgresUnitOfWork]:
+        with self._cursor() as cursor:
+            yield PostgresUnitOfWork(self, cursor)
+
+    def _read(self, query: str, params: dict[str, Any] | None = None) -> list[DictRow]:
+        with self._cursor() as cursor:
+            cursor.execute(self.sql[query], params or {})
+            return cursor.fetchall()
+
+    def get_job(self, job_id: UUID) -> JobState | None:
+        rows = self._read("queue_get", {"job_id": job_id})
+        return decode_state(rows[0]["state"]) if rows else None
+
+    def all_definitions(self) -> list[DefinitionState]:
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._read("definitions_all")
+        ]
+
+    def count_by_status(self) -> dict[str, int]:
+        return {row["status"]: row["n"] for row in self._read("queue_counts")}
+
+    def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]:
+        return self.recorder.select_events(originator_id)
+
+    def _tables_and_marker(self) -> tuple[set[str], str | None]:
+        tables = {row["table_name"] for row in self._read("tables_present")}
+        marker = None
+        if "jl_meta" in tables:
+            rows = self._read("meta_get", {"key": "schema_version"})
+            marker = rows[0]["value"] if rows else None
+        return tables, marker
+
+    def _create_schema(self) -> None:
+        self.recorder.create_table()
+        with self._cursor() as cursor:
+            for statement in schema_statements(self.backend):
+                cursor.execute(statement)
+            cursor.execute(
+                self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION}
+            )
+
+    def close(self) -> None:
+        self.datastore.close()

@@ -1,0 +1,36 @@
+"""Named SQL queries, loaded from the ``.sql`` files shipped with the package.
+
+Each query in ``ledger/sql/<backend>.sql`` starts with ``-- name: <entity>_<verb>`` and a
+one-line comment saying what it returns and which index it relies on.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib.resources import files
+
+_NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$")
+
+
+@cache
+def load(backend: str) -> dict[str, str]:
+    """All queries of ``backend`` ("postgres" or "sqlite"), by name, in file order."""
+    text = files("ledger").joinpath(f"sql/{backend}.sql").read_text(encoding="utf-8")
+    queries: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        match = _NAME.match(line)
+        if match:
+            name = match.group(1)
+            if name in queries:
+                raise ValueError(f"query {name!r} is defined twice in {backend}.sql")
+            current = queries[name] = []
+        elif current is not None and not line.lstrip().startswith("--"):
+            current.append(line)
+    return {name: "\n".join(body).strip() for name, body in queries.items()}
+
+
+def schema_statements(backend: str) -> list[str]:
+    """The ``schema_*`` statements, in the order they must run."""
+    return [sql for name, sql in load(backend).items() if name.startswith("schema_")]

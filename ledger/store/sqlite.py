@@ -1,0 +1,165 @@
+"""The SQLite backend: the embedded default.
+
+Writers are serialised by ``BEGIN IMMEDIATE`` (taking the write lock before the first read,
+so a unit of work that reads before it writes cannot fail on the lock upgrade), and within a
+process by the eventsourcing pool's writer interlock. Readers use WAL snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.persistence import PersistenceError, StoredEvent
+from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteDatastore
+
+from ledger.codec import EventCodec
+from ledger.errors import DatabaseUnusableError
+from ledger.state import DefinitionState, JobState
+from ledger.store.base import (
+    EVENTS_TABLE,
+    SCHEMA_VERSION,
+    LoadedJob,
+    Store,
+    UnitOfWork,
+    decode_definition_row,
+)
+from ledger.store.queries import load, schema_statements
+from projections.queue import decode_state
+
+BUSY_TIMEOUT_S = 30
+
+
+class SQLiteUnitOfWork(UnitOfWork):
+    def __init__(self, store: SQLiteStore, cursor: SQLiteCursor) -> None:
+        super().__init__(store.codec)
+        self._store = store
+        self._cursor = cursor
+        self._sql = store.sql
+
+    def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
+        self._cursor.execute(self._sql[query], params)
+        return [
+            LoadedJob(decode_state(row["state"]), row["enqueue_seq"])
+            for row in self._cursor.fetchall()
+        ]
+
+    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]:
+        self._cursor.execute(self._sql["definitions_get"], {"job_types": json.dumps(job_types)})
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._cursor.fetchall()
+        ]
+
+    def _insert_stored_events(self, stored: list[StoredEvent]) -> Sequence[int]:
+        positions = self._store.recorder._insert_events(self._cursor, stored)
+        assert positions is not None
+        return positions
+
+    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+        if inserts:
+            self._cursor.executemany(self._sql["queue_insert"], inserts)
+        if updates:
+            self._cursor.executemany(self._sql["queue_update"], updates)
+
+    def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
+        self._cursor.executemany(self._sql["definitions_upsert"], rows)
+
+    def _job_key(self, job_id: UUID) -> str:
+        return job_id.hex
+
+    def _id_list(self, values: Sequence[Any]) -> str:
+        return json.dumps(list(values))
+
+    def serialise_appends(self) -> None:
+        """Nothing to do: ``BEGIN IMMEDIATE`` already holds the database's write lock."""
+
+
+class SQLiteStore(Store):
+    backend = "sqlite"
+
+    def __init__(self, path: str, codec: EventCodec | None = None, pool_size: int = 5) -> None:
+        if codec is not None:
+            self.codec = codec
+        self.path = path
+        parent = Path(path).expanduser().resolve().parent
+        if not parent.is_dir():
+            raise DatabaseUnusableError(f"cannot open {path}: directory {parent} does not exist")
+        self.sql = load("sqlite")
+        self.datastore = SQLiteDatastore(
+            db_name=path, lock_timeout=BUSY_TIMEOUT_S, pool_size=pool_size, max_overflow=10
+        )
+        self.recorder = SQLiteApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
+
+    @contextmanager
+    def _connection(self, *, writer: bool) -> Iterator[SQLiteCursor]:
+        try:
+            conn = self.datastore.pool.get_connection(is_writer=writer)
+        except (PersistenceError, sqlite3.Error) as exc:
+            raise DatabaseUnusableError(f"cannot open SQLite database {self.path}: {exc}") from exc
+        try:
+            cursor = conn.cursor()
+            cursor.execute("BEGIN IMMEDIATE" if writer else "BEGIN")
+            try:
+                yield cursor
+            except BaseException:
+                conn.rollback()
+                raise
+            else:
+                conn.commit()
+        except sqlite3.DatabaseError as exc:
+            raise DatabaseUnusableError(f"SQLite database {self.path}: {exc}") from exc
+        finally:
+            self.datastore.pool.put_connection(conn)
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[SQLiteUnitOfWork]:
+        with self._connection(writer=True) as cursor:
+            yield SQLiteUnitOfWork(self, cursor)
+
+    def _read(self, query: str, params: dict[str, Any] | None = None) -> list[sqlite3.Row]:
+        with self._connection(writer=False) as cursor:
+            cursor.execute(self.sql[query], params or {})
+            return list(cursor.fetchall())
+
+    def get_job(self, job_id: UUID) -> JobState | None:
+        rows = self._read("queue_get", {"job_id": job_id.hex})
+        return decode_state(rows[0]["state"]) if rows else None
+
+    def all_definitions(self) -> list[DefinitionState]:
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._read("definitions_all")
+        ]
+
+    def count_by_status(self) -> dict[str, int]:
+        return {row["status"]: row["n"] for row in self._read("queue_counts")}
+
+    def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]:
+        return self.recorder.select_events(originator_id)
+
+    def _tables_and_marker(self) -> tuple[set[str], str | None]:
+        tables = {row["table_name"] for row in self._read("tables_present")}
+        marker = None
+        if "jl_meta" in tables:
+            rows = self._read("meta_get", {"key": "schema_version"})
+            marker = rows[0]["value"] if rows else None
+        return tables, marker
+
+    def _create_schema(self) -> None:
+        with self._connection(writer=True) as cursor:
+            for statement in self.recorder.create_table_statements:
+                cursor.execute(statement)
+            for statement in schema_statements(self.backend):
+                cursor.execute(statement)
+            cursor.execute(
+                self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION}
+            )
+
+    def close(self) -> None:
+        self.datastore.close()

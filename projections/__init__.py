@@ -1,0 +1,1 @@
+"""Read models derived from the event history: their row mappings and (later) their runners."""
