@@ -15,7 +15,7 @@ def base_delay(policy: BackoffPolicy, attempt: int) -> float:
     # Cap the exponent before raising 2 to it: attempt counts can be large.
     if exponent > 62:
         return policy.max_s
-    return min(policy.base_s * (2**exponent), policy.max_s)
+    return min(policy.base_s * float(2**exponent), policy.max_s)
 
 
 def retry_delay(policy: BackoffPolicy, attempt: int, jitter_draw: float) -> float:

@@ -68,7 +68,8 @@ class EventCodec:
     def decode(self, topic: str, state: bytes) -> Event:
         decoder = self._decoders.get(topic)
         if decoder is not None:
-            return decoder.decode(state)  # type: ignore[no-any-return]
+            event: Event = decoder.decode(state)
+            return event
         return self._decode_old(topic, state)
 
     def _decode_old(self, topic: str, state: bytes) -> Event:

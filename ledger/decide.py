@@ -189,7 +189,9 @@ def check_fence(state: JobState, lease: Lease, now: datetime) -> None:
         raise LeaseOwnerMismatchError(f"the lease on job {state.job_id} has expired")
 
 
-def decide_heartbeat(state: JobState, lease: Lease, lease_s: float, now: datetime) -> JobHeartbeated:
+def decide_heartbeat(
+    state: JobState, lease: Lease, lease_s: float, now: datetime
+) -> JobHeartbeated:
     """Renew the lease until ``now + lease_s``."""
     check_fence(state, lease, now)
     return JobHeartbeated(
@@ -215,7 +217,7 @@ def decide_progress(
     check_fence(state, lease, now)
     if stage is not None:
         _name(stage, "stage")
-    if done is not None and done < 0 or total is not None and total < 0:
+    if (done is not None and done < 0) or (total is not None and total < 0):
         raise InvalidRequestError("progress counts must be >= 0")
     events: list[JobEvent] = []
     if stage is not None and stage != state.stage:

@@ -69,7 +69,7 @@ class _Value(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Base of immutable value objects that travel inside events."""
 
 
-class Subject(_Value):
+class Subject(_Value, frozen=True):
     """The external thing a sync job is about: one document of one source."""
 
     source_id: str
@@ -78,7 +78,7 @@ class Subject(_Value):
     revision: str | None = None
 
 
-class Failure(_Value):
+class Failure(_Value, frozen=True):
     """One failed attempt: its kind, a stable code and a human message."""
 
     kind: FailureKind
@@ -86,7 +86,7 @@ class Failure(_Value):
     message: str
 
 
-class BackoffPolicy(_Value):
+class BackoffPolicy(_Value, frozen=True):
     """Exponential backoff: ``min(base_s * 2**(attempt-1), max_s)`` times ``1 ± jitter``."""
 
     base_s: float = 2.0
@@ -94,7 +94,7 @@ class BackoffPolicy(_Value):
     jitter: float = 0.25
 
 
-class JobDefinition(_Value):
+class JobDefinition(_Value, frozen=True):
     """How jobs of one type are run, unless an enqueue request says otherwise."""
 
     job_type: str
@@ -106,7 +106,7 @@ class JobDefinition(_Value):
     backoff: BackoffPolicy = BackoffPolicy()
 
 
-class EnqueueRequest(_Value):
+class EnqueueRequest(_Value, frozen=True):
     """An enqueue request exactly as the caller made it (unset fields stay ``None``).
 
     Kept verbatim in :class:`JobEnqueued` so that an idempotent repeat is compared with what
@@ -138,14 +138,14 @@ class Event(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 # --- job definitions (stream: one per job type) ---------------------------------------------
 
 
-class JobTypeDefined(Event):
+class JobTypeDefined(Event, frozen=True):
     """A job type comes into being: (none) -> defined."""
 
     name = "job_type_defined"
     definition: JobDefinition
 
 
-class JobTypeUpdated(Event):
+class JobTypeUpdated(Event, frozen=True):
     """A job type's definition changes (including enable/disable): defined -> defined."""
 
     name = "job_type_updated"
@@ -155,11 +155,11 @@ class JobTypeUpdated(Event):
 # --- jobs (stream: one per job) -------------------------------------------------------------
 
 
-class JobEvent(Event):
+class JobEvent(Event, frozen=True):
     """Base of the events in a job's stream."""
 
 
-class JobEnqueued(JobEvent):
+class JobEnqueued(JobEvent, frozen=True):
     """A job is accepted: (none) -> pending. Carries the request verbatim and its resolution."""
 
     name = "job_enqueued"
@@ -173,7 +173,7 @@ class JobEnqueued(JobEvent):
     backoff: BackoffPolicy
 
 
-class JobLeased(JobEvent):
+class JobLeased(JobEvent, frozen=True):
     """A worker claims the job: pending -> leased. Counts as the attempt's first heartbeat."""
 
     name = "job_leased"
@@ -183,7 +183,7 @@ class JobLeased(JobEvent):
     lease_expires_at: datetime
 
 
-class JobHeartbeated(JobEvent):
+class JobHeartbeated(JobEvent, frozen=True):
     """The lease holder renews its lease: leased -> leased."""
 
     name = "job_heartbeated"
@@ -193,7 +193,7 @@ class JobHeartbeated(JobEvent):
     lease_expires_at: datetime
 
 
-class JobStageChanged(JobEvent):
+class JobStageChanged(JobEvent, frozen=True):
     """The lease holder reports a new stage: leased -> leased. Not a heartbeat."""
 
     name = "job_stage_changed"
@@ -202,7 +202,7 @@ class JobStageChanged(JobEvent):
     stage: str
 
 
-class JobProgressed(JobEvent):
+class JobProgressed(JobEvent, frozen=True):
     """The lease holder reports progress and/or a checkpoint: leased -> leased. Not a heartbeat."""
 
     name = "job_progressed"
@@ -213,7 +213,7 @@ class JobProgressed(JobEvent):
     checkpoint: JSON | None = None
 
 
-class JobSucceeded(JobEvent):
+class JobSucceeded(JobEvent, frozen=True):
     """The attempt succeeded: leased -> succeeded. Revision/hash are the *result's*."""
 
     name = "job_succeeded"
@@ -225,7 +225,7 @@ class JobSucceeded(JobEvent):
     content_hash: str | None = None
 
 
-class JobFailed(JobEvent):
+class JobFailed(JobEvent, frozen=True):
     """The attempt failed: leased -> leased. Always followed, in the same commit, by
     :class:`JobRetryScheduled` or :class:`JobDeadLettered`."""
 
@@ -237,7 +237,7 @@ class JobFailed(JobEvent):
     started_without_renewal_heartbeat: bool | None = None
 
 
-class JobRetryScheduled(JobEvent):
+class JobRetryScheduled(JobEvent, frozen=True):
     """A failed attempt will be retried: leased -> pending, not before ``next_run_at``."""
 
     name = "job_retry_scheduled"
@@ -248,7 +248,7 @@ class JobRetryScheduled(JobEvent):
     started_without_renewal_heartbeat: bool | None = None
 
 
-class JobDeadLettered(JobEvent):
+class JobDeadLettered(JobEvent, frozen=True):
     """The job gives up: leased -> dead. Payload and checkpoint stay in the job's state."""
 
     name = "job_dead_lettered"
@@ -258,7 +258,7 @@ class JobDeadLettered(JobEvent):
     started_without_renewal_heartbeat: bool | None = None
 
 
-class JobReleased(JobEvent):
+class JobReleased(JobEvent, frozen=True):
     """The worker hands the job back unfinished: leased -> pending; the attempt is not consumed."""
 
     name = "job_released"
@@ -268,7 +268,7 @@ class JobReleased(JobEvent):
     reason: str
 
 
-class JobCancelled(JobEvent):
+class JobCancelled(JobEvent, frozen=True):
     """An operator cancels the job: pending | leased -> cancelled."""
 
     name = "job_cancelled"
@@ -276,7 +276,7 @@ class JobCancelled(JobEvent):
     reason: str
 
 
-class JobRequeued(JobEvent):
+class JobRequeued(JobEvent, frozen=True):
     """An operator starts a new run: dead | cancelled -> pending, ``run_number`` + 1."""
 
     name = "job_requeued"

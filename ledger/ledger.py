@@ -365,10 +365,7 @@ class Ledger:
     ) -> BatchResult:
         """Renew many leases in one transaction (each still its own heartbeat event)."""
         return self._fenced_many(
-            [
-                (lease.job_id, _bind(decide.decide_heartbeat, lease, lease_s))
-                for lease in leases
-            ]
+            [(lease.job_id, _bind(decide.decide_heartbeat, lease, lease_s)) for lease in leases]
         )
 
     def progress(
@@ -402,11 +399,11 @@ class Ledger:
 
     def succeed_many(self, completions: Sequence[Completion]) -> BatchResult:
         """Record many successes in one transaction."""
-        return self._fenced_many(
-            [(c.lease.job_id, _completion_decision(c)) for c in completions]
-        )
+        return self._fenced_many([(c.lease.job_id, _completion_decision(c)) for c in completions])
 
-    def fail(self, lease: Lease, failure: Failure, *, not_before: datetime | None = None) -> JobState:
+    def fail(
+        self, lease: Lease, failure: Failure, *, not_before: datetime | None = None
+    ) -> JobState:
         """Record a failed attempt; the job is retried with backoff or dead-lettered."""
         draw = self._jitter()
         return self._fenced(
@@ -440,8 +437,7 @@ class Ledger:
         with self.store.unit_of_work() as uow:
             expired = uow.expired_leases(now, limit)
             changes = [
-                (s.job_id, decide.decide_reap(s, now, retry_delay_s=retry_delay_s))
-                for s in expired
+                (s.job_id, decide.decide_reap(s, now, retry_delay_s=retry_delay_s)) for s in expired
             ]
             reaped = uow.append(changes)
         return [reaped[s.job_id] for s in expired]
@@ -453,9 +449,7 @@ class Ledger:
         now = self.clock.now()
         with self.store.unit_of_work() as uow:
             held = uow.leased_by(worker_ids)
-            changes = [
-                (s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held
-            ]
+            changes = [(s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held]
             released = uow.append(changes)
         return [released[s.job_id] for s in held]
 

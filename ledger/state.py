@@ -136,7 +136,7 @@ def _require_execution(state: JobState, event: JobEvent, run_number: int, attemp
         )
 
 
-def evolve(state: JobState | None, event: JobEvent) -> JobState:  # noqa: C901, PLR0915
+def evolve(state: JobState | None, event: JobEvent) -> JobState:
     """Apply one event to a job's state. Pure; raises on an illegal transition."""
     if isinstance(event, JobEnqueued):
         if state is not None:

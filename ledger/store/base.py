@@ -27,7 +27,7 @@ from ledger.errors import DatabaseNotInitialisedError, DatabaseUnusableError
 from ledger.events import Event, JobDefinition, JobEvent
 from ledger.state import DefinitionState, JobState, evolve, evolve_definition
 from ledger.times import to_us
-from projections.queue import decode_state, queue_row
+from projections.queue import queue_row
 
 SCHEMA_VERSION = "1"
 """The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
@@ -75,8 +75,9 @@ class UnitOfWork(ABC):
         """Append through the recorder; return the notification ids in order."""
 
     @abstractmethod
-    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
-        ...
+    def _write_queue(
+        self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]
+    ) -> None: ...
 
     @abstractmethod
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None: ...
@@ -160,16 +161,15 @@ class UnitOfWork(ABC):
         """
         records: list[tuple[UUID, int, Event]] = []
         new_jobs: dict[UUID, JobState] = {}
-        for job_id, events in job_changes:
-            if not events:
+        for job_id, job_events in job_changes:
+            if not job_events:
                 continue
-            loaded = new_jobs.get(job_id)
-            if loaded is None and job_id in self._jobs:
-                loaded = self._jobs[job_id].state
-            state = loaded
-            for event in events:
-                state = evolve(state, event)
-                records.append((job_id, state.version, event))
+            state = new_jobs.get(job_id)
+            if state is None and job_id in self._jobs:
+                state = self._jobs[job_id].state
+            for job_event in job_events:
+                state = evolve(state, job_event)
+                records.append((job_id, state.version, job_event))
             assert state is not None
             new_jobs[job_id] = state
 
@@ -261,9 +261,11 @@ class Store(ABC):
     def history(self, originator_id: UUID) -> list[Record]:
         """Every event of one stream (a job, or a job type's definitions), in order."""
         return [
-            Record(stored.originator_id, stored.originator_version, self.codec.decode(
-                stored.topic, stored.state
-            ))
+            Record(
+                stored.originator_id,
+                stored.originator_version,
+                self.codec.decode(stored.topic, stored.state),
+            )
             for stored in self._select_stored_events(originator_id)
         ]
 
@@ -274,7 +276,7 @@ class Store(ABC):
 
     def initialise(self) -> bool:
         """Create the tables if needed. Idempotent; returns whether anything was created."""
-        tables, marker = self._tables_and_marker()
+        _, marker = self._tables_and_marker()
         if marker is not None:
             if marker != SCHEMA_VERSION:
                 raise DatabaseUnusableError(

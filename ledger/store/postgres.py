@@ -67,7 +67,7 @@ class PostgresUnitOfWork(UnitOfWork):
         recorder._insert_stored_events(self._cursor, stored)
         positions = recorder._fetch_ids_after_insert_events(self._cursor, stored)
         assert positions is not None
-        return positions
+        return list(positions)
 
     def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
         if inserts:
@@ -95,7 +95,10 @@ class PostgresStore(Store):
     backend = "postgres"
 
     def __init__(
-        self, conninfo: str, codec: EventCodec | None = None, pool_size: int = 2,
+        self,
+        conninfo: str,
+        codec: EventCodec | None = None,
+        pool_size: int = 2,
         max_overflow: int = 8,
     ) -> None:
         if codec is not None:
@@ -103,6 +106,7 @@ class PostgresStore(Store):
         params = conninfo_to_dict(conninfo)
         self.dbname = str(params.get("dbname", ""))
         self.sql = load("postgres")
+        connect_timeout = float(str(params.get("connect_timeout", 5)))
         try:
             self.datastore = PostgresDatastore(
                 dbname=self.dbname,
@@ -110,17 +114,19 @@ class PostgresStore(Store):
                 port=str(params.get("port", "5432")),
                 user=str(params.get("user", "")),
                 password=str(params.get("password", "")),
-                connect_timeout=float(params.get("connect_timeout", 5)),
+                connect_timeout=connect_timeout,
                 idle_in_transaction_session_timeout=IDLE_IN_TRANSACTION_TIMEOUT_S,
                 pool_size=pool_size,
                 max_overflow=max_overflow,
-                pool_open_timeout=float(params.get("connect_timeout", 5)),
+                pool_open_timeout=connect_timeout,
             )
             self.recorder = PostgresApplicationRecorder(
                 self.datastore, events_table_name=EVENTS_TABLE
             )
         except (PersistenceError, psycopg.Error) as exc:
-            raise DatabaseUnusableError(f"cannot use PostgreSQL database {self.dbname!r}: {exc}")
+            raise DatabaseUnusableError(
+                f"cannot use PostgreSQL database {self.dbname!r}: {exc}"
+            ) from exc
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
@@ -160,7 +166,8 @@ class PostgresStore(Store):
         return {row["status"]: row["n"] for row in self._read("queue_counts")}
 
     def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]:
-        return self.recorder.select_events(originator_id)
+        stored: Sequence[StoredEvent] = self.recorder.select_events(originator_id)
+        return stored
 
     def _tables_and_marker(self) -> tuple[set[str], str | None]:
         tables = {row["table_name"] for row in self._read("tables_present")}
@@ -175,9 +182,7 @@ class PostgresStore(Store):
         with self._cursor() as cursor:
             for statement in schema_statements(self.backend):
                 cursor.execute(statement)
-            cursor.execute(
-                self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION}
-            )
+            cursor.execute(self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION})
 
     def close(self) -> None:
         self.datastore.close()

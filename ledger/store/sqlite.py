@@ -59,7 +59,7 @@ class SQLiteUnitOfWork(UnitOfWork):
     def _insert_stored_events(self, stored: list[StoredEvent]) -> Sequence[int]:
         positions = self._store.recorder._insert_events(self._cursor, stored)
         assert positions is not None
-        return positions
+        return list(positions)
 
     def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
         if inserts:
@@ -141,7 +141,8 @@ class SQLiteStore(Store):
         return {row["status"]: row["n"] for row in self._read("queue_counts")}
 
     def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]:
-        return self.recorder.select_events(originator_id)
+        stored: Sequence[StoredEvent] = self.recorder.select_events(originator_id)
+        return stored
 
     def _tables_and_marker(self) -> tuple[set[str], str | None]:
         tables = {row["table_name"] for row in self._read("tables_present")}
@@ -157,9 +158,7 @@ class SQLiteStore(Store):
                 cursor.execute(statement)
             for statement in schema_statements(self.backend):
                 cursor.execute(statement)
-            cursor.execute(
-                self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION}
-            )
+            cursor.execute(self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION})
 
     def close(self) -> None:
         self.datastore.close()

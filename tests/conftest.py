@@ -1,0 +1,110 @@
+"""Shared fixtures: real SQLite files and real PostgreSQL databases, never mocks.
+
+PostgreSQL: one template database with the ledger schema is built per test session; each test
+gets ``CREATE DATABASE … TEMPLATE`` of it and drops it (``WITH (FORCE)``) afterwards. The
+server comes from ``$JOBLEDGER_TEST_PG`` (default: 127.0.0.1:5432 as ``postgres``). If it is
+not reachable the PostgreSQL tests fail; they are never skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ledger import FakeClock, Ledger
+
+PG_SERVER = os.environ.get("JOBLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
+
+
+def _admin() -> psycopg.Connection[tuple[object, ...]]:
+    return psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True, connect_timeout=5)
+
+
+def pg_url_for(dbname: str) -> str:
+    return f"{PG_SERVER}/{dbname}"
+
+
+@pytest.fixture(scope="session")
+def pg_template() -> Iterator[str]:
+    name = f"jl_tpl_{uuid.uuid4().hex[:12]}"
+    with _admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        Ledger.open(pg_url_for(name), create=True).close()
+        yield name
+    finally:
+        with _admin() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_url(pg_template: str) -> Iterator[str]:
+    """A fresh, initialised PostgreSQL database for one test."""
+    name = f"jl_test_{uuid.uuid4().hex[:12]}"
+    with _admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    try:
+        yield pg_url_for(name)
+    finally:
+        with _admin() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def empty_pg_url() -> Iterator[str]:
+    """A fresh PostgreSQL database with no tables at all."""
+    name = f"jl_empty_{uuid.uuid4().hex[:12]}"
+    with _admin() as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield pg_url_for(name)
+    finally:
+        with _admin() as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: Path) -> str:
+    """A fresh, initialised SQLite ledger file for one test."""
+    path = tmp_path / "ledger.db"
+    Ledger.open(str(path), create=True).close()
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """An initialised ledger database, once on each backend."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_url"))
+    return str(request.getfixturevalue("sqlite_url"))
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def ledger(db_url: str, clock: FakeClock) -> Iterator[Ledger]:
+    """A ledger on each backend, with the fake clock and the job types tests use defined."""
+    with Ledger.open(db_url, clock=clock) as opened:
+        yield opened
+
+
+def events_in(ledger: Ledger) -> int:
+    """How many events the ledger's database holds (0 when empty)."""
+    return int(ledger.store.recorder.max_notification_id() or 0)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def defined(ledger: Ledger) -> Ledger:
+    """The ledger with job type 't' defined (jitter-free backoff: 10 s doubling to 100 s)."""
+    from ledger import BackoffPolicy
+
+    ledger.define("t", backoff=BackoffPolicy(base_s=10.0, max_s=100.0, jitter=0.0))
+    return ledger

@@ -1,0 +1,164 @@
+"""Failure, retry, dead letter, release, cancel, requeue and reaping on both backends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from ledger import (
+    BackoffPolicy,
+    Failure,
+    FailureKind,
+    FakeClock,
+    InvalidTransitionError,
+    JobStatus,
+    Ledger,
+)
+from ledger.events import (
+    JobDeadLettered,
+    JobFailed,
+    JobReleased,
+    JobRequeued,
+    JobRetryScheduled,
+)
+
+TRANSIENT = Failure(kind=FailureKind.RETRYABLE, code="downstream.unavailable", message="blip")
+
+
+def test_retryable_failures_back_off_exponentially_without_jitter(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """Attempts 1, 2, 3 retry after 10, 20, 40 s (base 10, jitter 0), attempt kept."""
+    job_id = defined.enqueue("t")
+    assert job_id is not None
+    for attempt, delay in ((1, 10), (2, 20), (3, 40)):
+        [job] = defined.claim("w")
+        assert job.lease is not None and job.attempt == attempt
+        failed = defined.fail(job.lease, TRANSIENT)
+        assert failed.status is JobStatus.PENDING and failed.attempt == attempt
+        assert failed.run_at == clock.now() + timedelta(seconds=delay)
+        assert failed.last_error == TRANSIENT
+        clock.advance(delay)
+    retries = [r.event for r in defined.history(job_id) if isinstance(r.event, JobRetryScheduled)]
+    assert [r.delay_s for r in retries] == [10, 20, 40]
+
+
+def test_jittered_backoff_stays_within_its_bounds(ledger: Ledger, clock: FakeClock) -> None:
+    """With jitter 0.25 the recorded delay is within base ± 25%."""
+    ledger.define("j", backoff=BackoffPolicy(base_s=100, max_s=1000, jitter=0.25))
+    ledger.enqueue("j")
+    [job] = ledger.claim("w")
+    assert job.lease is not None
+    failed = ledger.fail(job.lease, TRANSIENT)
+    delay = (failed.run_at - clock.now()).total_seconds()
+    assert 75.0 <= delay <= 125.0
+
+
+def test_max_attempts_one_dies_on_the_first_retryable_failure(defined: Ledger) -> None:
+    """failed then dead_lettered; payload and checkpoint kept with the dead job."""
+    job_id = defined.enqueue("t", {"doc": 1}, max_attempts=1)
+    assert job_id is not None
+    [job] = defined.claim("w")
+    assert job.lease is not None
+    defined.progress(job.lease, checkpoint={"page": 3})
+    dead = defined.fail(job.lease, TRANSIENT)
+    assert (dead.status, dead.attempt) == (JobStatus.DEAD, 1)
+    assert dead.payload == {"doc": 1} and dead.checkpoint == {"page": 3}
+    kinds = [type(r.event) for r in defined.history(job_id)][-2:]
+    assert kinds == [JobFailed, JobDeadLettered]
+
+
+@pytest.mark.parametrize("kind", [FailureKind.TERMINAL, FailureKind.PANICKED])
+def test_terminal_failures_dead_letter_with_attempts_left(
+    defined: Ledger, kind: FailureKind
+) -> None:
+    """terminal and panicked never retry."""
+    defined.enqueue("t", max_attempts=5)
+    [job] = defined.claim("w")
+    assert job.lease is not None
+    dead = defined.fail(job.lease, Failure(kind=kind, code="x.y", message="bad input"))
+    assert dead.status is JobStatus.DEAD and dead.attempt == 1
+
+
+def test_release_puts_the_job_back_at_once_without_consuming_the_attempt(
+    defined: Ledger,
+) -> None:
+    """job_released: pending now, attempt - 1, last error untouched, claimable again."""
+    job_id = defined.enqueue("t")
+    [job] = defined.claim("w")
+    assert job.lease is not None
+    released = defined.release(job.lease, reason="shutdown")
+    assert (released.status, released.attempt, released.worker_id) == (JobStatus.PENDING, 0, None)
+    assert job_id is not None
+    assert isinstance(defined.history(job_id)[-1].event, JobReleased)
+    [again] = defined.claim("w2")
+    assert again.attempt == 1
+
+
+def test_cancel_and_requeue_start_a_new_run(defined: Ledger) -> None:
+    """cancel pending → cancelled; requeue → run 2, attempt 0, claimable; bad states refused."""
+    job_id = defined.enqueue("t")
+    assert job_id is not None
+    cancelled = defined.cancel(job_id, reason="not needed")
+    assert cancelled.status is JobStatus.CANCELLED and cancelled.reason == "not needed"
+    with pytest.raises(InvalidTransitionError) as caught:
+        defined.cancel(job_id)
+    assert caught.value.code == "job.invalid_transition"
+    requeued = defined.requeue(job_id, reason="needed after all")
+    assert (requeued.status, requeued.run_number, requeued.attempt) == (JobStatus.PENDING, 2, 0)
+    assert isinstance(defined.history(job_id)[-1].event, JobRequeued)
+    with pytest.raises(InvalidTransitionError):
+        defined.requeue(job_id)
+    [job] = defined.claim("w")
+    assert (job.run_number, job.attempt) == (2, 1)
+
+
+def test_requeue_of_a_dead_job_starts_a_fresh_run(defined: Ledger) -> None:
+    """A dead job requeued gets run_number 2 and all its attempts again."""
+    job_id = defined.enqueue("t", max_attempts=1)
+    assert job_id is not None
+    [job] = defined.claim("w")
+    assert job.lease is not None
+    defined.fail(job.lease, TRANSIENT)
+    again = defined.requeue(job_id)
+    assert (again.run_number, again.attempt, again.status) == (2, 0, JobStatus.PENDING)
+
+
+def test_reaper_takes_only_leases_expired_strictly_before_now(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """At expiry the lease is live; a microsecond later it is reaped with a fixed delay."""
+    job_id = defined.enqueue("t")
+    defined.claim("w", lease_s=10)
+    clock.advance(10)
+    assert defined.reap_expired(retry_delay_s=60) == []
+    clock.advance(0.000001)
+    [reaped] = defined.reap_expired(retry_delay_s=60)
+    assert reaped.job_id == job_id and reaped.status is JobStatus.PENDING
+    assert reaped.run_at == clock.now() + timedelta(seconds=60)
+    assert reaped.last_error is not None and reaped.last_error.code == "job.lease_expired"
+    assert [type(r.event) for r in defined.history(job_id)][-2:] == [JobFailed, JobRetryScheduled]
+
+
+def test_reaper_dead_letters_when_attempts_are_used_up(defined: Ledger, clock: FakeClock) -> None:
+    """attempt >= max_attempts: the expired lease is dead-lettered as lease_expired."""
+    defined.enqueue("t", max_attempts=1)
+    defined.claim("w", lease_s=1)
+    clock.advance(2)
+    [dead] = defined.reap_expired()
+    assert dead.status is JobStatus.DEAD
+    assert dead.last_error is not None and dead.last_error.kind is FailureKind.LEASE_EXPIRED
+
+
+def test_boot_reap_releases_a_dead_process_claims_without_consuming_attempts(
+    defined: Ledger,
+) -> None:
+    """release_claims_of(workers): their jobs go back to pending, attempt not consumed."""
+    defined.enqueue("t")
+    defined.enqueue("t")
+    defined.claim("ghost-1")
+    defined.claim("alive")
+    [released] = defined.release_claims_of(["ghost-1", "ghost-2"])
+    assert (released.status, released.attempt) == (JobStatus.PENDING, 0)
+    assert defined.counts() == {"pending": 1, "leased": 1}
