@@ -29,7 +29,7 @@ from ledger.events import (
     Subject,
     SubjectOp,
 )
-from ledger.ledger import BatchResult, Completion, Ledger
+from ledger.ledger import BatchResult, Completion, FailureReport, Ledger
 from ledger.state import JobState, Lease
 
 __all__ = [

@@ -44,6 +44,8 @@ from ledger.events import (
 )
 from ledger.state import JobState, Lease, evolve, fold
 from ledger.store.base import Store, UnitOfWork
+from projections.dead_letters import DeadLetter
+from projections.sync_state import SyncState
 
 DEFAULT_LEASE_S = 30.0
 DEFAULT_REAPER_RETRY_DELAY_S = 60.0
@@ -58,6 +60,17 @@ class Completion(msgspec.Struct, frozen=True):
     output: JSON | None = None
     revision: str | None = None
     content_hash: str | None = None
+
+
+class FailureReport(msgspec.Struct, frozen=True):
+    """One failed attempt to record in :meth:`Ledger.finish_many`."""
+
+    lease: Lease
+    failure: Failure
+    not_before: datetime | None = None
+
+
+Outcome = Completion | FailureReport
 
 
 class BatchResult(msgspec.Struct):
@@ -442,6 +455,22 @@ class Ledger:
             reaped = uow.append(changes)
         return [reaped[s.job_id] for s in expired]
 
+    def release_claims_with_prefix(
+        self, prefix: str, *, alive: Callable[[str], bool], reason: str = "released by boot reap"
+    ) -> list[JobState]:
+        """Release jobs leased by workers whose id starts with ``prefix`` and for which
+        ``alive(worker_id)`` is false: the claims a crashed process of this pool left."""
+        now = self.clock.now()
+        with self.store.unit_of_work() as uow:
+            held = [
+                s
+                for s in uow.leased_by_prefix(prefix)
+                if s.worker_id is not None and not alive(s.worker_id)
+            ]
+            changes = [(s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held]
+            released = uow.append(changes)
+        return [released[s.job_id] for s in held]
+
     def release_claims_of(
         self, worker_ids: Sequence[str], *, reason: str = "released by boot reap"
     ) -> list[JobState]:
@@ -482,6 +511,33 @@ class Ledger:
     def counts(self) -> dict[str, int]:
         """Jobs per status."""
         return self.store.count_by_status()
+
+    def sync_state(self, source_id: str) -> list[SyncState]:
+        """The sync-state rows of one source."""
+        return self.store.sync_state(source_id)
+
+    def revision_snapshot(self, source_id: str) -> dict[str, str]:
+        """``{uri: revision}`` for the source's rows that have a revision."""
+        return {
+            row.uri: row.revision
+            for row in self.store.sync_state(source_id)
+            if row.revision is not None
+        }
+
+    def known_uris(self, source_id: str) -> set[str]:
+        """Every URI the source's sync state has a row for."""
+        return {row.uri for row in self.store.sync_state(source_id)}
+
+    def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
+        """Dead jobs (optionally of one type), oldest death first."""
+        return self.store.dead_letters(job_type)
+
+    def on_jobs_available(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after this process commits work that may be claimable."""
+        self.store.add_listener(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        self.store.remove_listener(listener)
 
 
 def _bind(

@@ -69,6 +69,38 @@ CREATE TABLE IF NOT EXISTS jl_definitions (
     state bytea NOT NULL
 )
 
+-- name: schema_sync_state
+-- The sync-state view (projections/sync_state.py): one row per (source_id, uri).
+CREATE TABLE IF NOT EXISTS jl_sync_state (
+    source_id text NOT NULL,
+    uri text NOT NULL,
+    revision text,
+    content_hash text,
+    last_seen_at bigint NOT NULL,
+    last_ingested_at bigint NOT NULL,
+    PRIMARY KEY (source_id, uri)
+)
+
+-- name: schema_dead_letters
+-- The dead-letter view (projections/dead_letters.py): one row per dead job.
+CREATE TABLE IF NOT EXISTS jl_dead_letters (
+    job_id uuid PRIMARY KEY,
+    job_type text NOT NULL,
+    org text,
+    source_id text,
+    uri text,
+    run_number integer NOT NULL,
+    attempt integer NOT NULL,
+    code text NOT NULL,
+    dead_at bigint NOT NULL,
+    snapshot bytea NOT NULL
+)
+
+-- name: schema_dead_letters_subject_idx
+-- Pruning a subject's dead jobs when the subject is deleted.
+CREATE INDEX IF NOT EXISTS jl_dead_letters_subject_idx
+    ON jl_dead_letters (source_id, uri) WHERE source_id IS NOT NULL
+
 -- name: meta_get
 -- One schema-marker value.
 SELECT value FROM jl_meta WHERE key = %(key)s
@@ -178,3 +210,58 @@ VALUES (%(job_type)s, %(enabled)s, %(version)s, %(stream_version)s, %(state)s)
 ON CONFLICT (job_type) DO UPDATE SET
     enabled = EXCLUDED.enabled, version = EXCLUDED.version,
     stream_version = EXCLUDED.stream_version, state = EXCLUDED.state
+
+-- name: queue_leased_by_prefix
+-- Leased jobs whose worker id starts with a prefix (boot reap of a restarted pool).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'leased' AND starts_with(worker_id, %(prefix)s)
+ORDER BY enqueue_seq
+FOR UPDATE SKIP LOCKED
+
+-- name: jobs_available_notify
+-- Wake idle workers in other processes; delivered at commit, once per transaction.
+NOTIFY jl_jobs_available
+
+-- name: sync_state_upsert
+-- Record an ingested result; a missing value keeps the stored one (never erases).
+INSERT INTO jl_sync_state AS s (source_id, uri, revision, content_hash, last_seen_at,
+                                last_ingested_at)
+VALUES (%(source_id)s, %(uri)s, %(revision)s, %(content_hash)s, %(last_seen_at)s,
+        %(last_ingested_at)s)
+ON CONFLICT (source_id, uri) DO UPDATE SET
+    revision = coalesce(EXCLUDED.revision, s.revision),
+    content_hash = coalesce(EXCLUDED.content_hash, s.content_hash),
+    last_seen_at = EXCLUDED.last_seen_at,
+    last_ingested_at = EXCLUDED.last_ingested_at
+
+-- name: sync_state_delete
+-- Forget a deleted document (primary key).
+DELETE FROM jl_sync_state WHERE source_id = %(source_id)s AND uri = %(uri)s
+
+-- name: sync_state_of_source
+-- Every row of one source (primary key prefix).
+SELECT source_id, uri, revision, content_hash, last_seen_at, last_ingested_at
+FROM jl_sync_state WHERE source_id = %(source_id)s ORDER BY uri
+
+-- name: dead_letters_insert
+-- A job died.
+INSERT INTO jl_dead_letters (job_id, job_type, org, source_id, uri, run_number, attempt,
+                             code, dead_at, snapshot)
+VALUES (%(job_id)s, %(job_type)s, %(org)s, %(source_id)s, %(uri)s, %(run_number)s,
+        %(attempt)s, %(code)s, %(dead_at)s, %(snapshot)s)
+
+-- name: dead_letters_delete
+-- A dead job was requeued (primary key).
+DELETE FROM jl_dead_letters WHERE job_id = %(job_id)s
+
+-- name: dead_letters_prune_subject
+-- A sync subject was deleted: its dead jobs are moot (jl_dead_letters_subject_idx).
+DELETE FROM jl_dead_letters WHERE source_id = %(source_id)s AND uri = %(uri)s
+
+-- name: dead_letters_all
+-- Every dead letter, oldest death first.
+SELECT snapshot FROM jl_dead_letters ORDER BY dead_at, job_id
+
+-- name: dead_letters_of_type
+-- The dead letters of one job type, oldest death first.
+SELECT snapshot FROM jl_dead_letters WHERE job_type = %(job_type)s ORDER BY dead_at, job_id

@@ -12,9 +12,10 @@ which database it talks to.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID, uuid5
@@ -24,16 +25,31 @@ from eventsourcing.persistence import StoredEvent
 
 from ledger.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.errors import DatabaseNotInitialisedError, DatabaseUnusableError
-from ledger.events import Event, JobDefinition, JobEvent
+from ledger.events import (
+    Event,
+    JobDefinition,
+    JobEnqueued,
+    JobEvent,
+    JobReleased,
+    JobRequeued,
+    JobRetryScheduled,
+)
 from ledger.state import DefinitionState, JobState, evolve, evolve_definition
-from ledger.times import to_us
-from projections.queue import queue_row
+from ledger.times import from_us, to_us
+from projections import dead_letters, sync_state
+from projections.dead_letters import DeadLetter
+from projections.queue import decode_state, queue_row
+from projections.sync_state import SyncState
+from projections.writes import ViewWrite
 
 SCHEMA_VERSION = "1"
 """The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
 
 EVENTS_TABLE = "jl_events"
 JOB_TYPE_NAMESPACE = UUID("6f3c1d0e-7a52-4c8e-9b1e-4a8f2f1d2c55")
+
+# Events after which a job may be claimable: they wake idle workers.
+_MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
 
 _definition_encoder = msgspec.msgpack.Encoder()
 _definition_decoder = msgspec.msgpack.Decoder(JobDefinition)
@@ -60,6 +76,7 @@ class UnitOfWork(ABC):
         self._codec = codec
         self._jobs: dict[UUID, LoadedJob] = {}
         self._definitions: dict[str, DefinitionState] = {}
+        self.jobs_became_available = False
 
     # --- backend hooks ---------------------------------------------------------------------
 
@@ -81,6 +98,14 @@ class UnitOfWork(ABC):
 
     @abstractmethod
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None: ...
+
+    @abstractmethod
+    def _execute_writes(self, writes: list[ViewWrite]) -> None:
+        """Run projection writes in order (consecutive writes of one query may be batched)."""
+
+    @abstractmethod
+    def _notify_jobs_available(self) -> None:
+        """Tell other processes, at commit, that jobs may be claimable."""
 
     @abstractmethod
     def _job_key(self, job_id: UUID) -> Any:
@@ -130,6 +155,10 @@ class UnitOfWork(ABC):
         params = {"worker_ids": self._id_list(list(worker_ids))}
         return self._remember(self._fetch_jobs("queue_leased_by_workers", params))
 
+    def leased_by_prefix(self, prefix: str) -> list[JobState]:
+        """Leased jobs whose worker id starts with ``prefix``, locked."""
+        return self._remember(self._fetch_jobs("queue_leased_by_prefix", {"prefix": prefix}))
+
     def find_idempotent(self, job_type: str, org: str | None, key: str) -> JobState | None:
         params = {"job_type": job_type, "org": org or "", "idempotency_key": key}
         found = self._remember(self._fetch_jobs("queue_find_idempotent", params))
@@ -161,6 +190,8 @@ class UnitOfWork(ABC):
         """
         records: list[tuple[UUID, int, Event]] = []
         new_jobs: dict[UUID, JobState] = {}
+        view_writes: list[ViewWrite] = []
+        makes_claimable = False
         for job_id, job_events in job_changes:
             if not job_events:
                 continue
@@ -170,6 +201,9 @@ class UnitOfWork(ABC):
             for job_event in job_events:
                 state = evolve(state, job_event)
                 records.append((job_id, state.version, job_event))
+                view_writes.extend(sync_state.writes(job_event, state))
+                view_writes.extend(dead_letters.writes(job_event, state))
+                makes_claimable = makes_claimable or isinstance(job_event, _MAKES_CLAIMABLE)
             assert state is not None
             new_jobs[job_id] = state
 
@@ -208,6 +242,11 @@ class UnitOfWork(ABC):
                 updates.append(queue_row(state, seq, key))
             self._jobs[job_id] = LoadedJob(state, seq)
         self._write_queue(inserts, updates)
+        if view_writes:
+            self._execute_writes(view_writes)
+        if makes_claimable and not self.jobs_became_available:
+            self._notify_jobs_available()
+            self.jobs_became_available = True
 
         if new_definitions:
             rows = []
@@ -231,10 +270,78 @@ class Store(ABC):
 
     backend: str
     codec: EventCodec = DEFAULT_CODEC
+    _listeners: list[Callable[[], None]]
+    _listeners_lock: threading.Lock
+
+    def __init__(self) -> None:
+        self._listeners = []
+        self._listeners_lock = threading.Lock()
 
     @abstractmethod
-    def unit_of_work(self) -> AbstractContextManager[UnitOfWork]:
+    def _transaction(self) -> AbstractContextManager[UnitOfWork]:
         """A write transaction; committed when the block exits normally."""
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[UnitOfWork]:
+        """A write transaction; after it commits, wake this process's idle workers if it
+        may have made jobs claimable (other processes learn it from the database)."""
+        with self._transaction() as uow:
+            yield uow
+        if uow.jobs_became_available:
+            with self._listeners_lock:
+                listeners = list(self._listeners)
+            for listener in listeners:
+                listener()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (in the committing thread) after commits that may have made
+        jobs claimable. It must be quick and must not raise."""
+        with self._listeners_lock:
+            self._listeners.append(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        with self._listeners_lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    @abstractmethod
+    def _read(self, query: str, params: dict[str, Any] | None = None) -> Sequence[Any]:
+        """Run a named read-only query; rows support ``row["column"]``."""
+
+    def sync_state(self, source_id: str) -> list[SyncState]:
+        """Every sync-state row of one source, by URI."""
+        return [
+            SyncState(
+                source_id=row["source_id"],
+                uri=row["uri"],
+                revision=row["revision"],
+                content_hash=row["content_hash"],
+                last_seen_at=from_us(row["last_seen_at"]),
+                last_ingested_at=from_us(row["last_ingested_at"]),
+            )
+            for row in self._read("sync_state_of_source", {"source_id": source_id})
+        ]
+
+    def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
+        """Dead jobs (optionally of one type), oldest death first."""
+        if job_type is None:
+            rows = self._read("dead_letters_all")
+        else:
+            rows = self._read("dead_letters_of_type", {"job_type": job_type})
+        letters = []
+        for row in rows:
+            snapshot = decode_state(row["snapshot"])
+            assert snapshot.last_error is not None and snapshot.finished_at is not None
+            letters.append(
+                DeadLetter(
+                    job_id=snapshot.job_id,
+                    job_type=snapshot.job_type,
+                    dead_at=snapshot.finished_at,
+                    failure=snapshot.last_error,
+                    snapshot=snapshot,
+                )
+            )
+        return letters
 
     @abstractmethod
     def get_job(self, job_id: UUID) -> JobState | None: ...

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import groupby
 from typing import Any
 from uuid import UUID
 
@@ -35,6 +36,7 @@ from ledger.store.base import (
     decode_definition_row,
 )
 from ledger.store.queries import load, schema_statements
+from projections.writes import ViewWrite
 from projections.queue import decode_state
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
@@ -78,6 +80,13 @@ class PostgresUnitOfWork(UnitOfWork):
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
         self._cursor.executemany(self._sql["definitions_upsert"], rows)
 
+    def _execute_writes(self, writes: list[ViewWrite]) -> None:
+        for query, group in groupby(writes, key=lambda write: write.query):
+            self._cursor.executemany(self._sql[query], [write.params for write in group])
+
+    def _notify_jobs_available(self) -> None:
+        self._cursor.execute(self._sql["jobs_available_notify"])
+
     def _job_key(self, job_id: UUID) -> UUID:
         return job_id
 
@@ -101,8 +110,10 @@ class PostgresStore(Store):
         pool_size: int = 2,
         max_overflow: int = 8,
     ) -> None:
+        super().__init__()
         if codec is not None:
             self.codec = codec
+        self.conninfo = conninfo
         params = conninfo_to_dict(conninfo)
         self.dbname = str(params.get("dbname", ""))
         self.sql = load("postgres")
@@ -143,7 +154,7 @@ class PostgresStore(Store):
             raise
 
     @contextmanager
-    def unit_of_work(self) -> Iterator[PostgresUnitOfWork]:
+    def _transaction(self) -> Iterator[PostgresUnitOfWork]:
         with self._cursor() as cursor:
             yield PostgresUnitOfWork(self, cursor)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from itertools import groupby
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +31,7 @@ from ledger.store.base import (
     decode_definition_row,
 )
 from ledger.store.queries import load, schema_statements
+from projections.writes import ViewWrite
 from projections.queue import decode_state
 
 BUSY_TIMEOUT_S = 30
@@ -70,6 +72,17 @@ class SQLiteUnitOfWork(UnitOfWork):
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
         self._cursor.executemany(self._sql["definitions_upsert"], rows)
 
+    def _execute_writes(self, writes: list[ViewWrite]) -> None:
+        for query, group in groupby(writes, key=lambda write: write.query):
+            rows = [
+                {k: v.hex if isinstance(v, UUID) else v for k, v in write.params.items()}
+                for write in group
+            ]
+            self._cursor.executemany(self._sql[query], rows)
+
+    def _notify_jobs_available(self) -> None:
+        """Nothing to send: SQLite has no notifications; other processes poll."""
+
     def _job_key(self, job_id: UUID) -> str:
         return job_id.hex
 
@@ -84,6 +97,7 @@ class SQLiteStore(Store):
     backend = "sqlite"
 
     def __init__(self, path: str, codec: EventCodec | None = None, pool_size: int = 5) -> None:
+        super().__init__()
         if codec is not None:
             self.codec = codec
         self.path = path
@@ -118,7 +132,7 @@ class SQLiteStore(Store):
             self.datastore.pool.put_connection(conn)
 
     @contextmanager
-    def unit_of_work(self) -> Iterator[SQLiteUnitOfWork]:
+    def _transaction(self) -> Iterator[SQLiteUnitOfWork]:
         with self._connection(writer=True) as cursor:
             yield SQLiteUnitOfWork(self, cursor)
 
