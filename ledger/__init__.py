@@ -44,6 +44,7 @@ __all__ = [
     "EnqueueRequest",
     "Failure",
     "FailureKind",
+    "FailureReport",
     "FakeClock",
     "IdempotencyConflictError",
     "InvalidRequestError",

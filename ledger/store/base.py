@@ -16,6 +16,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID, uuid5
@@ -67,6 +68,16 @@ def decode_definition_row(state: bytes, stream_version: int) -> DefinitionState:
 class LoadedJob(NamedTuple):
     state: JobState
     enqueue_seq: int
+
+
+@dataclass
+class _Fold:
+    """What folding one unit of work's job events produced, before anything is written."""
+
+    records: list[tuple[UUID, int, Event]] = field(default_factory=list)
+    states: dict[UUID, JobState] = field(default_factory=dict)
+    view_writes: list[ViewWrite] = field(default_factory=list)
+    makes_claimable: bool = False
 
 
 class UnitOfWork(ABC):
@@ -188,25 +199,55 @@ class UnitOfWork(ABC):
         Every job in ``job_changes`` must have been read in this unit of work, unless its first
         event is ``job_enqueued``. Returns the jobs' new states.
         """
-        records: list[tuple[UUID, int, Event]] = []
-        new_jobs: dict[UUID, JobState] = {}
-        view_writes: list[ViewWrite] = []
-        makes_claimable = False
+        fold = self._fold_jobs(job_changes)
+        new_definitions = self._fold_definitions(definition_changes, fold.records)
+        if not fold.records:
+            return {}
+        positions = self._insert_stored_events(
+            [
+                StoredEvent(originator_id, version, *self._codec.encode(event))
+                for originator_id, version, event in fold.records
+            ]
+        )
+        first_positions = {
+            originator_id: position
+            for (originator_id, version, _), position in zip(fold.records, positions, strict=True)
+            if version == 1
+        }
+        self._write_queue_rows(fold.states, first_positions)
+        if fold.view_writes:
+            self._execute_writes(fold.view_writes)
+        if fold.makes_claimable and not self.jobs_became_available:
+            self._notify_jobs_available()
+            self.jobs_became_available = True
+        if new_definitions:
+            self._write_definition_rows(new_definitions)
+        return fold.states
+
+    def _fold_jobs(self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]]) -> _Fold:
+        fold = _Fold()
         for job_id, job_events in job_changes:
             if not job_events:
                 continue
-            state = new_jobs.get(job_id)
+            state = fold.states.get(job_id)
             if state is None and job_id in self._jobs:
                 state = self._jobs[job_id].state
             for job_event in job_events:
                 state = evolve(state, job_event)
-                records.append((job_id, state.version, job_event))
-                view_writes.extend(sync_state.writes(job_event, state))
-                view_writes.extend(dead_letters.writes(job_event, state))
-                makes_claimable = makes_claimable or isinstance(job_event, _MAKES_CLAIMABLE)
+                fold.records.append((job_id, state.version, job_event))
+                fold.view_writes.extend(sync_state.writes(job_event, state))
+                fold.view_writes.extend(dead_letters.writes(job_event, state))
+                if isinstance(job_event, _MAKES_CLAIMABLE):
+                    fold.makes_claimable = True
             assert state is not None
-            new_jobs[job_id] = state
+            fold.states[job_id] = state
+        return fold
 
+    def _fold_definitions(
+        self,
+        definition_changes: Sequence[tuple[str, Sequence[Event]]],
+        records: list[tuple[UUID, int, Event]],
+    ) -> dict[str, DefinitionState]:
         new_definitions: dict[str, DefinitionState] = {}
         for job_type, events in definition_changes:
             definition = new_definitions.get(job_type) or self._definitions.get(job_type)
@@ -216,53 +257,38 @@ class UnitOfWork(ABC):
                 records.append((stream_id, definition.version, event))
             assert definition is not None
             new_definitions[job_type] = definition
+        return new_definitions
 
-        if not records:
-            return {}
-        stored = []
-        for originator_id, version, event in records:
-            topic, state_bytes = self._codec.encode(event)
-            stored.append(StoredEvent(originator_id, version, topic, state_bytes))
-        positions = self._insert_stored_events(stored)
-
+    def _write_queue_rows(
+        self, states: dict[UUID, JobState], first_positions: dict[UUID, int]
+    ) -> None:
         inserts, updates = [], []
-        first_position = {
-            originator_id: position
-            for (originator_id, version, _), position in zip(records, positions, strict=True)
-            if version == 1
-        }
-        for job_id, state in new_jobs.items():
+        for job_id, state in states.items():
             key = self._job_key(job_id)
             known = self._jobs.get(job_id)
             if known is None:
-                seq = first_position[job_id]
+                seq = first_positions[job_id]
                 inserts.append(queue_row(state, seq, key))
             else:
                 seq = known.enqueue_seq
                 updates.append(queue_row(state, seq, key))
             self._jobs[job_id] = LoadedJob(state, seq)
         self._write_queue(inserts, updates)
-        if view_writes:
-            self._execute_writes(view_writes)
-        if makes_claimable and not self.jobs_became_available:
-            self._notify_jobs_available()
-            self.jobs_became_available = True
 
-        if new_definitions:
-            rows = []
-            for job_type, definition in new_definitions.items():
-                rows.append(
-                    {
-                        "job_type": job_type,
-                        "enabled": definition.definition.enabled,
-                        "version": definition.definition.version,
-                        "stream_version": definition.version,
-                        "state": _definition_encoder.encode(definition.definition),
-                    }
-                )
-                self._definitions[job_type] = definition
-            self._write_definitions(rows)
-        return new_jobs
+    def _write_definition_rows(self, definitions: dict[str, DefinitionState]) -> None:
+        rows = []
+        for job_type, definition in definitions.items():
+            rows.append(
+                {
+                    "job_type": job_type,
+                    "enabled": definition.definition.enabled,
+                    "version": definition.definition.version,
+                    "stream_version": definition.version,
+                    "state": _definition_encoder.encode(definition.definition),
+                }
+            )
+            self._definitions[job_type] = definition
+        self._write_definitions(rows)
 
 
 class Store(ABC):

@@ -36,8 +36,8 @@ from ledger.store.base import (
     decode_definition_row,
 )
 from ledger.store.queries import load, schema_statements
-from projections.writes import ViewWrite
 from projections.queue import decode_state
+from projections.writes import ViewWrite
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 

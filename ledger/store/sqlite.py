@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from itertools import groupby
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -31,8 +31,8 @@ from ledger.store.base import (
     decode_definition_row,
 )
 from ledger.store.queries import load, schema_statements
-from projections.writes import ViewWrite
 from projections.queue import decode_state
+from projections.writes import ViewWrite
 
 BUSY_TIMEOUT_S = 30
 
