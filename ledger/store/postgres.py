@@ -41,6 +41,11 @@ from projections.writes import ViewWrite
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 
+# Never pass eventsourcing's ``pool_open_timeout``: with it, every connection checkout calls
+# psycopg_pool's ``wait()``, which blocks until the pool is *full* — until every other
+# thread has returned its connection — serialising all database work (and tripping an
+# assertion when two threads wait at once). The connect timeout still bounds checkouts.
+
 
 class PostgresUnitOfWork(UnitOfWork):
     def __init__(self, store: PostgresStore, cursor: psycopg.Cursor[DictRow]) -> None:
@@ -129,7 +134,6 @@ class PostgresStore(Store):
                 idle_in_transaction_session_timeout=IDLE_IN_TRANSACTION_TIMEOUT_S,
                 pool_size=pool_size,
                 max_overflow=max_overflow,
-                pool_open_timeout=connect_timeout,
             )
             self.recorder = PostgresApplicationRecorder(
                 self.datastore, events_table_name=EVENTS_TABLE
