@@ -19,7 +19,7 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The wall clock, truncated to microseconds (the precision the views store)."""
+    """The wall clock, in UTC (datetimes carry microseconds, the precision the views store)."""
 
     def now(self) -> datetime:
         return datetime.now(UTC)  # noqa: TID251 - the one sanctioned use

@@ -22,7 +22,13 @@ def resolve_url(url: str | None = None) -> str:
 
 
 def is_postgres(url: str) -> bool:
-    return url.startswith(("postgresql://", "postgres://"))
+    """A PostgreSQL URL, or a libpq ``key=value`` connection string."""
+    return url.startswith(("postgresql://", "postgres://")) or (
+        "=" in url and any(part.split("=", 1)[0] in _LIBPQ_KEYS for part in url.split())
+    )
+
+
+_LIBPQ_KEYS = {"host", "hostaddr", "port", "dbname", "user", "password", "service"}
 
 
 def sqlite_path(url: str) -> str:
@@ -38,8 +44,12 @@ def sqlite_path(url: str) -> str:
     return url
 
 
-def open_store(url: str | None = None, *, pool_size: int | None = None) -> Store:
-    """Connect to the database at ``url`` (resolved as :func:`resolve_url` says)."""
+def open_store(
+    url: str | None = None, *, pool_size: int | None = None, create: bool = False
+) -> Store:
+    """Connect to the database at ``url`` (resolved as :func:`resolve_url` says).
+
+    Without ``create`` a SQLite file that does not exist is refused, not created."""
     resolved = resolve_url(url)
     if is_postgres(resolved):
         from ledger.store.postgres import PostgresStore
@@ -47,4 +57,4 @@ def open_store(url: str | None = None, *, pool_size: int | None = None) -> Store
         return PostgresStore(resolved, pool_size=pool_size or 2)
     from ledger.store.sqlite import SQLiteStore
 
-    return SQLiteStore(sqlite_path(resolved), pool_size=pool_size or 5)
+    return SQLiteStore(sqlite_path(resolved), pool_size=pool_size or 5, create=create)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 from uuid import UUID
 
 import msgspec
@@ -51,6 +52,8 @@ INT32 = 2**31
 
 LEASE_EXPIRED_CODE = "job.lease_expired"
 
+T = TypeVar("T")
+
 
 # --- validation -----------------------------------------------------------------------------
 
@@ -70,8 +73,23 @@ def _aware(value: datetime, what: str) -> datetime:
     return value.astimezone(UTC)
 
 
-def validate_definition(definition: JobDefinition) -> None:
-    """Reject a definition no job could run under."""
+def _typed(value: T, cls: type[T], what: str) -> T:
+    """Check every field's type. msgspec checks types when it decodes, not when Python code
+    builds a struct, and a wrongly typed value that got stored could never be read back."""
+    try:
+        return msgspec.convert(msgspec.to_builtins(value, builtin_types=(datetime,)), cls)
+    except msgspec.ValidationError as exc:
+        raise InvalidRequestError(f"{what}: {exc}") from None
+
+
+def canonical(request: EnqueueRequest) -> bytes:
+    """A request's canonical JSON (object keys sorted): equal bytes, same request."""
+    return msgspec.json.encode(msgspec.to_builtins(request), order="sorted")
+
+
+def validate_definition(definition: JobDefinition) -> JobDefinition:
+    """Reject a definition no job could run under; returns it type-checked."""
+    definition = _typed(definition, JobDefinition, "job definition")
     _name(definition.job_type, "job_type")
     if definition.version < 1:
         raise InvalidRequestError("version must be >= 1")
@@ -84,19 +102,30 @@ def validate_definition(definition: JobDefinition) -> None:
     backoff = definition.backoff
     if backoff.base_s < 0 or backoff.max_s < backoff.base_s or not 0 <= backoff.jitter < 1:
         raise InvalidRequestError("backoff needs 0 <= base_s <= max_s and 0 <= jitter < 1")
+    return definition
 
 
 def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
-    """Validate an enqueue request and put its times in UTC; raises InvalidRequestError."""
-    _name(request.job_type, "job_type")
+    """Validate an enqueue request; returns it with every field type-checked, its payload
+    as plain JSON values (a tuple becomes a list) and its times in UTC.
+
+    Raises InvalidRequestError; nothing that passes can fail to decode later."""
     if not isinstance(request.payload, dict):
         raise InvalidRequestError("payload must be a JSON object")
     try:
-        size = len(msgspec.json.encode(request.payload))
+        encoded = msgspec.json.encode(request.payload)
     except (TypeError, msgspec.EncodeError) as exc:
         raise InvalidRequestError(f"payload is not JSON-serialisable: {exc}") from None
-    if size > MAX_PAYLOAD_BYTES:
-        raise InvalidRequestError(f"payload is {size} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+    if len(encoded) > MAX_PAYLOAD_BYTES:
+        raise InvalidRequestError(
+            f"payload is {len(encoded)} bytes; the limit is {MAX_PAYLOAD_BYTES}"
+        )
+    request = _typed(
+        msgspec.structs.replace(request, payload=msgspec.json.decode(encoded)),
+        EnqueueRequest,
+        "enqueue request",
+    )
+    _name(request.job_type, "job_type")
     if request.priority is not None and not -INT32 <= request.priority < INT32:
         raise InvalidRequestError("priority must fit in 32 bits")
     if request.max_attempts is not None and request.max_attempts < 1:
@@ -123,9 +152,10 @@ def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
     return request
 
 
-def same_request(state: JobState, request: EnqueueRequest) -> bool:
-    """Whether ``request`` repeats the one that created ``state`` (fields as requested)."""
-    return state.request == request
+def same_request(existing: EnqueueRequest, request: EnqueueRequest) -> bool:
+    """Whether ``request`` repeats ``existing`` field for field, as requested (not as
+    resolved), compared canonically: key order does not matter, ``1`` is not ``1.0``."""
+    return canonical(existing) == canonical(request)
 
 
 # --- enqueue --------------------------------------------------------------------------------

@@ -10,13 +10,15 @@ from typing import ClassVar
 
 
 class LedgerError(Exception):
-    """Base class: ``code`` is the stable machine-readable identifier."""
+    """Base class: ``code`` is the stable machine-readable identifier; ``sqlstate`` is the
+    database's own error code where a database error caused it."""
 
     code: ClassVar[str] = "ledger.error"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.sqlstate = sqlstate
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
@@ -66,6 +68,18 @@ class ConcurrencyConflictError(LedgerError):
     """Another writer appended to the same job first; the command may be retried."""
 
     code = "store.concurrency_conflict"
+
+
+class DatabaseBusyError(LedgerError):
+    """A lock could not be had in time (another writer holds it); the command may be retried."""
+
+    code = "store.busy"
+
+
+class StoreError(LedgerError):
+    """Any other database error, with the database's error code in ``sqlstate``."""
+
+    code = "store.error"
 
 
 class DatabaseNotInitialisedError(LedgerError):

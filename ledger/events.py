@@ -65,7 +65,7 @@ class Stage:
     COMPLETED = "completed"
 
 
-class _Value(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class _Value(msgspec.Struct, frozen=True, kw_only=True):
     """Base of immutable value objects that travel inside events."""
 
 
@@ -126,8 +126,11 @@ class EnqueueRequest(_Value, frozen=True):
     subject: Subject | None = None
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Base of every stored event. ``at`` is when it happened, by the ledger's clock."""
+class Event(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every stored event. ``at`` is when it happened, by the ledger's clock.
+
+    Every field is stored, defaults included: were defaults omitted, changing a default in
+    code would silently change the meaning of events already stored."""
 
     name: ClassVar[str]
     version: ClassVar[int] = 1

@@ -99,6 +99,8 @@ class Ledger:
         self.store = store
         self.clock: Clock = clock or SystemClock()
         self.auto_define = auto_define
+        self.created = False
+        """Whether :meth:`open` with ``create`` had to create the tables."""
         self._jitter = jitter
         self._new_id = new_id
 
@@ -118,16 +120,17 @@ class Ledger:
         without it a database that has no ledger is refused with a clear error.
         ``auto_define`` makes enqueue define unknown job types with the defaults.
         """
-        store = open_store(url, pool_size=pool_size)
+        store = open_store(url, pool_size=pool_size, create=create)
         try:
-            if create:
-                store.initialise()
-            else:
+            created = store.initialise() if create else False
+            if not create:
                 store.check_initialised()
         except BaseException:
             store.close()
             raise
-        return cls(store, clock=clock, auto_define=auto_define)
+        opened = cls(store, clock=clock, auto_define=auto_define)
+        opened.created = created
+        return opened
 
     def close(self) -> None:
         self.store.close()
@@ -166,8 +169,7 @@ class Ledger:
             enabled=enabled,
             backoff=backoff or BackoffPolicy(),
         )
-        decide.validate_definition(definition)
-        return self._put_definition(definition)
+        return self._put_definition(decide.validate_definition(definition))
 
     def set_enabled(self, job_type: str, enabled: bool) -> JobDefinition:
         """Enable or disable a job type; enqueue of a disabled type fails."""
@@ -185,6 +187,9 @@ class Ledger:
         return definition
 
     def _record_definition(self, uow: UnitOfWork, definition: JobDefinition) -> None:
+        # Serialise first: two processes defining one type at once would otherwise both
+        # decide "defined" and collide on the stream's first version.
+        uow.serialise_appends()
         current = uow.definitions([definition.job_type]).get(definition.job_type)
         now = self.clock.now()
         event: Event
@@ -248,11 +253,13 @@ class Ledger:
         normalised = [decide.normalise_request(request) for request in requests]
         if not normalised:
             return []
-        now = self.clock.now()
         results: list[UUID | None] = []
         with self.store.unit_of_work() as uow:
-            if any(r.idempotency_key or r.subject for r in normalised):
+            if self.auto_define or any(r.idempotency_key or r.subject for r in normalised):
+                # What decides this batch (keys, live subjects, definitions to create) must
+                # not change before it commits.
                 uow.serialise_appends()
+            now = self.clock.now()
             types = sorted({r.job_type for r in normalised})
             definitions = {t: s.definition for t, s in uow.definitions(types).items()}
             definition_changes: list[tuple[str, Sequence[Event]]] = []
@@ -275,7 +282,7 @@ class Ledger:
                         if found is not None:
                             existing = (found.job_id, found.request)
                     if existing is not None:
-                        if existing[1] != request:
+                        if not decide.same_request(existing[1], request):
                             raise IdempotencyConflictError(
                                 f"idempotency key {request.idempotency_key!r} already names job "
                                 f"{existing[0]} with different requested fields",
@@ -336,9 +343,11 @@ class Ledger:
         return [leased[state.job_id] for state in due]
 
     def _fenced(self, job_id: UUID, decision: Decision) -> JobState:
-        now = self.clock.now()
         with self.store.unit_of_work() as uow:
             state = uow.lock_jobs([job_id]).get(job_id)
+            # Read the clock only once the row is locked, so one job's events are stamped
+            # in the order they are appended.
+            now = self.clock.now()
             if state is None:
                 raise JobNotFoundError(f"no job {job_id}")
             events = _as_list(decision(state, now))
@@ -347,10 +356,10 @@ class Ledger:
             return uow.append([(job_id, events)])[job_id]
 
     def _fenced_many(self, items: Sequence[tuple[UUID, Decision]]) -> BatchResult:
-        now = self.clock.now()
         rejected: dict[UUID, LedgerError] = {}
         with self.store.unit_of_work() as uow:
             current: dict[UUID, JobState] = uow.lock_jobs([job_id for job_id, _ in items])
+            now = self.clock.now()
             changes: list[tuple[UUID, Sequence[JobEvent]]] = []
             for job_id, decision in items:
                 state = current.get(job_id)
@@ -418,12 +427,25 @@ class Ledger:
         self, lease: Lease, failure: Failure, *, not_before: datetime | None = None
     ) -> JobState:
         """Record a failed attempt; the job is retried with backoff or dead-lettered."""
+        report = FailureReport(lease, failure, not_before)
+        return self._fenced(lease.job_id, self._outcome_decision(report))
+
+    def finish_many(self, outcomes: Sequence[Outcome]) -> BatchResult:
+        """Record many successes and failures in one transaction (the batch completer's
+        write). Outcomes whose fence fails are reported in ``rejected``, nothing appended."""
+        return self._fenced_many([(o.lease.job_id, self._outcome_decision(o)) for o in outcomes])
+
+    def _outcome_decision(self, outcome: Outcome) -> Decision:
+        if isinstance(outcome, Completion):
+            return _completion_decision(outcome)
         draw = self._jitter()
-        return self._fenced(
-            lease.job_id,
-            lambda s, now: decide.decide_fail(
-                s, lease, now, failure, jitter_draw=draw, not_before=not_before
-            ),
+        return lambda state, now: decide.decide_fail(
+            state,
+            outcome.lease,
+            now,
+            outcome.failure,
+            jitter_draw=draw,
+            not_before=outcome.not_before,
         )
 
     def release(self, lease: Lease, *, reason: str = "released by worker") -> JobState:
@@ -489,8 +511,11 @@ class Ledger:
         return self.store.get_job(job_id)
 
     def history(self, job_id: UUID) -> list[Record]:
-        """Every event of a job, in order."""
-        return self.store.history(job_id)
+        """Every event of a job, in order (empty if there is no such job)."""
+        records = self.store.history(job_id)
+        if records and not isinstance(records[0].event, JobEvent):
+            return []  # a job type's definition stream, not a job
+        return records
 
     def state_at(
         self, job_id: UUID, *, version: int | None = None, at: datetime | None = None

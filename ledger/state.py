@@ -14,6 +14,7 @@ from uuid import UUID
 import msgspec
 from msgspec.structs import replace
 
+from ledger.errors import LedgerError
 from ledger.events import (
     JSON,
     BackoffPolicy,
@@ -42,8 +43,10 @@ from ledger.events import (
 )
 
 
-class IllegalTransitionError(Exception):
+class IllegalTransitionError(LedgerError):
     """An event that cannot follow the state it is applied to: a bug or a corrupt history."""
+
+    code = "history.illegal_transition"
 
 
 class Lease(msgspec.Struct, frozen=True):
@@ -55,7 +58,7 @@ class Lease(msgspec.Struct, frozen=True):
     worker_id: str
 
 
-class JobState(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+class JobState(msgspec.Struct, frozen=True, kw_only=True):
     """A job as its history says it is after ``version`` events."""
 
     job_id: UUID

@@ -96,11 +96,6 @@ def ledger(db_url: str, clock: FakeClock) -> Iterator[Ledger]:
         yield opened
 
 
-def events_in(ledger: Ledger) -> int:
-    """How many events the ledger's database holds (0 when empty)."""
-    return int(ledger.store.recorder.max_notification_id() or 0)  # type: ignore[attr-defined]
-
-
 @pytest.fixture
 def defined(ledger: Ledger) -> Ledger:
     """The ledger with job type 't' defined (jitter-free backoff: 10 s doubling to 100 s)."""

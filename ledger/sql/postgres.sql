@@ -158,38 +158,47 @@ FOR UPDATE SKIP LOCKED
 
 -- name: queue_find_idempotent
 -- The job holding an idempotency key in its (job_type, org) namespace (jl_queue_idempotency_idx).
+-- No row lock: enqueue holds the events-table lock, and locking an existing job's row
+-- after that lock would deadlock with a worker write that locks the row first.
 SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE job_type = %(job_type)s AND coalesce(org, '') = %(org)s
   AND idempotency_key = %(idempotency_key)s
-FOR UPDATE
 
 -- name: queue_find_live_subject
 -- The live job of a sync subject, if any (jl_queue_live_subject_idx).
 SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE source_id = %(source_id)s AND uri = %(uri)s AND status IN ('pending', 'leased')
-FOR UPDATE
 
 -- name: queue_insert
--- A new job's row.
+-- New jobs' rows, one array per column: one statement for the whole batch.
 INSERT INTO jl_queue (
     job_id, job_type, queue, org, status, stage, priority, run_at, enqueue_seq,
     lease_expires_at, run_number, attempt, worker_id, idempotency_key, source_id, uri,
     version, updated_at, state
-) VALUES (
-    %(job_id)s, %(job_type)s, %(queue)s, %(org)s, %(status)s, %(stage)s, %(priority)s,
-    %(run_at)s, %(enqueue_seq)s, %(lease_expires_at)s, %(run_number)s, %(attempt)s,
-    %(worker_id)s, %(idempotency_key)s, %(source_id)s, %(uri)s, %(version)s, %(updated_at)s,
-    %(state)s
+)
+SELECT * FROM unnest(
+    %(job_id)s::uuid[], %(job_type)s::text[], %(queue)s::text[], %(org)s::text[],
+    %(status)s::text[], %(stage)s::text[], %(priority)s::integer[], %(run_at)s::bigint[],
+    %(enqueue_seq)s::bigint[], %(lease_expires_at)s::bigint[], %(run_number)s::integer[],
+    %(attempt)s::integer[], %(worker_id)s::text[], %(idempotency_key)s::text[],
+    %(source_id)s::text[], %(uri)s::text[], %(version)s::integer[], %(updated_at)s::bigint[],
+    %(state)s::bytea[]
 )
 
 -- name: queue_update
--- A job's row after more events (primary key); enqueue_seq never changes.
-UPDATE jl_queue SET
-    status = %(status)s, stage = %(stage)s, priority = %(priority)s, run_at = %(run_at)s,
-    lease_expires_at = %(lease_expires_at)s, run_number = %(run_number)s,
-    attempt = %(attempt)s, worker_id = %(worker_id)s, version = %(version)s,
-    updated_at = %(updated_at)s, state = %(state)s
-WHERE job_id = %(job_id)s
+-- Jobs' rows after more events, one array per column (primary key); enqueue_seq never changes.
+UPDATE jl_queue AS q SET
+    status = v.status, stage = v.stage, priority = v.priority, run_at = v.run_at,
+    lease_expires_at = v.lease_expires_at, run_number = v.run_number, attempt = v.attempt,
+    worker_id = v.worker_id, version = v.version, updated_at = v.updated_at, state = v.state
+FROM unnest(
+    %(job_id)s::uuid[], %(status)s::text[], %(stage)s::text[], %(priority)s::integer[],
+    %(run_at)s::bigint[], %(lease_expires_at)s::bigint[], %(run_number)s::integer[],
+    %(attempt)s::integer[], %(worker_id)s::text[], %(version)s::integer[],
+    %(updated_at)s::bigint[], %(state)s::bytea[]
+) AS v(job_id, status, stage, priority, run_at, lease_expires_at, run_number, attempt,
+       worker_id, version, updated_at, state)
+WHERE q.job_id = v.job_id
 
 -- name: queue_counts
 -- Jobs per status (jl_queue_listing_idx).

@@ -1,4 +1,4 @@
--- Named queries for the PostgreSQL store. Parameters use psycopg's :name style.
+-- Named queries for the SQLite store. Parameters use sqlite3's :name style.
 -- Times are bigint microseconds since the Unix epoch (see ledger/times.py).
 -- The events table itself (jl_events) is created by eventsourcing's recorder.
 

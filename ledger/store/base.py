@@ -47,6 +47,9 @@ SCHEMA_VERSION = "1"
 """The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
 
 EVENTS_TABLE = "jl_events"
+EXPECTED_TABLES = frozenset(
+    {EVENTS_TABLE, "jl_meta", "jl_queue", "jl_definitions", "jl_sync_state", "jl_dead_letters"}
+)
 JOB_TYPE_NAMESPACE = UUID("6f3c1d0e-7a52-4c8e-9b1e-4a8f2f1d2c55")
 
 # Events after which a job may be claimable: they wake idle workers.
@@ -199,8 +202,10 @@ class UnitOfWork(ABC):
         Every job in ``job_changes`` must have been read in this unit of work, unless its first
         event is ``job_enqueued``. Returns the jobs' new states.
         """
-        fold = self._fold_jobs(job_changes)
+        # Definitions first: a job_type_defined must precede the jobs enqueued under it.
+        fold = _Fold()
         new_definitions = self._fold_definitions(definition_changes, fold.records)
+        self._fold_jobs(job_changes, fold)
         if not fold.records:
             return {}
         positions = self._insert_stored_events(
@@ -224,8 +229,9 @@ class UnitOfWork(ABC):
             self._write_definition_rows(new_definitions)
         return fold.states
 
-    def _fold_jobs(self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]]) -> _Fold:
-        fold = _Fold()
+    def _fold_jobs(
+        self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]], fold: _Fold
+    ) -> None:
         for job_id, job_events in job_changes:
             if not job_events:
                 continue
@@ -241,7 +247,6 @@ class UnitOfWork(ABC):
                     fold.makes_claimable = True
             assert state is not None
             fold.states[job_id] = state
-        return fold
 
     def _fold_definitions(
         self,
@@ -296,6 +301,8 @@ class Store(ABC):
 
     backend: str
     codec: EventCodec = DEFAULT_CODEC
+    recorder: Any
+    """The eventsourcing application recorder that appends and reads the events table."""
     _listeners: list[Callable[[], None]]
     _listeners_lock: threading.Lock
 
@@ -408,21 +415,23 @@ class Store(ABC):
             yield record.event
 
     def initialise(self) -> bool:
-        """Create the tables if needed. Idempotent; returns whether anything was created."""
-        _, marker = self._tables_and_marker()
-        if marker is not None:
-            if marker != SCHEMA_VERSION:
-                raise DatabaseUnusableError(
-                    f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
-                )
+        """Create what is missing. Idempotent; returns whether the database was new.
+
+        Every statement is ``IF NOT EXISTS``, so running it on an initialised database also
+        adds tables a newer release of the same schema version introduced.
+        """
+        tables, marker = self._tables_and_marker()
+        if marker is not None and marker != SCHEMA_VERSION:
+            raise DatabaseUnusableError(
+                f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
+            )
+        if marker is not None and tables >= EXPECTED_TABLES:
             return False
-        # No marker: a new database, or one whose first init was interrupted. Every
-        # statement is idempotent (IF NOT EXISTS), so finishing the job is safe.
         self._create_schema()
-        return True
+        return marker is None
 
     def check_initialised(self) -> None:
-        """Raise unless this database holds this code's schema."""
+        """Raise unless this database holds this code's schema, all of it."""
         tables, marker = self._tables_and_marker()
         if marker is None:
             state = "is partly initialised" if tables else "has no jobledger tables"
@@ -431,3 +440,12 @@ class Store(ABC):
             raise DatabaseUnusableError(
                 f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
             )
+        missing = EXPECTED_TABLES - tables
+        if missing:
+            raise DatabaseNotInitialisedError(
+                f"database lacks tables {sorted(missing)}; run `jobledger init` to add them"
+            )
+
+    def head_position(self) -> int:
+        """The notification id of the newest event (0 when there is none)."""
+        return int(self.recorder.max_notification_id() or 0)

@@ -25,7 +25,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
 
 from ledger.codec import EventCodec
-from ledger.errors import DatabaseUnusableError
+from ledger.errors import LedgerError, StoreError
 from ledger.state import DefinitionState, JobState
 from ledger.store.base import (
     EVENTS_TABLE,
@@ -35,6 +35,7 @@ from ledger.store.base import (
     UnitOfWork,
     decode_definition_row,
 )
+from ledger.store.errors import from_postgres
 from ledger.store.queries import load, schema_statements
 from projections.queue import decode_state
 from projections.writes import ViewWrite
@@ -45,6 +46,19 @@ IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 # psycopg_pool's ``wait()``, which blocks until the pool is *full* — until every other
 # thread has returned its connection — serialising all database work (and tripping an
 # assertion when two threads wait at once). The connect timeout still bounds checkouts.
+
+
+def _mapped(exc: PersistenceError, where: str) -> LedgerError:
+    """eventsourcing wraps psycopg's errors; map the original by its SQLSTATE."""
+    cause = exc.__cause__
+    if isinstance(cause, psycopg.Error):
+        return from_postgres(cause, where)
+    return StoreError(f"{where}: {exc}")
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Row dicts to one list per column, for ``unnest`` statements."""
+    return {name: [row[name] for row in rows] for name in rows[0]}
 
 
 class PostgresUnitOfWork(UnitOfWork):
@@ -77,10 +91,12 @@ class PostgresUnitOfWork(UnitOfWork):
         return list(positions)
 
     def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+        # One statement per batch with a parameter array per column: one row per statement
+        # (executemany) costs a server round of parse/plan/index upkeep per row.
         if inserts:
-            self._cursor.executemany(self._sql["queue_insert"], inserts)
+            self._cursor.execute(self._sql["queue_insert"], _columns(inserts), prepare=True)
         if updates:
-            self._cursor.executemany(self._sql["queue_update"], updates)
+            self._cursor.execute(self._sql["queue_update"], _columns(updates), prepare=True)
 
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
         self._cursor.executemany(self._sql["definitions_upsert"], rows)
@@ -123,7 +139,12 @@ class PostgresStore(Store):
         self.dbname = str(params.get("dbname", ""))
         self.sql = load("postgres")
         connect_timeout = float(str(params.get("connect_timeout", 5)))
+        where = f"PostgreSQL database {self.dbname!r} on {params.get('host') or 'localhost'}"
+        self._where = where
         try:
+            # One direct connection first: a refused connection or a missing database is
+            # reported at once and precisely, not as a pool timeout seconds later.
+            psycopg.connect(conninfo, connect_timeout=max(1, int(connect_timeout))).close()
             self.datastore = PostgresDatastore(
                 dbname=self.dbname,
                 host=str(params.get("host", "")),
@@ -138,10 +159,10 @@ class PostgresStore(Store):
             self.recorder = PostgresApplicationRecorder(
                 self.datastore, events_table_name=EVENTS_TABLE
             )
-        except (PersistenceError, psycopg.Error) as exc:
-            raise DatabaseUnusableError(
-                f"cannot use PostgreSQL database {self.dbname!r}: {exc}"
-            ) from exc
+        except psycopg.Error as exc:
+            raise from_postgres(exc, f"cannot use {where}") from exc
+        except PersistenceError as exc:
+            raise _mapped(exc, f"cannot use {where}") from exc
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
@@ -152,10 +173,10 @@ class PostgresStore(Store):
                 conn.cursor() as cursor,
             ):
                 yield cursor
+        except psycopg.Error as exc:
+            raise from_postgres(exc, self._where) from exc
         except PersistenceError as exc:
-            if isinstance(exc.__cause__, psycopg.OperationalError):
-                raise DatabaseUnusableError(f"PostgreSQL database {self.dbname!r}: {exc}") from exc
-            raise
+            raise _mapped(exc, self._where) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[PostgresUnitOfWork]:

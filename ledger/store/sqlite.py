@@ -20,7 +20,7 @@ from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteDatastore
 
 from ledger.codec import EventCodec
-from ledger.errors import DatabaseUnusableError
+from ledger.errors import DatabaseNotInitialisedError, DatabaseUnusableError
 from ledger.state import DefinitionState, JobState
 from ledger.store.base import (
     EVENTS_TABLE,
@@ -30,6 +30,7 @@ from ledger.store.base import (
     UnitOfWork,
     decode_definition_row,
 )
+from ledger.store.errors import from_sqlite
 from ledger.store.queries import load, schema_statements
 from projections.queue import decode_state
 from projections.writes import ViewWrite
@@ -96,26 +97,44 @@ class SQLiteUnitOfWork(UnitOfWork):
 class SQLiteStore(Store):
     backend = "sqlite"
 
-    def __init__(self, path: str, codec: EventCodec | None = None, pool_size: int = 5) -> None:
+    def __init__(
+        self,
+        path: str,
+        codec: EventCodec | None = None,
+        pool_size: int = 5,
+        *,
+        create: bool = False,
+    ) -> None:
         super().__init__()
         if codec is not None:
             self.codec = codec
-        self.path = path
-        parent = Path(path).expanduser().resolve().parent
+        self.path = str(Path(path).expanduser())
+        parent = Path(self.path).resolve().parent
         if not parent.is_dir():
             raise DatabaseUnusableError(f"cannot open {path}: directory {parent} does not exist")
+        if not create and not Path(self.path).exists():
+            # Opening would create an empty file; refuse without leaving one behind.
+            raise DatabaseNotInitialisedError(
+                f"no database file at {path}; run `jobledger init` first"
+            )
         self.sql = load("sqlite")
         self.datastore = SQLiteDatastore(
-            db_name=path, lock_timeout=BUSY_TIMEOUT_S, pool_size=pool_size, max_overflow=10
+            db_name=self.path, lock_timeout=BUSY_TIMEOUT_S, pool_size=pool_size, max_overflow=10
         )
         self.recorder = SQLiteApplicationRecorder(self.datastore, events_table_name=EVENTS_TABLE)
 
     @contextmanager
     def _connection(self, *, writer: bool) -> Iterator[SQLiteCursor]:
+        where = f"SQLite database {self.path}"
         try:
             conn = self.datastore.pool.get_connection(is_writer=writer)
-        except (PersistenceError, sqlite3.Error) as exc:
-            raise DatabaseUnusableError(f"cannot open SQLite database {self.path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise from_sqlite(exc, f"cannot open {where}") from exc
+        except PersistenceError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, sqlite3.Error):
+                raise from_sqlite(cause, f"cannot open {where}") from exc
+            raise DatabaseUnusableError(f"cannot open {where}: {exc}") from exc
         try:
             cursor = conn.cursor()
             cursor.execute("BEGIN IMMEDIATE" if writer else "BEGIN")
@@ -126,8 +145,8 @@ class SQLiteStore(Store):
                 raise
             else:
                 conn.commit()
-        except sqlite3.DatabaseError as exc:
-            raise DatabaseUnusableError(f"SQLite database {self.path}: {exc}") from exc
+        except sqlite3.Error as exc:
+            raise from_sqlite(exc, where) from exc
         finally:
             self.datastore.pool.put_connection(conn)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conftest import events_in
 
 from ledger import (
     DefinitionNotFoundError,
@@ -43,12 +42,12 @@ def test_unknown_and_disabled_types_are_refused_and_nothing_is_appended(ledger: 
     """job.definition_not_found_or_disabled; the events table is untouched."""
     ledger.define("off")
     ledger.set_enabled("off", False)
-    before = events_in(ledger)
+    before = ledger.store.head_position()
     for job_type in ("nope", "off"):
         with pytest.raises(DefinitionNotFoundError) as caught:
             ledger.enqueue(job_type, {})
         assert caught.value.code == "job.definition_not_found_or_disabled"
-    assert events_in(ledger) == before
+    assert ledger.store.head_position() == before
     ledger.set_enabled("off", True)
     assert ledger.enqueue("off", {}) is not None
 
@@ -71,11 +70,11 @@ def test_redefining_identically_appends_nothing_and_a_change_is_an_update(
 ) -> None:
     """define is idempotent; a changed definition appends job_type_updated."""
     ledger.define("t", max_attempts=2)
-    before = events_in(ledger)
+    before = ledger.store.head_position()
     ledger.define("t", max_attempts=2)
-    assert events_in(ledger) == before
+    assert ledger.store.head_position() == before
     ledger.define("t", max_attempts=5)
-    assert events_in(ledger) == before + 1
+    assert ledger.store.head_position() == before + 1
     definition = ledger.definition("t")
     assert definition is not None and definition.max_attempts == 5
 
@@ -83,12 +82,12 @@ def test_redefining_identically_appends_nothing_and_a_change_is_an_update(
 def test_enqueue_many_is_one_transaction_all_or_nothing(defined: Ledger) -> None:
     """A batch with one bad member appends nothing; a good batch appends every job."""
     good = [EnqueueRequest(job_type="t", payload={"i": i}) for i in range(50)]
-    before = events_in(defined)
+    before = defined.store.head_position()
     with pytest.raises(DefinitionNotFoundError):
         defined.enqueue_many([*good, EnqueueRequest(job_type="missing")])
     with pytest.raises(InvalidRequestError):
         defined.enqueue_many([*good, EnqueueRequest(job_type="t", max_attempts=0)])
-    assert events_in(defined) == before
+    assert defined.store.head_position() == before
     ids = defined.enqueue_many(good)
     assert len(set(ids)) == 50 and None not in ids
     assert defined.counts() == {"pending": 50}
@@ -106,9 +105,9 @@ def test_same_request_with_a_key_returns_the_same_job_even_when_terminal(
     [job] = defined.claim("w")
     assert job.lease is not None
     defined.succeed(job.lease)
-    before = events_in(defined)
+    before = defined.store.head_position()
     assert defined.enqueue("t", {"a": 1}, priority=3, idempotency_key="k") == first
-    assert events_in(defined) == before
+    assert defined.store.head_position() == before
     state = defined.get(first)
     assert state is not None and state.status is JobStatus.SUCCEEDED
 
@@ -137,12 +136,12 @@ def test_a_different_request_with_the_same_key_conflicts(
     repeat.update(change)
     if shift is not None:
         repeat["run_at"] = run_at + timedelta(microseconds=int(shift))  # type: ignore[call-overload]
-    before = events_in(defined)
+    before = defined.store.head_position()
     with pytest.raises(IdempotencyConflictError) as caught:
         defined.enqueue("t", idempotency_key="k", **repeat)  # type: ignore[arg-type]
     assert caught.value.code == "job.idempotency_conflict"
     assert caught.value.existing_job_id == first
-    assert events_in(defined) == before
+    assert defined.store.head_position() == before
 
 
 def test_global_and_per_org_keys_are_separate_namespaces(defined: Ledger) -> None:
@@ -183,10 +182,10 @@ def test_a_live_job_blocks_another_for_the_same_subject_whatever_its_op(
     """A pending upsert blocks a delete and vice versa: the duplicate returns None."""
     upsert = defined.enqueue("t", subject=_subject(SubjectOp.UPSERT, "e0"))
     assert upsert is not None
-    before = events_in(defined)
+    before = defined.store.head_position()
     assert defined.enqueue("t", subject=_subject(SubjectOp.DELETE)) is None
     assert defined.enqueue("t", subject=_subject(SubjectOp.UPSERT, "e1")) is None
-    assert events_in(defined) == before
+    assert defined.store.head_position() == before
     other_uri = Subject(source_id="src", uri="s3://b/other.md")
     assert defined.enqueue("t", subject=other_uri) is not None
 

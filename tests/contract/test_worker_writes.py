@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conftest import events_in
 
 from ledger import (
     Completion,
@@ -77,7 +76,7 @@ def test_expired_lease_fences_out_every_worker_write(defined: Ledger, clock: Fak
     clock.advance(10)
     defined.heartbeat(lease, lease_s=10)  # expiry == now is still live
     clock.advance(10.000001)
-    before = events_in(defined)
+    before = defined.store.head_position()
     for write in (
         lambda: defined.heartbeat(lease),
         lambda: defined.progress(lease, done=1),
@@ -87,7 +86,7 @@ def test_expired_lease_fences_out_every_worker_write(defined: Ledger, clock: Fak
     ):
         with pytest.raises(LeaseOwnerMismatchError):
             write()
-    assert events_in(defined) == before
+    assert defined.store.head_position() == before
 
 
 def test_a_lost_claim_makes_the_old_workers_writes_no_ops(
@@ -101,7 +100,7 @@ def test_a_lost_claim_makes_the_old_workers_writes_no_ops(
     [reaped] = defined.reap_expired(retry_delay_s=0)
     assert reaped.status is JobStatus.PENDING
     job_b, lease_b = claim_one(defined, "worker-B")
-    before = events_in(defined)
+    before = defined.store.head_position()
     with pytest.raises(LeaseOwnerMismatchError) as caught:
         defined.succeed(lease_a, output={"from": "A"})
     assert caught.value.code == "job.lease_owner_mismatch"
@@ -109,7 +108,7 @@ def test_a_lost_claim_makes_the_old_workers_writes_no_ops(
         defined.fail(lease_a, TRANSIENT)
     with pytest.raises(LeaseOwnerMismatchError):
         defined.heartbeat(lease_a)
-    assert events_in(defined) == before
+    assert defined.store.head_position() == before
     assert defined.get(job_id) == job_b
     assert defined.succeed(lease_b).worker_id == "worker-B"
 
@@ -135,12 +134,12 @@ def test_batch_heartbeat_renews_every_live_lease_and_reports_the_lost_ones(
     leases = [job.lease for job in jobs if job.lease is not None]
     defined.cancel(leases[1].job_id)
     clock.advance(5)
-    before = events_in(defined)
+    before = defined.store.head_position()
     result = defined.heartbeat_many(leases, lease_s=10)
     assert {s.job_id for s in result.accepted} == {leases[0].job_id, leases[2].job_id}
     assert list(result.rejected) == [leases[1].job_id]
     assert result.rejected[leases[1].job_id].code == "job.lease_owner_mismatch"
-    assert events_in(defined) == before + 2
+    assert defined.store.head_position() == before + 2
     for state in result.accepted:
         assert state.lease_expires_at == clock.now() + timedelta(seconds=10)
 
@@ -153,11 +152,11 @@ def test_batch_success_records_each_and_appends_nothing_for_fenced_ones(
     jobs = defined.claim("w", limit=4)
     leases = [job.lease for job in jobs if job.lease is not None]
     stale = Lease(leases[3].job_id, 1, 1, "someone-else")
-    before = events_in(defined)
+    before = defined.store.head_position()
     result = defined.succeed_many(
         [Completion(lease, output={"i": i}) for i, lease in enumerate(leases[:3])]
         + [Completion(stale)]
     )
     assert len(result.accepted) == 3 and list(result.rejected) == [stale.job_id]
-    assert events_in(defined) == before + 3
+    assert defined.store.head_position() == before + 3
     assert defined.counts() == {"succeeded": 3, "leased": 1}

@@ -67,10 +67,18 @@ def test_enqueued_event_round_trips_with_uuid_datetime_and_nested_values() -> No
     assert decoded.request.subject.op is SubjectOp.DELETE
 
 
-def test_defaults_are_omitted_from_the_stored_state() -> None:
-    """An event with optional fields unset stores only what is set."""
+def test_every_field_is_stored_defaults_included() -> None:
+    """Defaults are stored too, so changing a default in code cannot rewrite old events."""
     _, state = DEFAULT_CODEC.encode(JobSucceeded(at=AT, run_number=1, attempt=1, worker_id="w"))
-    assert set(msgspec.msgpack.decode(state)) == {"at", "run_number", "attempt", "worker_id"}
+    assert set(msgspec.msgpack.decode(state)) == {
+        "at",
+        "run_number",
+        "attempt",
+        "worker_id",
+        "output",
+        "revision",
+        "content_hash",
+    }
 
 
 def test_old_versions_are_upcast_before_decoding() -> None:

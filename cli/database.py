@@ -1,0 +1,63 @@
+"""Which database the CLI talks to, how it is named on screen, and ``jobledger init``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import click
+
+from ledger import Ledger
+from ledger.config import is_postgres, sqlite_path
+
+# One command is one or two calls on one thread: a single pooled connection is enough, and
+# PostgreSQL's pool would otherwise open two before the first query.
+POOL_SIZE = 1
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the group's options resolved to, handed to every command as ``ctx.obj``."""
+
+    url: str
+
+
+def display_url(url: str) -> str:
+    """A PostgreSQL URL without its password (in the user part or as a query parameter)."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        netloc = f"{userinfo.partition(':')[0]}@{hostport}"
+    query = [(k, v) for k, v in parse_qsl(parts.query) if k.lower() != "password"]
+    return urlunsplit(parts._replace(netloc=netloc, query=urlencode(query)))
+
+
+def describe(url: str) -> str:
+    """How the database at ``url`` is named in messages: backend and location, no secrets."""
+    if is_postgres(url):
+        return f"PostgreSQL database {display_url(url)}"
+    return f"SQLite database {Path(sqlite_path(url)).resolve()}"
+
+
+def open_ledger(url: str, *, auto_define: bool = False) -> Ledger:
+    """Open an initialised ledger (a missing SQLite file is refused, not created)."""
+    return Ledger.open(url, auto_define=auto_define, pool_size=POOL_SIZE)
+
+
+def _initialise(url: str) -> bool:
+    """Create the ledger's tables at ``url`` if missing; return whether it had to."""
+    with Ledger.open(url, create=True, pool_size=POOL_SIZE) as ledger:
+        return ledger.created
+
+
+@click.command()
+@click.pass_obj
+def init(settings: Settings) -> None:
+    """Create the ledger's tables in the database. Safe to run again."""
+    where = describe(settings.url)
+    if _initialise(settings.url):
+        click.echo(f"initialised {where}")
+    else:
+        click.echo(f"{where} already initialised")

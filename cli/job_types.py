@@ -1,0 +1,178 @@
+"""Job-type commands: ``define``, ``enable``, ``disable`` and ``definitions``."""
+
+from __future__ import annotations
+
+import click
+
+from cli.database import Settings, open_ledger
+from cli.render import echo_json, json_option, plain, seconds, table
+from ledger import BackoffPolicy, JobDefinition
+
+_DEFAULTS = JobDefinition(job_type="-")
+
+
+def _backoff(base_s: float | None, max_s: float | None, jitter: float | None) -> BackoffPolicy:
+    """The backoff policy with the given parts; parts left out keep their defaults."""
+    given = {"base_s": base_s, "max_s": max_s, "jitter": jitter}
+    return BackoffPolicy(**{key: value for key, value in given.items() if value is not None})
+
+
+def _summary(definition: JobDefinition) -> str:
+    backoff = definition.backoff
+    return (
+        f"version {definition.version}, "
+        f"{'enabled' if definition.enabled else 'disabled'}, "
+        f"max attempts {definition.max_attempts}, "
+        f"timeout {seconds(definition.default_timeout_s)}, "
+        f"priority {definition.default_priority}, "
+        f"backoff {seconds(backoff.base_s)}..{seconds(backoff.max_s)} ±{backoff.jitter:g}"
+    )
+
+
+@click.command()
+@click.argument("job_type")
+@click.option(
+    "--version",
+    type=click.IntRange(min=1),
+    default=_DEFAULTS.version,
+    show_default=True,
+    help="Version of the job type's contract, recorded on each job.",
+)
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(min=1),
+    default=_DEFAULTS.max_attempts,
+    show_default=True,
+    help="Attempts per run before the job is dead-lettered.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="SECONDS",
+    default=_DEFAULTS.default_timeout_s,
+    show_default=True,
+    help="Default time an attempt may take.",
+)
+@click.option(
+    "--priority",
+    type=int,
+    default=_DEFAULTS.default_priority,
+    show_default=True,
+    help="Default priority (higher runs first).",
+)
+@click.option(
+    "--backoff-base",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help=f"First retry delay  [default: {_DEFAULTS.backoff.base_s:g}]",
+)
+@click.option(
+    "--backoff-max",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help=f"Longest retry delay  [default: {_DEFAULTS.backoff.max_s:g}]",
+)
+@click.option(
+    "--backoff-jitter",
+    type=click.FloatRange(min=0, max=1, max_open=True),
+    metavar="FRACTION",
+    help=f"Random spread of each delay, ±  [default: {_DEFAULTS.backoff.jitter:g}]",
+)
+@click.option(
+    "--enabled/--disabled",
+    default=True,
+    show_default=True,
+    help="Whether jobs of this type may be enqueued.",
+)
+@json_option
+@click.pass_obj
+def define(
+    settings: Settings,
+    *,
+    job_type: str,
+    version: int,
+    max_attempts: int,
+    timeout: float,
+    priority: int,
+    backoff_base: float | None,
+    backoff_max: float | None,
+    backoff_jitter: float | None,
+    enabled: bool,
+    as_json: bool,
+) -> None:
+    """Define job type JOB_TYPE, or replace its definition.
+
+    The definition is replaced whole: options left out take their defaults, not the
+    previous values. Re-defining a type identically records nothing.
+    """
+    with open_ledger(settings.url) as ledger:
+        # Read first only to say what happened; define() itself does not report it.
+        before = ledger.definition(job_type)
+        after = ledger.define(
+            job_type,
+            version=version,
+            max_attempts=max_attempts,
+            default_timeout_s=timeout,
+            default_priority=priority,
+            enabled=enabled,
+            backoff=_backoff(backoff_base, backoff_max, backoff_jitter),
+        )
+    change = "defined" if before is None else "unchanged" if before == after else "updated"
+    if as_json:
+        echo_json({"change": change, **plain(after)})
+    else:
+        click.echo(f"{change} {job_type}: {_summary(after)}")
+
+
+def _set_enabled(settings: Settings, job_type: str, enabled: bool) -> None:
+    with open_ledger(settings.url) as ledger:
+        ledger.set_enabled(job_type, enabled)
+    click.echo(f"{'enabled' if enabled else 'disabled'} {job_type}")
+
+
+@click.command()
+@click.argument("job_type")
+@click.pass_obj
+def enable(settings: Settings, job_type: str) -> None:
+    """Allow jobs of type JOB_TYPE to be enqueued again."""
+    _set_enabled(settings, job_type, True)
+
+
+@click.command()
+@click.argument("job_type")
+@click.pass_obj
+def disable(settings: Settings, job_type: str) -> None:
+    """Refuse new jobs of type JOB_TYPE.
+
+    Jobs already queued are not affected.
+    """
+    _set_enabled(settings, job_type, False)
+
+
+def _row(definition: JobDefinition) -> list[str]:
+    backoff = definition.backoff
+    return [
+        definition.job_type,
+        str(definition.version),
+        "yes" if definition.enabled else "no",
+        str(definition.max_attempts),
+        seconds(definition.default_timeout_s),
+        str(definition.default_priority),
+        f"{seconds(backoff.base_s)}..{seconds(backoff.max_s)} ±{backoff.jitter:g}",
+    ]
+
+
+@click.command()
+@json_option
+@click.pass_obj
+def definitions(settings: Settings, *, as_json: bool) -> None:
+    """List the job types, sorted by name."""
+    with open_ledger(settings.url) as ledger:
+        found = sorted(ledger.definitions(), key=lambda d: d.job_type)
+    if as_json:
+        echo_json([plain(definition) for definition in found])
+    elif not found:
+        click.echo("no job types defined")
+    else:
+        headers = ["TYPE", "VERSION", "ENABLED", "ATTEMPTS", "TIMEOUT", "PRIORITY", "BACKOFF"]
+        click.echo(table(headers, [_row(definition) for definition in found]))

@@ -1,0 +1,73 @@
+"""The ``jobledger`` group: the global ``--db`` option, the commands, the error boundary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from cli import database, job_types, jobs
+from cli.database import Settings
+from cli.errors import one_line_errors
+from ledger.config import DEFAULT_DATABASE, ENV_VAR, resolve_url
+
+
+class LedgerGroup(click.Group):
+    """A group whose failures, and its commands', print as one ``error:`` line.
+
+    Parsing the group's and a command's arguments happens in ``make_context`` and ``invoke``
+    respectively, and the command runs in ``invoke``: wrapping both covers every failure.
+    """
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        with one_line_errors():
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with one_line_errors():
+            return super().invoke(ctx)
+
+
+@click.group(
+    name="jobledger", cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]}
+)
+@click.option(
+    "--db",
+    metavar="URL",
+    help=(
+        "postgresql://user@host:port/dbname, sqlite:///path.db or a file path  "
+        f"[default: ${ENV_VAR}, else {DEFAULT_DATABASE}]"
+    ),
+)
+@click.version_option(package_name="jobledger")
+@click.pass_context
+def cli(ctx: click.Context, db: str | None) -> None:
+    """jobledger: an event-sourced job queue on SQLite or PostgreSQL.
+
+    Exit codes: 0 done, 1 the ledger or database refused, 2 bad command line.
+    """
+    ctx.obj = Settings(url=resolve_url(db))
+
+
+for command in (
+    database.init,
+    job_types.define,
+    job_types.enable,
+    job_types.disable,
+    job_types.definitions,
+    jobs.enqueue,
+    jobs.show,
+    jobs.history,
+):
+    cli.add_command(command)
+
+
+def main() -> None:
+    """The console script's entry point."""
+    cli(prog_name="jobledger")

@@ -1,0 +1,88 @@
+"""Parameter callbacks: turn command-line text into the values the ledger API takes.
+
+Each failure is a :class:`click.BadParameter` (a usage error naming the parameter), raised
+while the command line is parsed, before the ledger is opened: a bad command line never
+reaches, let alone writes to, the database.
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import click
+import msgspec
+
+from ledger.events import JSON
+
+_JSON_KINDS = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "a boolean",
+    type(None): "null",
+}
+
+
+def job_id(ctx: click.Context, param: click.Parameter, value: str) -> UUID:
+    """A job id: a UUID in any spelling :class:`uuid.UUID` accepts."""
+    try:
+        return UUID(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a job id (a UUID)") from None
+
+
+def aware_datetime(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> datetime | None:
+    """An ISO 8601 time with a time zone; a naive time is refused rather than guessed at."""
+    if value is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an ISO 8601 time") from None
+    if moment.utcoffset() is None:
+        raise click.BadParameter(f"{value!r} has no time zone; add one, e.g. {value}Z")
+    return moment
+
+
+def _read(source: str) -> bytes | str:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    if source.startswith("@"):
+        path = source[1:]
+        try:
+            return Path(path).read_bytes()
+        except OSError as exc:
+            raise click.BadParameter(
+                f"cannot read payload file {path!r}: {exc.strerror or exc}"
+            ) from None
+    return source
+
+
+def _origin(value: str) -> str:
+    """Where the payload text came from, as a message prefix (empty for literal text)."""
+    if value == "-":
+        return "stdin is "
+    if value.startswith("@"):
+        return f"file {value[1:]!r} is "
+    return ""
+
+
+def payload(ctx: click.Context, param: click.Parameter, value: str) -> dict[str, JSON]:
+    """A JSON object given as text, as ``@path/to/file.json``, or as ``-`` for stdin."""
+    raw = _read(value)
+    origin = _origin(value)
+    try:
+        decoded: Any = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise click.BadParameter(f"{origin}not valid JSON ({exc})") from None
+    if not isinstance(decoded, dict):
+        kind = _JSON_KINDS.get(type(decoded), type(decoded).__name__)
+        raise click.BadParameter(f"the payload must be a JSON object, not {kind}")
+    return decoded

@@ -1,0 +1,78 @@
+"""Output: JSON for machines (stdout only, always valid) and compact aligned text for people."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import click
+import msgspec
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print JSON on stdout instead of text."
+)
+
+MISSING = "-"
+"""How text output shows an unset value."""
+
+
+def plain(value: Any) -> Any:
+    """``value`` as JSON-ready builtins, keeping every struct field.
+
+    ``msgspec.to_builtins`` honours the structs' ``omit_defaults``, which would drop e.g.
+    ``status: pending`` and ``attempt: 0``: a JSON reader must not have to know the defaults.
+    """
+    if isinstance(value, msgspec.Struct):
+        return {
+            field.name: plain(getattr(value, field.name)) for field in msgspec.structs.fields(value)
+        }
+    if isinstance(value, dict):
+        return {str(key): plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return msgspec.to_builtins(value)
+
+
+def echo_json(value: Any) -> None:
+    """Print ``value`` (already :func:`plain`) as indented JSON on stdout."""
+    click.echo(msgspec.json.format(msgspec.json.encode(value), indent=2).decode())
+
+
+def compact_json(value: Any, limit: int | None = None) -> str:
+    """One-line JSON of ``value``, cut at ``limit`` characters (text output only)."""
+    text = msgspec.json.encode(plain(value)).decode()
+    if limit is not None and len(text) > limit:
+        return text[: limit - 1] + "…"
+    return text
+
+
+def when(moment: datetime | None) -> str:
+    """A time for people: UTC, to the millisecond, ``Z``-suffixed."""
+    if moment is None:
+        return MISSING
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def seconds(value: float | None) -> str:
+    if value is None:
+        return MISSING
+    return f"{value:g}s"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns two spaces apart, headers first; no trailing spaces."""
+    widths = [len(header) for header in headers]
+    for row in rows:
+        widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=True)]
+    lines = [headers, *rows]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in lines
+    )
+
+
+def fields(pairs: Sequence[tuple[str, str]]) -> str:
+    """``label  value`` lines with the values aligned."""
+    width = max((len(label) for label, _ in pairs), default=0)
+    return "\n".join(f"{label.ljust(width)}  {value}" for label, value in pairs)

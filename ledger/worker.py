@@ -1,0 +1,484 @@
+"""The worker pool: claim in batches, run handlers, complete in batches.
+
+Shaped like River's producer → executor → completer: one producer task claims as many due jobs
+as there are free slots (plus a prefetch allowance) in one transaction and queues them; N
+worker tasks take jobs off that queue and run their handlers; a :class:`BatchCompleter`
+records the outcomes many to a transaction; a :class:`Heartbeater` renews every held lease in
+one transaction; a periodic reaper pass fails expired leases.
+
+Shutdown (:meth:`WorkerPool.stop`) lets in-flight jobs finish and releases claimed jobs that
+never started. If the caller's grace runs out (``stop(grace_s=…)``, or the caller cancels
+``stop()``), workers are cancelled and each in-flight job is released through a shielded,
+tracked task that a second cancellation cannot strand (:meth:`drain_pending_releases`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from uuid import UUID
+
+from ledger.breaker import CircuitBreaker
+from ledger.completer import BatchCompleter
+from ledger.errors import LedgerError
+from ledger.events import Failure, FailureKind
+from ledger.handlers import (
+    NOT_REGISTERED_CODE,
+    HandlerSpec,
+    JobContext,
+    Registry,
+    Result,
+    TransientError,
+    classify,
+)
+from ledger.heartbeater import Heartbeater
+from ledger.ledger import Completion, FailureReport, Ledger, Outcome
+from ledger.state import JobState, Lease
+from ledger.wakeup import Wakeup
+
+log = logging.getLogger(__name__)
+
+
+def process_worker_id(pool_name: str) -> str:
+    """``<pool>@<host>:<pid>``: one id per process, so a restarted pool can recognise the
+    claims its dead predecessor on this host left behind."""
+    return f"{pool_name}@{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(worker_id: str) -> bool:
+    pid_text = worker_id.rpartition(":")[2]
+    if not pid_text.isdigit():
+        return True  # not ours to judge
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass
+class PoolStats:
+    """What the pool has done since it started."""
+
+    claimed: int = 0
+    succeeded: int = 0
+    retried: int = 0
+    dead: int = 0
+    fenced_out: int = 0
+    released: int = 0
+
+
+@dataclass
+class Health:
+    status: Literal["ok", "degraded"]
+    reasons: list[str] = field(default_factory=list)
+
+
+class WorkerPool:
+    """Runs the handlers of ``registry`` over ``ledger``'s jobs on the running event loop."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        registry: Registry,
+        *,
+        concurrency: int = 10,
+        types: list[str] | None = None,
+        name: str = "default",
+        lease_s: float = 30.0,
+        poll_interval_s: float = 1.0,
+        prefetch: int | None = None,
+        heartbeat_interval_s: float | None = None,
+        reaper_interval_s: float = 30.0,
+        reaper_retry_delay_s: float = 60.0,
+        reaper_batch: int = 500,
+        completion_batch: int = 200,
+        completion_delay_s: float = 0.002,
+        breaker: CircuitBreaker | None = None,
+        define_types: bool = True,
+    ) -> None:
+        if concurrency < 0:
+            raise ValueError("concurrency must be >= 0")
+        self._ledger = ledger
+        self._registry = registry
+        self.concurrency = concurrency
+        self.types = types if types is not None else registry.job_types()
+        self.worker_id = process_worker_id(name)
+        self.lease_s = lease_s
+        self.poll_interval_s = poll_interval_s
+        self.prefetch = concurrency if prefetch is None else prefetch
+        self.reaper_interval_s = reaper_interval_s
+        self.reaper_retry_delay_s = reaper_retry_delay_s
+        self.reaper_batch = reaper_batch
+        self.define_types = define_types
+        self._breaker = breaker or CircuitBreaker(ledger.clock)
+        self._completion_batch = completion_batch
+        self._completion_delay_s = completion_delay_s
+        self._heartbeat_interval_s = heartbeat_interval_s or lease_s / 3
+        self.stats = PoolStats()
+
+        self._started = False
+        self._stopping = False
+        self._workers: list[asyncio.Task[None]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._queue: asyncio.Queue[JobState | None] = asyncio.Queue()
+        self._held: dict[UUID, Lease] = {}
+        self._in_flight = 0
+        self._room = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._pending_releases: set[asyncio.Task[None]] = set()
+        self._wakeup = Wakeup(ledger)
+        self._completer = BatchCompleter(
+            ledger,
+            max_batch=completion_batch,
+            max_delay_s=completion_delay_s,
+            on_recorded=self._count_outcome,
+        )
+        self._heartbeater = Heartbeater(
+            ledger,
+            lambda: list(self._held.values()),
+            lease_s=lease_s,
+            interval_s=self._heartbeat_interval_s,
+            on_lost=self._lease_lost,
+        )
+
+    # --- public state -----------------------------------------------------------------------
+
+    @property
+    def live_workers(self) -> int:
+        """Worker tasks still alive (a crashed or cancelled one no longer counts)."""
+        return sum(1 for task in self._workers if not task.done())
+
+    @property
+    def breaker_open(self) -> bool:
+        return self._breaker.is_open
+
+    @property
+    def breaker_consecutive_failures(self) -> int:
+        return self._breaker.consecutive_failures
+
+    def health(self) -> Health:
+        """``ok``, or ``degraded`` with the reasons (dead workers, open breaker)."""
+        reasons = []
+        if self._started and self.live_workers < self.concurrency:
+            reasons.append(f"{self.live_workers} of {self.concurrency} workers alive")
+        if self._breaker.is_open:
+            reasons.append(f"circuit breaker open until {self._breaker.reopens_at}")
+        return Health("degraded" if reasons else "ok", reasons)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Boot-reap this pool's dead predecessors' claims, then start everything."""
+        if self._started:
+            raise RuntimeError("WorkerPool already started")
+        self._started = True
+        self._stopping = False
+        if self.define_types:
+            await asyncio.to_thread(self._define_types)
+        released = await asyncio.to_thread(
+            self._ledger.release_claims_with_prefix,
+            self.worker_id.rpartition(":")[0] + ":",
+            alive=_pid_alive,
+        )
+        if released:
+            log.info("boot reap released %d claims of a dead process", len(released))
+        await self._wakeup.start()
+        self._completer.start()
+        self._heartbeater.start()
+        self._workers = [
+            asyncio.create_task(self._work(), name=f"jobledger-worker-{i}")
+            for i in range(self.concurrency)
+        ]
+        self._tasks = [asyncio.create_task(self._produce(), name="jobledger-producer")]
+        if self.reaper_interval_s > 0:
+            self._tasks.append(asyncio.create_task(self._reap(), name="jobledger-reaper"))
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        """Stop claiming, let in-flight jobs finish (up to ``grace_s``), flush, release.
+
+        Cancelling ``stop()`` itself (e.g. ``asyncio.wait_for(pool.stop(), t)``) is the same
+        as running out of grace: in-flight jobs are cancelled and released before it returns.
+        """
+        if not self._started:
+            return
+        self._stopping = True
+        self._wakeup.signal()
+        self._room.set()
+        try:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await self._release_buffered()
+            for _ in self._workers:
+                self._queue.put_nowait(None)
+            finishing = asyncio.gather(*self._workers, return_exceptions=True)
+            if grace_s is None:
+                await finishing
+            else:
+                try:
+                    await asyncio.wait_for(asyncio.shield(finishing), grace_s)
+                except TimeoutError:
+                    await self._cancel_workers()
+        except asyncio.CancelledError:
+            await self._cancel_workers()
+            await self._shut_down()
+            raise
+        await self._shut_down()
+
+    async def _cancel_workers(self) -> None:
+        for task in self._workers:
+            task.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        await self.drain_pending_releases()
+
+    async def _shut_down(self) -> None:
+        await self._completer.close()
+        await self._heartbeater.stop()
+        await self._wakeup.stop()
+        await self._release_buffered()
+        self._started = False
+
+    async def run_until_idle(self) -> PoolStats:
+        """Burst mode: start, work until nothing is due and nothing is in flight, stop."""
+        await self.start()
+        try:
+            while True:
+                self._idle.clear()
+                await self._idle.wait()
+                if self._queue.empty() and self._in_flight == 0 and not self._held:
+                    break
+        finally:
+            await self.stop()
+        return self.stats
+
+    async def drain_pending_releases(self, timeout: float | None = None) -> int:
+        """Wait for orphaned releases (started by cancelled workers); how many landed."""
+        pending = set(self._pending_releases)
+        if not pending:
+            return 0
+        done, _ = await asyncio.wait(pending, timeout=timeout)
+        return len(done)
+
+    async def drain_once(self) -> int:
+        """Work the queue on the calling task until nothing is due; returns jobs processed.
+
+        A test helper: bypasses the breaker and the batching, so every outcome is recorded
+        before it returns.
+        """
+        processed = 0
+        while True:
+            jobs = await asyncio.to_thread(self._claim, 1)
+            if not jobs:
+                return processed
+            await self._process(jobs[0], record_now=True)
+            processed += 1
+
+    # --- producer ---------------------------------------------------------------------------
+
+    def _claim(self, limit: int) -> list[JobState]:
+        if not self.types:
+            return []
+        jobs = self._ledger.claim(
+            self.worker_id, limit=limit, types=self.types, lease_s=self.lease_s
+        )
+        for job in jobs:
+            assert job.lease is not None
+            self._held[job.job_id] = job.lease
+        self.stats.claimed += len(jobs)
+        return jobs
+
+    def _room_for(self) -> int:
+        return self.concurrency + self.prefetch - self._in_flight - self._queue.qsize()
+
+    async def _produce(self) -> None:
+        while not self._stopping:
+            if self._breaker.is_open:
+                await self._wakeup.wait(self.poll_interval_s)
+                continue
+            room = self._room_for()
+            if room <= 0:
+                self._room.clear()
+                await self._room.wait()
+                continue
+            try:
+                jobs = await asyncio.to_thread(self._claim, room)
+            except Exception as exc:
+                log.warning("claim failed: %r (cause %r)", exc, exc.__cause__)
+                await self._wakeup.wait(self.poll_interval_s)
+                continue
+            for job in jobs:
+                self._queue.put_nowait(job)
+            if not jobs:
+                self._idle.set()
+                await self._wakeup.wait(self.poll_interval_s)
+
+    async def _release_buffered(self) -> None:
+        while not self._queue.empty():
+            job = self._queue.get_nowait()
+            if job is not None and job.lease is not None:
+                await self._release(job.lease)
+
+    # --- workers ----------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        while True:
+            job = await self._queue.get()
+            if job is None:
+                return
+            self._in_flight += 1
+            try:
+                await self._process(job)
+            finally:
+                self._in_flight -= 1
+                self._room.set()
+
+    async def _process(self, job: JobState, *, record_now: bool = False) -> None:
+        lease = job.lease
+        assert lease is not None, "only leased jobs are processed"
+        spec = self._registry.get(job.job_type)
+        if spec is None:
+            missing = Failure(
+                kind=FailureKind.TERMINAL,
+                code=NOT_REGISTERED_CODE,
+                message=f"no handler is registered for job type {job.job_type!r}",
+            )
+            await self._record(FailureReport(lease, missing), record_now=record_now)
+            return
+        context = JobContext(job, lease, self._reporter(lease), asyncio.get_running_loop())
+        try:
+            value = await self._run_handler(spec, context, job.timeout_s)
+        except asyncio.CancelledError:
+            await self._release_shielded(lease)
+            raise
+        except BaseException as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise  # shutdown signals propagate; the job stays leased
+            if failure.kind.is_retryable:
+                self._breaker.record_failure()
+            not_before = exc.not_before if isinstance(exc, TransientError) else None
+            await self._record(FailureReport(lease, failure, not_before), record_now=record_now)
+            return
+        self._breaker.record_success()
+        await self._record(_completion(lease, value), record_now=record_now)
+
+    async def _run_handler(self, spec: HandlerSpec, context: JobContext, timeout_s: float) -> Any:
+        timeout = spec.timeout_s or timeout_s
+        # asyncio.timeout, not wait_for: no extra task, so exceptions reach us unchanged.
+        async with asyncio.timeout(timeout):
+            if spec.is_async:
+                return await spec.function(context)
+            return await asyncio.to_thread(spec.function, context)
+
+    async def _record(self, outcome: Outcome, *, record_now: bool) -> None:
+        self._held.pop(outcome.lease.job_id, None)
+        if record_now or not self._completer.running:
+            await self._completer.flush_now([outcome])
+        else:
+            self._completer.submit(outcome)
+
+    def _count_outcome(self, state: JobState) -> None:
+        status = state.status.value
+        if status == "succeeded":
+            self.stats.succeeded += 1
+        elif status == "dead":
+            self.stats.dead += 1
+        elif status == "pending":
+            self.stats.retried += 1
+
+    def _reporter(self, lease: Lease) -> Any:
+        async def report(kind: str, fields: dict[str, Any]) -> None:
+            if kind == "heartbeat":
+                await asyncio.to_thread(self._ledger.heartbeat, lease, lease_s=self.lease_s)
+            else:
+                await asyncio.to_thread(self._ledger.progress, lease, **fields)
+
+        return report
+
+    def _lease_lost(self, job_id: UUID) -> None:
+        self._held.pop(job_id, None)
+        self.stats.fenced_out += 1
+
+    # --- release ----------------------------------------------------------------------------
+
+    async def _release_shielded(self, lease: Lease) -> None:
+        """Release from a cancelled worker: the release runs as its own tracked task, so a
+        second cancellation of the worker cannot strand the claim."""
+        task = asyncio.create_task(self._release(lease), name=f"jobledger-release-{lease.job_id}")
+        self._pending_releases.add(task)
+        task.add_done_callback(self._pending_releases.discard)
+        await asyncio.shield(task)
+
+    async def _release(self, lease: Lease) -> None:
+        self._held.pop(lease.job_id, None)
+        try:
+            await asyncio.to_thread(self._ledger.release, lease, reason="released at shutdown")
+            self.stats.released += 1
+        except LedgerError as exc:
+            log.info("did not release job %s: %s", lease.job_id, exc)
+
+    # --- reaper and definitions -------------------------------------------------------------
+
+    async def _reap(self) -> None:
+        while not self._stopping:
+            try:
+                reaped = await asyncio.to_thread(
+                    self._ledger.reap_expired,
+                    limit=self.reaper_batch,
+                    retry_delay_s=self.reaper_retry_delay_s,
+                )
+                if reaped:
+                    log.info("reaped %d expired leases", len(reaped))
+            except Exception as exc:
+                log.warning("reaper pass failed: %s", exc)
+            await self._sleep_unless_stopping(self.reaper_interval_s)
+
+    async def _sleep_unless_stopping(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wait_stopping(), seconds)
+
+    async def _wait_stopping(self) -> None:
+        while not self._stopping:
+            await asyncio.sleep(0.05)
+
+    def _define_types(self) -> None:
+        for spec in self._registry.specs():
+            current = self._ledger.definition(spec.job_type)
+            overrides: dict[str, Any] = {}
+            if spec.max_attempts is not None:
+                overrides["max_attempts"] = spec.max_attempts
+            if spec.timeout_s is not None:
+                overrides["default_timeout_s"] = spec.timeout_s
+            if spec.backoff is not None:
+                overrides["backoff"] = spec.backoff
+            if current is None:
+                self._ledger.define(spec.job_type, **overrides)
+            elif overrides:
+                fields = {
+                    "version": current.version,
+                    "max_attempts": current.max_attempts,
+                    "default_timeout_s": current.default_timeout_s,
+                    "default_priority": current.default_priority,
+                    "enabled": current.enabled,
+                    "backoff": current.backoff,
+                    **overrides,
+                }
+                self._ledger.define(spec.job_type, **fields)
+
+
+def _completion(lease: Lease, value: object) -> Completion:
+    if isinstance(value, Result):
+        return Completion(lease, value.output, value.revision, value.content_hash)
+    return Completion(lease, value)
+
+
+__all__ = ["Health", "JobContext", "PoolStats", "Registry", "WorkerPool"]
