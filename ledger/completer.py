@@ -13,8 +13,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from ledger.errors import LedgerError
-from ledger.events import JobStatus
+from ledger.errors import ConcurrencyConflictError, DatabaseBusyError, DatabaseUnusableError
 from ledger.ledger import BatchResult, Ledger, Outcome
 from ledger.state import JobState
 
@@ -92,24 +91,9 @@ class BatchCompleter:
             await self._ready.wait()
 
     async def _flush(self, batch: list[tuple[Outcome, asyncio.Future[JobState | None]]]) -> None:
-        outcomes = [outcome for outcome, _ in batch]
-        result: BatchResult | None = None
-        for attempt in range(1, FLUSH_ATTEMPTS + 1):
-            try:
-                result = await asyncio.to_thread(self._ledger.finish_many, outcomes)
-                break
-            except LedgerError:
-                raise
-            except Exception as exc:
-                # The jobs stay leased: if this never lands, the reaper retries them.
-                log.warning("completion flush failed (attempt %d): %r", attempt, exc, exc_info=True)
-                if attempt == FLUSH_ATTEMPTS:
-                    for _, future in batch:
-                        if not future.done():
-                            future.set_exception(exc)
-                    return
-                await asyncio.sleep(0.05 * attempt)
-        assert result is not None
+        result = await self._finish([outcome for outcome, _ in batch], batch)
+        if result is None:
+            return
         states = {state.job_id: state for state in result.accepted}
         for outcome, future in batch:
             job_id = outcome.lease.job_id
@@ -122,6 +106,28 @@ class BatchCompleter:
             if not future.done():
                 future.set_result(state)
 
+    async def _finish(
+        self, outcomes: list[Outcome], batch: list[tuple[Outcome, asyncio.Future[JobState | None]]]
+    ) -> BatchResult | None:
+        """``finish_many``, retried on errors that may pass (busy, conflict, lost connection).
 
-def ended_dead(state: JobState | None) -> bool:
-    return state is not None and state.status is JobStatus.DEAD
+        Retrying is safe: an outcome that did commit is refused by the fence the second time.
+        If it never lands, the jobs stay leased and the reaper retries them.
+        """
+        error: Exception | None = None
+        for attempt in range(1, FLUSH_ATTEMPTS + 1):
+            try:
+                return await asyncio.to_thread(self._ledger.finish_many, outcomes)
+            except (DatabaseBusyError, ConcurrencyConflictError, DatabaseUnusableError) as exc:
+                error = exc
+                log.warning("completion flush failed (attempt %d): %s", attempt, exc)
+                if attempt < FLUSH_ATTEMPTS:
+                    await asyncio.sleep(0.05 * attempt)
+            except Exception as exc:  # a refusal or a bug: retrying cannot help
+                error = exc
+                break
+        log.error("completion flush gave up; the jobs stay leased for the reaper: %s", error)
+        for _, future in batch:
+            if not future.done() and error is not None:
+                future.set_exception(error)
+        return None

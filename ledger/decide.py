@@ -219,6 +219,14 @@ def check_fence(state: JobState, lease: Lease, now: datetime) -> None:
         raise LeaseOwnerMismatchError(f"the lease on job {state.job_id} has expired")
 
 
+def check_output(output: JSON | None) -> None:
+    """Refuse an output that is not JSON: it could not be stored or read back."""
+    try:
+        msgspec.json.encode(output)
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise InvalidRequestError(f"output is not JSON-serialisable: {exc}") from None
+
+
 def decide_heartbeat(
     state: JobState, lease: Lease, lease_s: float, now: datetime
 ) -> JobHeartbeated:
@@ -277,8 +285,9 @@ def decide_succeed(
     revision: str | None = None,
     content_hash: str | None = None,
 ) -> JobSucceeded:
-    """Finish the attempt successfully."""
+    """Finish the attempt successfully. ``output`` must be JSON."""
     check_fence(state, lease, now)
+    check_output(output)
     return JobSucceeded(
         at=now,
         run_number=lease.run_number,

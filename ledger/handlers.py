@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -26,6 +26,7 @@ TRANSIENT_ERROR_CODE = "job.transient_error"
 TIMEOUT_CODE = "job.timeout_exceeded"
 PANIC_CODE = "job.handler_panic"
 NOT_REGISTERED_CODE = "job.handler_not_registered"
+INVALID_OUTPUT_CODE = "job.invalid_output"
 
 
 class PermanentError(Exception):
@@ -106,9 +107,12 @@ class JobContext:
         lease: Lease,
         report: Callable[[str, dict[str, Any]], Awaitable[None]],
         loop: asyncio.AbstractEventLoop,
+        resources: Mapping[str, Any] | None = None,
     ) -> None:
         self.job = job
         self.lease = lease
+        self.resources: Mapping[str, Any] = resources or {}
+        """What the pool was given for its handlers (clients, configured sources…)."""
         self._report = report
         self._loop = loop
 
@@ -180,6 +184,12 @@ async def _as_coroutine(awaitable: Awaitable[None]) -> None:
     await awaitable
 
 
+def _is_async(function: Callable[..., Any]) -> bool:
+    """A coroutine function, or an object whose ``__call__`` is one."""
+    call = getattr(function, "__call__", None)  # noqa: B004 - we want the method itself
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
+
+
 Handler = Callable[[JobContext], Any]
 H = TypeVar("H", bound=Handler)
 
@@ -220,7 +230,7 @@ class Registry:
             self._handlers[job_type] = HandlerSpec(
                 job_type=job_type,
                 function=function,
-                is_async=inspect.iscoroutinefunction(function),
+                is_async=_is_async(function),
                 max_attempts=max_attempts,
                 timeout_s=timeout_s,
                 backoff=backoff,

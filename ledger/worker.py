@@ -19,15 +19,18 @@ import contextlib
 import logging
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 from uuid import UUID
 
+from ledger import decide
 from ledger.breaker import CircuitBreaker
 from ledger.completer import BatchCompleter
 from ledger.errors import LedgerError
 from ledger.events import Failure, FailureKind
 from ledger.handlers import (
+    INVALID_OUTPUT_CODE,
     NOT_REGISTERED_CODE,
     HandlerSpec,
     JobContext,
@@ -106,6 +109,7 @@ class WorkerPool:
         completion_delay_s: float = 0.002,
         breaker: CircuitBreaker | None = None,
         define_types: bool = True,
+        resources: Mapping[str, Any] | None = None,
     ) -> None:
         if concurrency < 0:
             raise ValueError("concurrency must be >= 0")
@@ -121,6 +125,7 @@ class WorkerPool:
         self.reaper_retry_delay_s = reaper_retry_delay_s
         self.reaper_batch = reaper_batch
         self.define_types = define_types
+        self.resources: Mapping[str, Any] = resources or {}
         self._breaker = breaker or CircuitBreaker(ledger.clock)
         self._completion_batch = completion_batch
         self._completion_delay_s = completion_delay_s
@@ -353,7 +358,9 @@ class WorkerPool:
             )
             await self._record(FailureReport(lease, missing), record_now=record_now)
             return
-        context = JobContext(job, lease, self._reporter(lease), asyncio.get_running_loop())
+        context = JobContext(
+            job, lease, self._reporter(lease), asyncio.get_running_loop(), self.resources
+        )
         try:
             value = await self._run_handler(spec, context, job.timeout_s)
         except asyncio.CancelledError:
@@ -368,8 +375,18 @@ class WorkerPool:
             not_before = exc.not_before if isinstance(exc, TransientError) else None
             await self._record(FailureReport(lease, failure, not_before), record_now=record_now)
             return
+        completion = _completion(lease, value)
+        try:
+            decide.check_output(completion.output)
+        except LedgerError as invalid:
+            # One bad output is that job's terminal failure; it must not sink the batch.
+            failure = Failure(
+                kind=FailureKind.TERMINAL, code=INVALID_OUTPUT_CODE, message=invalid.message
+            )
+            await self._record(FailureReport(lease, failure), record_now=record_now)
+            return
         self._breaker.record_success()
-        await self._record(_completion(lease, value), record_now=record_now)
+        await self._record(completion, record_now=record_now)
 
     async def _run_handler(self, spec: HandlerSpec, context: JobContext, timeout_s: float) -> Any:
         timeout = spec.timeout_s or timeout_s

@@ -1,0 +1,278 @@
+"""The worker pool beyond the seed: batch completer, heartbeat loop, timeouts, handler
+kinds, burst mode, and cross-process wake-up on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ledger import EnqueueRequest, FakeClock, JobStatus, Lease, Ledger, Subject
+from ledger.breaker import CircuitBreaker
+from ledger.completer import BatchCompleter
+from ledger.handlers import JobContext, Registry, classify
+from ledger.heartbeater import Heartbeater
+from ledger.ledger import Completion
+from ledger.worker import WorkerPool
+
+MakePool = Callable[..., WorkerPool]
+
+
+async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> None:
+    """With a long flush delay, stop() still records every finished job: none is lost."""
+    registry = Registry()
+    ran: list[int] = []
+
+    @registry.handler("fast")
+    async def fast(ctx: JobContext) -> int:
+        ran.append(ctx.payload["i"])
+        return int(ctx.payload["i"])
+
+    sync_ledger.define("fast")
+    sync_ledger.enqueue_many([EnqueueRequest(job_type="fast", payload={"i": i}) for i in range(60)])
+    pool = WorkerPool(
+        sync_ledger,
+        registry,
+        concurrency=4,
+        completion_delay_s=30.0,
+        completion_batch=10_000,
+        poll_interval_s=0.05,
+    )
+    await pool.start()
+    while len(ran) < 60:
+        await asyncio.sleep(0.01)
+    await asyncio.wait_for(pool.stop(), timeout=10)
+    assert sync_ledger.counts() == {"succeeded": 60}
+    assert pool.stats.succeeded == 60
+
+
+async def test_a_fenced_out_completion_appends_nothing(sync_ledger: Ledger) -> None:
+    """The completer drops an outcome whose lease is gone and records the others."""
+    sync_ledger.define("t")
+    sync_ledger.enqueue_many([EnqueueRequest(job_type="t") for _ in range(2)])
+    jobs = sync_ledger.claim("w", limit=2)
+    leases = [job.lease for job in jobs if job.lease is not None]
+    sync_ledger.cancel(leases[1].job_id)
+    before = sync_ledger.store.head_position()
+    completer = BatchCompleter(sync_ledger)
+    completer.start()
+    first = completer.submit(Completion(leases[0], output="ok"))
+    second = completer.submit(Completion(leases[1], output="late"))
+    await completer.close()
+    recorded, dropped = first.result(), second.result()
+    assert recorded is not None and recorded.status is JobStatus.SUCCEEDED
+    assert dropped is None
+    assert sync_ledger.store.head_position() == before + 1
+
+
+async def test_heartbeat_loop_renews_every_held_lease_and_reports_lost_ones(
+    sync_ledger: Ledger, clock: FakeClock
+) -> None:
+    """One pass renews all held leases (one event each); a cancelled job's is reported lost."""
+    sync_ledger.define("t")
+    sync_ledger.enqueue_many([EnqueueRequest(job_type="t") for _ in range(3)])
+    leases = [j.lease for j in sync_ledger.claim("w", limit=3, lease_s=10) if j.lease]
+    sync_ledger.cancel(leases[2].job_id)
+    lost: list[Any] = []
+    held = list(leases)
+    beater = Heartbeater(
+        sync_ledger, lambda: held, lease_s=10, interval_s=3600, on_lost=lost.append
+    )
+    clock.advance(5)
+    before = sync_ledger.store.head_position()
+    assert await beater.beat_once() == 2
+    assert lost == [leases[2].job_id]
+    assert sync_ledger.store.head_position() == before + 2
+    for lease in leases[:2]:
+        state = sync_ledger.get(lease.job_id)
+        assert state is not None and state.last_heartbeat_at == clock.now()
+
+
+async def test_a_handler_past_its_timeout_fails_as_timeout(sync_ledger: Ledger) -> None:
+    """The per-job timeout cancels the handler and records kind timeout, retryable."""
+    registry = Registry()
+
+    @registry.handler("slow", timeout_s=0.05)
+    async def slow(ctx: JobContext) -> None:
+        await asyncio.sleep(10)
+
+    pool = WorkerPool(sync_ledger, registry, concurrency=1)
+    await asyncio.to_thread(pool._define_types)
+    job_id = sync_ledger.enqueue("slow")
+    assert job_id is not None
+    await pool.drain_once()
+    state = sync_ledger.get(job_id)
+    assert state is not None and state.status is JobStatus.PENDING
+    assert state.last_error is not None
+    assert (state.last_error.kind, state.last_error.code) == ("timeout", "job.timeout_exceeded")
+
+
+async def test_a_job_without_a_handler_dies_as_not_registered(
+    sync_ledger: Ledger, make_pool: MakePool
+) -> None:
+    """A claimed job whose type has no handler is a terminal job.handler_not_registered."""
+    sync_ledger.define("orphan")
+    job_id = sync_ledger.enqueue("orphan")
+    pool = make_pool()
+    pool.types = ["orphan"]
+    await pool.drain_once()
+    state = sync_ledger.get(job_id)  # type: ignore[arg-type]
+    assert state is not None and state.status is JobStatus.DEAD
+    assert state.last_error is not None
+    assert state.last_error.code == "job.handler_not_registered"
+
+
+async def test_an_output_that_is_not_json_fails_only_its_own_job(sync_ledger: Ledger) -> None:
+    """A handler returning a non-JSON value dies as job.invalid_output; others succeed."""
+    registry = Registry()
+
+    @registry.handler("odd")
+    async def odd(ctx: JobContext) -> object:
+        return object() if ctx.payload["bad"] else {"fine": True}
+
+    sync_ledger.define("odd")
+    bad = sync_ledger.enqueue("odd", {"bad": True})
+    good = sync_ledger.enqueue("odd", {"bad": False})
+    pool = WorkerPool(sync_ledger, registry, concurrency=2, poll_interval_s=0.05)
+    await pool.run_until_idle()
+    bad_state, good_state = sync_ledger.get(bad), sync_ledger.get(good)  # type: ignore[arg-type]
+    assert bad_state is not None and bad_state.status is JobStatus.DEAD
+    assert bad_state.last_error is not None and bad_state.last_error.code == "job.invalid_output"
+    assert good_state is not None and good_state.output == {"fine": True}
+
+
+async def test_sync_handlers_run_in_a_thread_and_can_report_progress(sync_ledger: Ledger) -> None:
+    """A plain def handler runs off the loop and reports progress with the blocking API."""
+    registry = Registry()
+    threads: list[str] = []
+
+    @registry.handler("blocking")
+    def blocking(ctx: JobContext) -> str:
+        import threading
+
+        threads.append(threading.current_thread().name)
+        ctx.progress_blocking(stage="running", done=1, total=2)
+        ctx.heartbeat_blocking()
+        return "done"
+
+    sync_ledger.define("blocking")
+    job_id = sync_ledger.enqueue("blocking")
+    pool = WorkerPool(sync_ledger, registry, concurrency=1, poll_interval_s=0.05)
+    await pool.run_until_idle()
+    state = sync_ledger.get(job_id)  # type: ignore[arg-type]
+    assert state is not None and state.output == "done" and state.progress_total == 2
+    assert threads and threads[0] != "MainThread"
+    kinds = [r.event.name for r in sync_ledger.history(job_id)]  # type: ignore[arg-type]
+    assert "job_stage_changed" in kinds and "job_heartbeated" in kinds
+
+
+async def test_burst_mode_works_until_idle_and_counts_outcomes(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """run_until_idle processes what is due, then stops; stats count the outcomes."""
+    from ledger.handlers import PermanentError
+
+    sync_ledger.enqueue_many(
+        [
+            EnqueueRequest(job_type="ingest", subject=Subject(source_id="s", uri=f"u{i}"))
+            for i in range(7)
+        ]
+    )
+    stats = await make_pool(concurrency=3).run_until_idle()
+    assert stats.succeeded == 7 and stats.dead == 0
+    downstream.raises = PermanentError("no")
+    sync_ledger.enqueue("ingest", subject=Subject(source_id="s", uri="bad"))
+    stats = await make_pool(concurrency=3).run_until_idle()
+    assert stats.dead == 1
+
+
+def test_breaker_opens_at_threshold_probes_after_cooldown_and_reopens_at_once() -> None:
+    """Counting, cooldown, success closing it and one failure after cooldown reopening."""
+    clock = FakeClock()
+    breaker = CircuitBreaker(clock, threshold=3, cooldown_s=60)
+    for _ in range(2):
+        breaker.record_failure()
+    assert not breaker.is_open
+    breaker.record_failure()
+    assert breaker.is_open and breaker.reopens_at is not None
+    clock.advance(60)
+    assert not breaker.is_open  # half-open: a probe may run
+    breaker.record_failure()
+    assert breaker.is_open  # one more failure reopens at once
+    clock.advance(60)
+    breaker.record_success()
+    assert not breaker.is_open and breaker.consecutive_failures == 0
+
+
+def test_shutdown_signals_are_never_classified() -> None:
+    """KeyboardInterrupt, SystemExit and CancelledError propagate; other errors classify."""
+    assert classify(KeyboardInterrupt()) is None
+    assert classify(SystemExit()) is None
+    assert classify(asyncio.CancelledError()) is None
+    failure = classify(ValueError("x"))
+    assert failure is not None and failure.kind == "retryable"
+
+
+WORKER_SCRIPT = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from ledger import Ledger
+    from ledger.handlers import Registry
+    from ledger.worker import WorkerPool
+
+    registry = Registry()
+
+    @registry.handler("wake")
+    async def wake(ctx):
+        return {"started_at": time.time()}
+
+    async def main():
+        with Ledger.open(sys.argv[1], pool_size=4) as ledger:
+            pool = WorkerPool(ledger, registry, concurrency=1, poll_interval_s=30.0)
+            await pool.start()
+            print("ready", flush=True)
+            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+            await pool.stop()
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_worker_in_another_process_wakes_well_before_its_poll_interval(pg_url: str) -> None:
+    """PostgreSQL LISTEN/NOTIFY: a job enqueued here starts in the other process within
+    seconds although that process polls only every 30 s."""
+    with Ledger.open(pg_url) as ledger:
+        ledger.define("wake")
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER_SCRIPT, pg_url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
+        with Ledger.open(pg_url) as ledger:
+            enqueued_at = time.time()
+            job_id = ledger.enqueue("wake")
+            assert job_id is not None
+            deadline = time.monotonic() + 10
+            state = ledger.get(job_id)
+            while (state is None or state.status != "succeeded") and time.monotonic() < deadline:
+                time.sleep(0.02)
+                state = ledger.get(job_id)
+        assert state is not None and state.status == "succeeded"
+        latency = state.output["started_at"] - enqueued_at  # type: ignore[index]
+        assert latency < 5.0, f"woke after {latency:.2f} s; the poll interval is 30 s"
+    finally:
+        if worker.stdin is not None:
+            worker.stdin.write("\n")
+            worker.stdin.flush()
+        worker.wait(timeout=20)
+    assert worker.returncode == 0

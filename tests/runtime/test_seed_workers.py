@@ -1,0 +1,504 @@
+"""An equivalent of every test in haiku.rag's worker-pool tests (seeds/haiku_rag_test_workers),
+on the event-sourced ledger, on SQLite and PostgreSQL.
+
+Where a seed test edits rows to move time, these move the injectable clock; where it reaches
+into private state, these use the pool's clearly-internal hooks (``_workers``, ``_breaker``,
+``_release``, ``_pending_releases``, ``_process``). Wall-clock waits appear only where the
+behaviour is about real time (wake-up, shutdown), with generous bounds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from ledger import (
+    FakeClock,
+    JobStatus,
+    Ledger,
+    Subject,
+    SubjectOp,
+)
+from ledger.handlers import JobContext, PermanentError, TransientError
+from ledger.worker import WorkerPool, process_worker_id
+
+INGEST = "ingest"
+MakePool = Callable[..., WorkerPool]
+
+
+def subject(
+    uri: str = "u", op: SubjectOp = SubjectOp.UPSERT, revision: str | None = None
+) -> Subject:
+    return Subject(source_id="src", uri=uri, op=op, revision=revision)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> bool:
+    """Poll ``check`` until true or ``timeout`` seconds pass (real time)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if await check():
+            return True
+        await asyncio.sleep(0.02)
+    return await check()
+
+
+def status_of(ledger: Ledger, job_id: Any) -> JobStatus:
+    state = ledger.get(job_id)
+    assert state is not None
+    return state.status
+
+
+# --- event-driven wake-up ------------------------------------------------------------------
+
+
+async def test_seed_idle_worker_picks_up_job_quickly(
+    sync_ledger: Ledger, make_pool: MakePool
+) -> None:
+    """An idle worker wakes on enqueue well before its 5 s poll interval."""
+    pool = make_pool(concurrency=1, poll_interval_s=5.0)
+    await pool.start()
+    job_id = await asyncio.to_thread(sync_ledger.enqueue, INGEST, subject=subject())
+
+    async def done() -> bool:
+        return status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
+
+    assert await eventually(done, timeout=2.5), "job was not picked up within 2.5 s"
+    await pool.stop()
+
+
+async def test_seed_stop_completes_with_idle_workers(make_pool: MakePool) -> None:
+    """stop() wakes workers parked on an empty queue; they exit promptly."""
+    pool = make_pool(concurrency=2, poll_interval_s=10.0)
+    await pool.start()
+    await asyncio.sleep(0.1)
+    await asyncio.wait_for(pool.stop(), timeout=2.0)
+    assert pool.live_workers == 0
+
+
+# --- drain_once: the processing logic, deterministically ------------------------------------
+
+
+async def test_seed_drain_marks_job_succeeded_and_writes_sync_state(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """Success: status succeeded, and the sync state records the *result's* revision."""
+    downstream.revision, downstream.content_hash = "e1", "m1"
+    job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", revision="e0"))
+    assert await make_pool().drain_once() == 1
+    assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
+    assert sync_ledger.revision_snapshot("src") == {"s3://b/k.md": "e1"}
+
+
+async def test_seed_drain_delete_op_removes_sync_state(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """A delete job runs the delete downstream and removes the subject's sync state."""
+    pool = make_pool()
+    downstream.revision = "e1"
+    sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md"))
+    await pool.drain_once()
+    assert sync_ledger.revision_snapshot("src") == {"s3://b/k.md": "e1"}
+    job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", SubjectOp.DELETE))
+    await pool.drain_once()
+    assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
+    assert downstream.deleted == ["s3://b/k.md"]
+    assert sync_ledger.revision_snapshot("src") == {}
+
+
+async def test_seed_successful_delete_prunes_dead_jobs_for_same_uri(
+    sync_ledger: Ledger, make_pool: MakePool
+) -> None:
+    """Once a delete resolves a URI, the earlier dead upsert for it leaves the dead letters."""
+    from ledger import Failure, FailureKind
+
+    upsert = sync_ledger.enqueue(INGEST, subject=subject("file:///gone.md"))
+    [claimed] = sync_ledger.claim("prev-worker")
+    assert claimed.lease is not None
+    missing = Failure(kind=FailureKind.TERMINAL, code="doc.missing", message="File does not exist")
+    sync_ledger.fail(claimed.lease, missing)
+    assert status_of(sync_ledger, upsert) is JobStatus.DEAD
+    assert [d.job_id for d in sync_ledger.dead_letters()] == [upsert]
+
+    delete = sync_ledger.enqueue(INGEST, subject=subject("file:///gone.md", SubjectOp.DELETE))
+    await make_pool().drain_once()
+    assert status_of(sync_ledger, delete) is JobStatus.SUCCEEDED
+    assert sync_ledger.dead_letters() == []
+
+
+async def test_seed_permanent_error_marks_dead_no_reschedule(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """PermanentError: dead at once with its message; no sync state is written."""
+    downstream.raises = PermanentError("unsupported")
+    job_id = sync_ledger.enqueue(INGEST, subject=subject("https://x/y.bin"))
+    await make_pool().drain_once()
+    state = sync_ledger.get(job_id)  # type: ignore[arg-type]
+    assert state is not None and state.status is JobStatus.DEAD
+    assert state.last_error is not None and state.last_error.message == "unsupported"
+    assert sync_ledger.revision_snapshot("src") == {}
+
+
+async def test_seed_transient_error_reschedules_below_max_attempts(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """TransientError below max attempts: pending again, later, attempt kept, error kept."""
+    downstream.raises = TransientError("blip")
+    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=3)
+    assert job_id is not None
+    before = sync_ledger.get(job_id)
+    assert before is not None
+    assert await make_pool().drain_once() == 1  # the 60 s backoff keeps it from re-running
+    state = sync_ledger.get(job_id)
+    assert state is not None and state.status is JobStatus.PENDING
+    assert state.last_error is not None and state.last_error.message == "blip"
+    assert state.attempt == 1
+    assert state.run_at > before.run_at
+
+
+async def test_seed_transient_error_at_max_attempts_marks_dead(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """max_attempts=1: the first transient failure is the last."""
+    downstream.raises = TransientError("blip")
+    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1)
+    await make_pool().drain_once()
+    state = sync_ledger.get(job_id)  # type: ignore[arg-type]
+    assert state is not None and state.status is JobStatus.DEAD and state.attempt == 1
+
+
+async def test_seed_unknown_exception_caught_and_marked_dead(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """An unrecognised Exception is treated as transient: it flows to retry/dead letter."""
+
+    class Weird(Exception):
+        pass
+
+    downstream.raises = Weird("surprise")
+    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1)
+    pool = make_pool()
+    await pool.drain_once()
+    state = sync_ledger.get(job_id)  # type: ignore[arg-type]
+    assert state is not None and state.status is JobStatus.DEAD
+    assert state.last_error is not None and "Weird: surprise" in state.last_error.message
+    assert pool.live_workers == 0  # drain_once ran on the caller's task; nothing crashed
+
+
+async def test_seed_keyboard_interrupt_propagates_not_classified(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """KeyboardInterrupt is the runtime's own signal: it propagates; the job stays leased."""
+    downstream.raises = KeyboardInterrupt("ctrl-c")
+    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    with pytest.raises(KeyboardInterrupt):
+        await make_pool().drain_once()
+    assert status_of(sync_ledger, job_id) is JobStatus.LEASED
+
+
+async def test_seed_drain_passes_configured_sources_to_client(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """What the pool is configured with (here: authenticated sources) reaches the handler."""
+    configured = {"source_id": "urls", "headers": {"Authorization": "Bearer abc"}}
+    sync_ledger.enqueue(INGEST, subject=subject("https://example.com/x"))
+    await make_pool(resources={"sources": [configured]}).drain_once()
+    [ctx] = downstream.calls
+    assert ctx.resources["sources"] == [configured]
+
+
+# --- start / stop lifecycle -----------------------------------------------------------------
+
+
+async def test_seed_workers_drain_queue_after_start(
+    sync_ledger: Ledger, make_pool: MakePool
+) -> None:
+    """Three started workers finish five queued jobs."""
+    for i in range(5):
+        sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"))
+    pool = make_pool(concurrency=3)
+    await pool.start()
+
+    async def all_done() -> bool:
+        return sync_ledger.counts().get("succeeded", 0) == 5
+
+    assert await eventually(all_done)
+    await pool.stop()
+    assert sync_ledger.counts() == {"succeeded": 5}
+
+
+async def test_seed_shutdown_grace_lets_inflight_job_complete(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """A job in flight when stop() is called finishes before stop() returns."""
+    started, finished = asyncio.Event(), asyncio.Event()
+
+    async def slow_then_finish(ctx: JobContext) -> dict[str, str]:
+        started.set()
+        await asyncio.sleep(0.1)
+        finished.set()
+        return {"doc": "d"}
+
+    downstream.custom = slow_then_finish
+    sync_ledger.enqueue(INGEST, subject=subject())
+    pool = make_pool(concurrency=1)
+    await pool.start()
+    await asyncio.wait_for(started.wait(), timeout=5.0)
+    await asyncio.wait_for(pool.stop(), timeout=5.0)
+    assert finished.is_set()
+    assert sync_ledger.counts() == {"succeeded": 1}
+
+
+async def _start_hanging_job(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> tuple[WorkerPool, Any, asyncio.Event]:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    async def hangs_forever(ctx: JobContext) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    downstream.custom = hangs_forever
+    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    pool = make_pool(concurrency=1)
+    await pool.start()
+    await asyncio.wait_for(started.wait(), timeout=5.0)
+    return pool, job_id, cancelled
+
+
+async def test_seed_shutdown_grace_timeout_releases_claim(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """Grace elapsed: the worker is cancelled mid-job and the claim goes straight back to
+    pending, the attempt not consumed — no waiting for the reaper."""
+    pool, job_id, cancelled = await _start_hanging_job(sync_ledger, make_pool, downstream)
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(pool.stop(), timeout=0.2)
+    assert cancelled.is_set()
+    state = sync_ledger.get(job_id)
+    assert state is not None and state.status is JobStatus.PENDING
+    assert state.worker_id is None and state.attempt == 0
+
+
+async def test_seed_worker_loses_claim_to_reaper_does_not_write_sync_state(
+    sync_ledger: Ledger, make_pool: MakePool, clock: FakeClock, downstream: Any
+) -> None:
+    """A's lease is reaped and B re-claims: A's late success changes nothing, and the sync
+    state stays untouched (it is written only from an appended job_succeeded)."""
+    downstream.revision = "A"
+    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    [claimed_by_a] = sync_ledger.claim("worker-A", lease_s=10)
+    clock.advance(11)
+    sync_ledger.reap_expired(retry_delay_s=0)
+    [claimed_by_b] = sync_ledger.claim("worker-B")
+    before = sync_ledger.store.head_position()
+
+    pool = make_pool(concurrency=1)
+    await pool._process(claimed_by_a, record_now=True)
+
+    state = sync_ledger.get(job_id)  # type: ignore[arg-type]
+    assert state is not None and state.status is JobStatus.LEASED
+    assert state.worker_id == "worker-B" and state == claimed_by_b
+    assert sync_ledger.store.head_position() == before
+    assert sync_ledger.revision_snapshot("src") == {}
+
+
+def _slow_release(
+    pool: WorkerPool, delay: float
+) -> tuple[asyncio.Event, asyncio.Event, Callable[..., Awaitable[None]]]:
+    entered, done = asyncio.Event(), asyncio.Event()
+    real_release = pool._release
+
+    async def slow_release(lease: Any) -> None:
+        entered.set()
+        await asyncio.sleep(delay)  # long enough for a second cancel to arrive mid-release
+        await real_release(lease)
+        done.set()
+
+    return entered, done, slow_release
+
+
+async def test_seed_cancel_cleanup_survives_second_cancel(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second cancel during the release cannot strand the claim: the shielded release
+    finishes as an orphan task."""
+    pool, job_id, _ = await _start_hanging_job(sync_ledger, make_pool, downstream)
+    entered, done, slow_release = _slow_release(pool, 0.2)
+    monkeypatch.setattr(pool, "_release", slow_release)
+    worker = pool._workers[0]
+    worker.cancel()
+    await asyncio.wait_for(entered.wait(), timeout=1.0)
+    worker.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await worker
+    await asyncio.wait_for(done.wait(), timeout=2.0)
+    await pool.stop()
+    state = sync_ledger.get(job_id)
+    assert state is not None and state.status is JobStatus.PENDING and state.worker_id is None
+
+
+async def test_seed_drain_pending_releases_waits_for_orphan_releases(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a double cancel the release is an orphan; drain_pending_releases waits for it
+    and reports how many landed."""
+    pool, job_id, _ = await _start_hanging_job(sync_ledger, make_pool, downstream)
+    entered, _, slow_release = _slow_release(pool, 0.15)
+    monkeypatch.setattr(pool, "_release", slow_release)
+    worker = pool._workers[0]
+    worker.cancel()
+    await asyncio.wait_for(entered.wait(), timeout=1.0)
+    worker.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await worker
+    assert len(pool._pending_releases) == 1
+    assert await pool.drain_pending_releases(timeout=2.0) == 1
+    assert pool._pending_releases == set()
+    await pool.stop()
+    assert status_of(sync_ledger, job_id) is JobStatus.PENDING
+
+
+async def test_seed_drain_pending_releases_with_no_orphans_is_noop(make_pool: MakePool) -> None:
+    """Nothing to drain: returns 0 at once."""
+    assert await make_pool(concurrency=1).drain_pending_releases() == 0
+
+
+async def test_seed_live_workers_drops_when_a_worker_finishes(make_pool: MakePool) -> None:
+    """A finished (crashed or cancelled) worker no longer counts, and health says so."""
+    pool = make_pool(concurrency=2)
+    await pool.start()
+    assert pool.live_workers == 2 and pool.health().status == "ok"
+    pool._workers[0].cancel()
+    await asyncio.gather(pool._workers[0], return_exceptions=True)
+    assert pool.live_workers == 1
+    health = pool.health()
+    assert health.status == "degraded" and "1 of 2 workers alive" in health.reasons
+    await pool.stop()
+
+
+async def test_seed_double_start_raises(make_pool: MakePool) -> None:
+    """start() on a started pool raises."""
+    pool = make_pool(concurrency=1)
+    await pool.start()
+    with pytest.raises(RuntimeError, match="already started"):
+        await pool.start()
+    await pool.stop()
+
+
+# --- the pool-wide circuit breaker ----------------------------------------------------------
+
+
+async def test_seed_breaker_opens_after_n_consecutive_transient_failures(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """Five transient failures in a row open the breaker; jobs stay queued for later."""
+    downstream.raises = TransientError("downstream down")
+    pool = make_pool()
+    threshold = pool._breaker.threshold
+    for i in range(threshold + 1):
+        sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"), max_attempts=5)
+    await pool.drain_once()  # the 60 s backoff keeps each failed job from re-running
+    assert pool.breaker_open is True
+    assert pool.health().status == "degraded"
+    assert sync_ledger.counts().get("pending", 0) >= 1
+
+
+async def test_seed_breaker_pauses_worker_loop_claims(
+    sync_ledger: Ledger, make_pool: MakePool
+) -> None:
+    """With the breaker open, a live worker does not claim a queued job."""
+    pool = make_pool(concurrency=1, poll_interval_s=0.02)
+    for _ in range(10):
+        pool._breaker.record_failure()
+    assert pool.breaker_open is True
+    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    await pool.start()
+    await asyncio.sleep(0.1)  # real time is the point: nothing may happen during it
+    assert status_of(sync_ledger, job_id) is JobStatus.PENDING
+    await pool.stop()
+
+
+async def test_seed_breaker_closes_on_successful_probe(
+    sync_ledger: Ledger, make_pool: MakePool, clock: FakeClock
+) -> None:
+    """After the cooldown a probe may run; its success clears the breaker."""
+    pool = make_pool()
+    for _ in range(10):
+        pool._breaker.record_failure()
+    assert pool.breaker_open is True
+    clock.advance(pool._breaker.cooldown.total_seconds())
+    assert pool.breaker_open is False
+    sync_ledger.enqueue(INGEST, subject=subject())
+    await pool.drain_once()
+    assert pool.breaker_consecutive_failures == 0
+
+
+async def test_seed_breaker_ignores_permanent_errors(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """Permanent errors are about one job, not downstream: they neither count nor open."""
+    downstream.raises = PermanentError("bad URI")
+    pool = make_pool()
+    for i in range(pool._breaker.threshold + 2):
+        sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"))
+    await pool.drain_once()
+    assert pool.breaker_open is False
+    assert pool.breaker_consecutive_failures == 0
+
+
+# --- the reaper -----------------------------------------------------------------------------
+
+
+def _dead_pid() -> int:
+    """The pid of a process that has exited."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+async def test_seed_boot_reap_resets_pre_existing_claims(
+    sync_ledger: Ledger, make_pool: MakePool
+) -> None:
+    """Claims left by a killed process of this pool go back to pending at start(), attempt
+    not consumed, without waiting for their leases to expire."""
+    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    ghost = process_worker_id("default").rpartition(":")[0] + f":{_dead_pid()}"
+    [pre_claimed] = sync_ledger.claim(ghost)
+    assert pre_claimed.status is JobStatus.LEASED
+    other_pool = sync_ledger.enqueue(INGEST, subject=subject("other"))
+    sync_ledger.claim("another-pool@elsewhere:1")
+
+    pool = make_pool(concurrency=0)
+    await pool.start()
+    state = sync_ledger.get(job_id)  # type: ignore[arg-type]
+    assert state is not None and state.status is JobStatus.PENDING
+    assert state.worker_id is None and state.attempt == 0
+    assert status_of(sync_ledger, other_pool) is JobStatus.LEASED  # not ours to reap
+    await pool.stop()
+
+
+async def test_seed_reaper_resets_stale_claims(
+    sync_ledger: Ledger, make_pool: MakePool, clock: FakeClock
+) -> None:
+    """The periodic reaper returns an expired claim to pending (time moved by the clock)."""
+    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    sync_ledger.claim("worker-old", lease_s=1)
+    clock.advance(3600)
+    pool = make_pool(concurrency=0, reaper_interval_s=0.05)
+    await pool.start()
+
+    async def reaped() -> bool:
+        return status_of(sync_ledger, job_id) is JobStatus.PENDING
+
+    assert await eventually(reaped, timeout=3.0)
+    await pool.stop()
