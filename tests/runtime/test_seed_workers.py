@@ -177,16 +177,16 @@ async def test_seed_unknown_exception_caught_and_marked_dead(
 ) -> None:
     """An unrecognised Exception is treated as transient: it flows to retry/dead letter."""
 
-    class Weird(Exception):
+    class WeirdError(Exception):
         pass
 
-    downstream.raises = Weird("surprise")
+    downstream.raises = WeirdError("surprise")
     job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1)
     pool = make_pool()
     await pool.drain_once()
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD
-    assert state.last_error is not None and "Weird: surprise" in state.last_error.message
+    assert state.last_error is not None and "WeirdError: surprise" in state.last_error.message
     assert pool.live_workers == 0  # drain_once ran on the caller's task; nothing crashed
 
 
