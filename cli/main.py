@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cli import database, job_types, jobs
+from cli import database, demo, job_types, jobs, worker
 from cli.database import Settings
 from cli.errors import one_line_errors
 from ledger.config import DEFAULT_DATABASE, ENV_VAR, resolve_url
@@ -64,6 +64,8 @@ for command in (
     jobs.enqueue,
     jobs.show,
     jobs.history,
+    worker.worker,
+    demo.demo,
 ):
     cli.add_command(command)
 

@@ -1,0 +1,201 @@
+"""``jobledger demo``: a realistic mix of jobs, worked to completion, on the embedded default.
+
+Built-in handlers: ``demo.email`` succeeds; ``demo.flaky`` fails transiently before it
+succeeds; ``demo.broken`` fails permanently; ``demo.report`` is slow, reports its stages and
+progress, and heartbeats. Everything it does is in the ledger afterwards, to be explored with
+``history``, ``show`` and the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import random
+import time
+from dataclasses import dataclass
+from uuid import UUID
+
+import click
+
+from cli.database import Settings, describe
+from cli.render import echo_json, json_option
+from ledger import BackoffPolicy, EnqueueRequest, JobStatus, Ledger
+from ledger.handlers import JobContext, PermanentError, Registry, TransientError
+from ledger.worker import WorkerPool
+
+registry = Registry()
+
+QUICK_RETRY = BackoffPolicy(base_s=0.2, max_s=1.0, jitter=0.25)
+
+
+@registry.handler("demo.email", max_attempts=3)
+async def send_email(ctx: JobContext) -> dict[str, str]:
+    await asyncio.sleep(0.002)
+    return {"sent_to": str(ctx.payload["to"])}
+
+
+@registry.handler("demo.flaky", max_attempts=5, backoff=QUICK_RETRY)
+async def call_flaky_api(ctx: JobContext) -> dict[str, int]:
+    failures = int(ctx.payload["fails"])
+    if ctx.attempt <= failures:
+        raise TransientError(f"upstream answered 503 (attempt {ctx.attempt})", code="http.503")
+    return {"status": 200, "attempts": ctx.attempt}
+
+
+@registry.handler("demo.broken", max_attempts=3, backoff=QUICK_RETRY)
+async def parse_invoice(ctx: JobContext) -> None:
+    raise PermanentError(f"invoice {ctx.payload['invoice']} has no total", code="invoice.malformed")
+
+
+@registry.handler("demo.report", max_attempts=3, backoff=QUICK_RETRY)
+async def build_report(ctx: JobContext) -> dict[str, int]:
+    stages = ("running", "querying", "rendering", "uploading")
+    for done, stage in enumerate(stages, start=1):
+        await ctx.progress(stage=stage, done=done, total=len(stages), checkpoint={"step": done})
+        await asyncio.sleep(0.02)
+        await ctx.heartbeat()
+    return {"pages": int(ctx.payload["pages"])}
+
+
+def demo_requests(count: int, rng: random.Random) -> list[EnqueueRequest]:
+    """70% email, 15% flaky, 10% report, 5% broken, in a shuffled order."""
+    requests = []
+    for i in range(count):
+        roll = rng.random()
+        if roll < 0.70:
+            requests.append(
+                EnqueueRequest(job_type="demo.email", payload={"to": f"user{i}@example.com"})
+            )
+        elif roll < 0.85:
+            fails = rng.randint(1, 2)
+            requests.append(EnqueueRequest(job_type="demo.flaky", payload={"fails": fails}))
+        elif roll < 0.95:
+            requests.append(
+                EnqueueRequest(
+                    job_type="demo.report", payload={"pages": rng.randint(2, 9)}, priority=50
+                )
+            )
+        else:
+            requests.append(EnqueueRequest(job_type="demo.broken", payload={"invoice": f"INV-{i}"}))
+    return requests
+
+
+@dataclass
+class DemoSummary:
+    jobs: int
+    succeeded: int
+    retried: int
+    dead: int
+    events_written: int
+    elapsed_s: float
+    example_retried: str | None
+    example_dead: str | None
+    example_report: str | None
+
+
+async def _work(ledger: Ledger, ids: list[UUID], concurrency: int, show: bool) -> None:
+    pool = WorkerPool(ledger, registry, concurrency=concurrency, poll_interval_s=0.05)
+    await pool.start()
+    try:
+        with click.progressbar(
+            length=len(ids), label="working", file=None if show else io.StringIO(), show_pos=True
+        ) as bar:
+            finished = 0
+            while finished < len(ids):
+                await asyncio.sleep(0.1)
+                now_finished = pool.stats.succeeded + pool.stats.dead
+                bar.update(now_finished - finished)
+                finished = now_finished
+                if finished >= len(ids) and not await asyncio.to_thread(_all_done, ledger, ids):
+                    finished = len(ids) - 1  # another ledger user's jobs were counted
+    finally:
+        await pool.stop()
+
+
+def _all_done(ledger: Ledger, ids: list[UUID]) -> bool:
+    return all(not _status(ledger, job_id).is_live for job_id in ids)
+
+
+def _status(ledger: Ledger, job_id: UUID) -> JobStatus:
+    state = ledger.get(job_id)
+    assert state is not None
+    return state.status
+
+
+@click.command()
+@click.option(
+    "--jobs",
+    "count",
+    type=click.IntRange(min=1, max=100_000),
+    default=200,
+    show_default=True,
+    help="How many jobs to enqueue.",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--seed", type=int, default=7, show_default=True, help="For a repeatable mix.")
+@json_option
+@click.pass_obj
+def demo(settings: Settings, *, count: int, concurrency: int, seed: int, as_json: bool) -> None:
+    """Enqueue a realistic mix of jobs and work them to completion, with a summary."""
+    rng = random.Random(seed)
+    with Ledger.open(settings.url, create=True, pool_size=4) as ledger:
+        for spec in registry.specs():
+            ledger.define(
+                spec.job_type,
+                max_attempts=spec.max_attempts or 8,
+                backoff=spec.backoff or BackoffPolicy(),
+            )
+        before = ledger.store.head_position()
+        started = time.perf_counter()
+        ids = [i for i in ledger.enqueue_many(demo_requests(count, rng)) if i is not None]
+        if not as_json:
+            click.echo(f"enqueued {len(ids)} jobs in {describe(settings.url)}", err=True)
+        asyncio.run(_work(ledger, ids, concurrency, show=not as_json))
+        elapsed = time.perf_counter() - started
+        summary = _summarise(ledger, ids, before, elapsed)
+    if as_json:
+        echo_json(summary.__dict__)
+        return
+    click.echo(
+        f"\n{summary.succeeded} succeeded, {summary.retried} retried on the way, "
+        f"{summary.dead} dead — {summary.events_written} events written in "
+        f"{summary.elapsed_s:.2f}s"
+    )
+    click.echo("\nNext, try:")
+    db = f" --db {settings.url}" if settings.url != "./jobledger.db" else ""
+    if summary.example_retried:
+        click.echo(f"  jobledger{db} history {summary.example_retried}   # a job that retried")
+    if summary.example_dead:
+        click.echo(f"  jobledger{db} show {summary.example_dead}      # a dead letter")
+    if summary.example_report:
+        click.echo(f"  jobledger{db} history {summary.example_report}   # stages and heartbeats")
+
+
+def _summarise(ledger: Ledger, ids: list[UUID], before: int, elapsed: float) -> DemoSummary:
+    succeeded = dead = retried = 0
+    examples: dict[str, str] = {}
+    for job_id in ids:
+        state = ledger.get(job_id)
+        assert state is not None
+        if state.status is JobStatus.SUCCEEDED:
+            succeeded += 1
+        elif state.status is JobStatus.DEAD:
+            dead += 1
+            examples.setdefault("dead", str(job_id))
+        if state.retries:
+            retried += 1
+            if state.status is JobStatus.SUCCEEDED:
+                examples.setdefault("retried", str(job_id))
+        if state.job_type == "demo.report":
+            examples.setdefault("report", str(job_id))
+    return DemoSummary(
+        jobs=len(ids),
+        succeeded=succeeded,
+        retried=retried,
+        dead=dead,
+        events_written=ledger.store.head_position() - before,
+        elapsed_s=round(elapsed, 3),
+        example_retried=examples.get("retried"),
+        example_dead=examples.get("dead"),
+        example_report=examples.get("report"),
+    )

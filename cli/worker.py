@@ -1,0 +1,152 @@
+"""``jobledger worker``: run a worker pool over the handlers of an application module."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import os
+import signal
+import sys
+
+import click
+
+from cli.database import Settings, describe
+from cli.errors import CliError
+from cli.render import echo_json, json_option, plain
+from ledger import Ledger
+from ledger.handlers import Registry
+from ledger.worker import PoolStats, WorkerPool
+
+
+class DeadJobsError(CliError):
+    """``--burst`` processed at least one job that ended dead."""
+
+    exit_code = 3
+
+
+def load_registry(app: str) -> Registry:
+    """``module:attr`` → the :class:`Registry` it names (the current directory is importable,
+    as with other Python app servers)."""
+    module_name, _, attr = app.partition(":")
+    if not module_name or not attr:
+        raise click.BadParameter(f"{app!r} is not MODULE:ATTR", param_hint="--app")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.BadParameter(
+            f"cannot import {module_name!r}: {exc}", param_hint="--app"
+        ) from None
+    registry = getattr(module, attr, None)
+    if not isinstance(registry, Registry):
+        raise click.BadParameter(
+            f"{app!r} is {type(registry).__name__}, not a ledger.handlers.Registry",
+            param_hint="--app",
+        )
+    return registry
+
+
+async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
+    """Run until SIGINT/SIGTERM; the first signal stops gracefully, a second at once."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = 0
+
+    def on_signal() -> None:
+        nonlocal signals
+        signals += 1
+        stop.set()
+        if signals > 1:
+            stopping.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    await pool.start()
+    await stop.wait()
+    click.echo(f"stopping (grace {grace_s:g}s; signal again to stop at once)", err=True)
+    stopping = asyncio.ensure_future(pool.stop(grace_s=grace_s))
+    try:
+        await stopping
+    except asyncio.CancelledError:
+        click.echo("stopped at once; in-flight jobs were released", err=True)
+    return pool.stats
+
+
+@click.command()
+@click.option("--app", required=True, metavar="MODULE:ATTR", help="The handlers' Registry.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--types", metavar="A,B", help="Only these job types  [default: all registered]")
+@click.option(
+    "--lease",
+    type=click.FloatRange(min=1),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Lease length; renewed every third of it.",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.01),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Idle poll interval (fallback to wake-up signals).",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long shutdown waits for in-flight jobs.",
+)
+@click.option(
+    "--burst", is_flag=True, help="Exit when nothing is due; exit code 3 if a job ended dead."
+)
+@json_option
+@click.pass_obj
+def worker(
+    settings: Settings,
+    *,
+    app: str,
+    concurrency: int,
+    types: str | None,
+    lease: float,
+    poll: float,
+    grace: float,
+    burst: bool,
+    as_json: bool,
+) -> None:
+    """Run workers for the handlers registered in MODULE:ATTR."""
+    registry = load_registry(app)
+    selected = [t.strip() for t in types.split(",") if t.strip()] if types else None
+    unknown = sorted(set(selected or []) - set(registry.job_types()))
+    if unknown:
+        raise click.BadParameter(f"no handler registered for {unknown}", param_hint="--types")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    with Ledger.open(settings.url, pool_size=4) as ledger:
+        pool = WorkerPool(
+            ledger,
+            registry,
+            concurrency=concurrency,
+            types=selected,
+            lease_s=lease,
+            poll_interval_s=poll,
+        )
+        click.echo(
+            f"{pool.worker_id}: {concurrency} workers for {', '.join(pool.types)} "
+            f"on {describe(settings.url)}",
+            err=True,
+        )
+        stats = asyncio.run(pool.run_until_idle() if burst else _serve(pool, grace))
+    if as_json:
+        echo_json(plain(stats))
+    else:
+        click.echo(
+            f"claimed {stats.claimed}, succeeded {stats.succeeded}, retried {stats.retried}, "
+            f"dead {stats.dead}, released {stats.released}, lost leases {stats.fenced_out}"
+        )
+    if burst and stats.dead:
+        raise DeadJobsError(f"{stats.dead} job(s) ended dead")
