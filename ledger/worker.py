@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import socket
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -45,6 +46,12 @@ from ledger.state import JobState, Lease
 from ledger.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
+
+PREFETCH_WINDOW_S = 0.05
+"""Claimed-but-waiting work the pool aims to hold, in seconds of handler time."""
+PREFETCH_CAP_PER_WORKER = 10
+INITIAL_HANDLER_ESTIMATE_S = 0.05
+HANDLER_ESTIMATE_WEIGHT = 0.05
 
 
 def process_worker_id(pool_name: str) -> str:
@@ -106,7 +113,7 @@ class WorkerPool:
         reaper_retry_delay_s: float = 60.0,
         reaper_batch: int = 500,
         completion_batch: int = 200,
-        completion_delay_s: float = 0.002,
+        completion_delay_s: float = 0.005,
         breaker: CircuitBreaker | None = None,
         define_types: bool = True,
         resources: Mapping[str, Any] | None = None,
@@ -120,7 +127,9 @@ class WorkerPool:
         self.worker_id = process_worker_id(name)
         self.lease_s = lease_s
         self.poll_interval_s = poll_interval_s
-        self.prefetch = concurrency if prefetch is None else prefetch
+        self._fixed_prefetch = prefetch
+        self._prefetch_cap = max(1, PREFETCH_CAP_PER_WORKER * concurrency)
+        self._handler_s = INITIAL_HANDLER_ESTIMATE_S
         self.reaper_interval_s = reaper_interval_s
         self.reaper_retry_delay_s = reaper_retry_delay_s
         self.reaper_batch = reaper_batch
@@ -301,8 +310,28 @@ class WorkerPool:
         self.stats.claimed += len(jobs)
         return jobs
 
+    @property
+    def prefetch(self) -> int:
+        """How many claimed jobs may wait for a free worker.
+
+        Fixed if given; otherwise enough to keep the workers busy for about
+        ``PREFETCH_WINDOW_S`` at the handlers' recent pace: fast handlers get large claim
+        batches (one transaction per batch is what makes throughput), slow ones hold few
+        jobs back from other processes."""
+        if self._fixed_prefetch is not None:
+            return self._fixed_prefetch
+        wanted = self.concurrency * PREFETCH_WINDOW_S / max(self._handler_s, 1e-6)
+        return max(1, min(self._prefetch_cap, int(wanted)))
+
     def _room_for(self) -> int:
         return self.concurrency + self.prefetch - self._in_flight - self._queue.qsize()
+
+    def _refill_at(self) -> int:
+        return max(1, (self.concurrency + self.prefetch) // 2)
+
+    def _observe(self, seconds: float) -> None:
+        """Fold one handler duration into the moving estimate behind :attr:`prefetch`."""
+        self._handler_s += HANDLER_ESTIMATE_WEIGHT * (seconds - self._handler_s)
 
     async def _produce(self) -> None:
         while not self._stopping:
@@ -310,7 +339,10 @@ class WorkerPool:
                 await self._wakeup.wait(self.poll_interval_s)
                 continue
             room = self._room_for()
-            if room <= 0:
+            # Refill in batches: claiming the moment one slot frees up would make every
+            # claim a one-job transaction. Wait for half the capacity to be free, unless
+            # the queue has run dry and a worker would sit idle.
+            if room <= 0 or (room < self._refill_at() and not self._queue.empty()):
                 self._room.clear()
                 await self._room.wait()
                 continue
@@ -340,10 +372,12 @@ class WorkerPool:
             if job is None:
                 return
             self._in_flight += 1
+            started = time.perf_counter()
             try:
                 await self._process(job)
             finally:
                 self._in_flight -= 1
+                self._observe(time.perf_counter() - started)
                 self._room.set()
 
     async def _process(self, job: JobState, *, record_now: bool = False) -> None:

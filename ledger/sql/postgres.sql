@@ -170,19 +170,19 @@ SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE source_id = %(source_id)s AND uri = %(uri)s AND status IN ('pending', 'leased')
 
 -- name: queue_insert
--- New jobs' rows, one array per column: one statement for the whole batch.
+-- New jobs' rows, one binary array per column: one statement for the whole batch.
 INSERT INTO jl_queue (
     job_id, job_type, queue, org, status, stage, priority, run_at, enqueue_seq,
     lease_expires_at, run_number, attempt, worker_id, idempotency_key, source_id, uri,
     version, updated_at, state
 )
 SELECT * FROM unnest(
-    %(job_id)s::uuid[], %(job_type)s::text[], %(queue)s::text[], %(org)s::text[],
-    %(status)s::text[], %(stage)s::text[], %(priority)s::integer[], %(run_at)s::bigint[],
-    %(enqueue_seq)s::bigint[], %(lease_expires_at)s::bigint[], %(run_number)s::integer[],
-    %(attempt)s::integer[], %(worker_id)s::text[], %(idempotency_key)s::text[],
-    %(source_id)s::text[], %(uri)s::text[], %(version)s::integer[], %(updated_at)s::bigint[],
-    %(state)s::bytea[]
+    %(job_id)b::uuid[], %(job_type)b::text[], %(queue)b::text[], %(org)b::text[],
+    %(status)b::text[], %(stage)b::text[], %(priority)b::integer[], %(run_at)b::bigint[],
+    %(enqueue_seq)b::bigint[], %(lease_expires_at)b::bigint[], %(run_number)b::integer[],
+    %(attempt)b::integer[], %(worker_id)b::text[], %(idempotency_key)b::text[],
+    %(source_id)b::text[], %(uri)b::text[], %(version)b::integer[], %(updated_at)b::bigint[],
+    %(state)b::bytea[]
 )
 
 -- name: queue_update
@@ -192,10 +192,10 @@ UPDATE jl_queue AS q SET
     lease_expires_at = v.lease_expires_at, run_number = v.run_number, attempt = v.attempt,
     worker_id = v.worker_id, version = v.version, updated_at = v.updated_at, state = v.state
 FROM unnest(
-    %(job_id)s::uuid[], %(status)s::text[], %(stage)s::text[], %(priority)s::integer[],
-    %(run_at)s::bigint[], %(lease_expires_at)s::bigint[], %(run_number)s::integer[],
-    %(attempt)s::integer[], %(worker_id)s::text[], %(version)s::integer[],
-    %(updated_at)s::bigint[], %(state)s::bytea[]
+    %(job_id)b::uuid[], %(status)b::text[], %(stage)b::text[], %(priority)b::integer[],
+    %(run_at)b::bigint[], %(lease_expires_at)b::bigint[], %(run_number)b::integer[],
+    %(attempt)b::integer[], %(worker_id)b::text[], %(version)b::integer[],
+    %(updated_at)b::bigint[], %(state)b::bytea[]
 ) AS v(job_id, status, stage, priority, run_at, lease_expires_at, run_number, attempt,
        worker_id, version, updated_at, state)
 WHERE q.job_id = v.job_id
@@ -274,3 +274,17 @@ SELECT snapshot FROM jl_dead_letters ORDER BY dead_at, job_id
 -- name: dead_letters_of_type
 -- The dead letters of one job type, oldest death first.
 SELECT snapshot FROM jl_dead_letters WHERE job_type = %(job_type)s ORDER BY dead_at, job_id
+
+-- name: events_insert
+-- Append stored events, one binary array per column (jl_events primary key). Runs after the
+-- recorder's LOCK TABLE jl_events IN EXCLUSIVE MODE, so notification ids commit in order.
+INSERT INTO jl_events (originator_id, originator_version, topic, state)
+SELECT * FROM unnest(%(originator_id)b::uuid[], %(originator_version)b::bigint[],
+                     %(topic)b::text[], %(state)b::bytea[])
+
+-- name: events_insert_returning
+-- As events_insert, returning the notification ids in insertion order.
+INSERT INTO jl_events (originator_id, originator_version, topic, state)
+SELECT * FROM unnest(%(originator_id)b::uuid[], %(originator_version)b::bigint[],
+                     %(topic)b::text[], %(state)b::bytea[])
+RETURNING notification_id

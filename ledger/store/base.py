@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -102,8 +102,15 @@ class UnitOfWork(ABC):
     def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]: ...
 
     @abstractmethod
-    def _insert_stored_events(self, stored: list[StoredEvent]) -> Sequence[int]:
-        """Append through the recorder; return the notification ids in order."""
+    def _insert_stored_events(
+        self, stored: list[StoredEvent], *, positions_needed: bool
+    ) -> Sequence[int] | None:
+        """Append through the recorder; with ``positions_needed``, return the notification
+        ids in order (a backend may skip fetching them otherwise)."""
+
+    def _write_phase(self) -> AbstractContextManager[None]:
+        """Around an append's writes: a backend may batch their round trips."""
+        return nullcontext()
 
     @abstractmethod
     def _write_queue(
@@ -208,25 +215,32 @@ class UnitOfWork(ABC):
         self._fold_jobs(job_changes, fold)
         if not fold.records:
             return {}
-        positions = self._insert_stored_events(
-            [
-                StoredEvent(originator_id, version, *self._codec.encode(event))
-                for originator_id, version, event in fold.records
-            ]
-        )
-        first_positions = {
-            originator_id: position
-            for (originator_id, version, _), position in zip(fold.records, positions, strict=True)
-            if version == 1
-        }
-        self._write_queue_rows(fold.states, first_positions)
-        if fold.view_writes:
-            self._execute_writes(fold.view_writes)
-        if fold.makes_claimable and not self.jobs_became_available:
-            self._notify_jobs_available()
-            self.jobs_became_available = True
-        if new_definitions:
-            self._write_definition_rows(new_definitions)
+        stored = [
+            StoredEvent(originator_id, version, *self._codec.encode(event))
+            for originator_id, version, event in fold.records
+        ]
+        # Only new jobs need positions (their enqueue_seq); without them a backend need not
+        # wait for the insert's result before sending the view writes.
+        new_jobs = any(job_id not in self._jobs for job_id in fold.states)
+        with self._write_phase():
+            positions = self._insert_stored_events(stored, positions_needed=new_jobs)
+            first_positions: dict[UUID, int] = {}
+            if positions is not None:
+                first_positions = {
+                    originator_id: position
+                    for (originator_id, version, _), position in zip(
+                        fold.records, positions, strict=True
+                    )
+                    if version == 1
+                }
+            self._write_queue_rows(fold.states, first_positions)
+            if fold.view_writes:
+                self._execute_writes(fold.view_writes)
+            if fold.makes_claimable and not self.jobs_became_available:
+                self._notify_jobs_available()
+                self.jobs_became_available = True
+            if new_definitions:
+                self._write_definition_rows(new_definitions)
         return fold.states
 
     def _fold_jobs(

@@ -83,12 +83,20 @@ class PostgresUnitOfWork(UnitOfWork):
             for row in self._cursor.fetchall()
         ]
 
-    def _insert_stored_events(self, stored: list[StoredEvent]) -> Sequence[int]:
-        recorder = self._store.recorder
-        recorder._insert_stored_events(self._cursor, stored)
-        positions = recorder._fetch_ids_after_insert_events(self._cursor, stored)
-        assert positions is not None
-        return list(positions)
+    def _insert_stored_events(
+        self, stored: list[StoredEvent], *, positions_needed: bool
+    ) -> Sequence[int] | None:
+        self._store.recorder._insert_stored_events(self._cursor, stored, returning=positions_needed)
+        if not positions_needed:
+            return None
+        return [row["notification_id"] for row in self._cursor.fetchall()]
+
+    @contextmanager
+    def _write_phase(self) -> Iterator[None]:
+        # Pipeline mode: the lock, NOTIFY, events insert and view writes go out without
+        # waiting for each other's results; errors still surface before commit.
+        with self._cursor.connection.pipeline():
+            yield
 
     def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
         # One statement per batch with a parameter array per column: one row per statement
@@ -119,6 +127,39 @@ class PostgresUnitOfWork(UnitOfWork):
         if not self._appends_serialised:
             self._store.recorder._lock_table(self._cursor)
             self._appends_serialised = True
+
+
+class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # untyped base
+    """eventsourcing's recorder with a faster append.
+
+    The library inserts an array of a composite type, which psycopg dumps as text row by row
+    (the largest client-side cost of a claim or completion batch, measured). This inserts one
+    binary array per column instead. The table lock and the NOTIFY are still the library's.
+    """
+
+    def __init__(self, datastore: PostgresDatastore, sql: dict[str, str]) -> None:
+        super().__init__(datastore, events_table_name=EVENTS_TABLE)
+        self._sql = sql
+
+    def _insert_stored_events(
+        self,
+        curs: psycopg.Cursor[DictRow],
+        stored_events: Sequence[StoredEvent],
+        **kwargs: Any,
+    ) -> None:
+        self._lock_table(curs)
+        self._notify_channel(curs)
+        query = "events_insert_returning" if kwargs.get("returning", True) else "events_insert"
+        curs.execute(
+            self._sql[query],
+            {
+                "originator_id": [e.originator_id for e in stored_events],
+                "originator_version": [e.originator_version for e in stored_events],
+                "topic": [e.topic for e in stored_events],
+                "state": [e.state for e in stored_events],
+            },
+            prepare=True,
+        )
 
 
 class PostgresStore(Store):
@@ -156,9 +197,7 @@ class PostgresStore(Store):
                 pool_size=pool_size,
                 max_overflow=max_overflow,
             )
-            self.recorder = PostgresApplicationRecorder(
-                self.datastore, events_table_name=EVENTS_TABLE
-            )
+            self.recorder = LedgerRecorder(self.datastore, self.sql)
         except psycopg.Error as exc:
             raise from_postgres(exc, f"cannot use {where}") from exc
         except PersistenceError as exc:

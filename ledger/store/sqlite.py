@@ -59,7 +59,9 @@ class SQLiteUnitOfWork(UnitOfWork):
             for row in self._cursor.fetchall()
         ]
 
-    def _insert_stored_events(self, stored: list[StoredEvent]) -> Sequence[int]:
+    def _insert_stored_events(
+        self, stored: list[StoredEvent], *, positions_needed: bool
+    ) -> Sequence[int] | None:
         positions = self._store.recorder._insert_events(self._cursor, stored)
         assert positions is not None
         return list(positions)
