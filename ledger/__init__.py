@@ -8,6 +8,7 @@ from ledger.clock import Clock, FakeClock, SystemClock
 from ledger.codec import Record
 from ledger.errors import (
     ConcurrencyConflictError,
+    DatabaseBusyError,
     DatabaseNotInitialisedError,
     DatabaseUnusableError,
     DefinitionNotFoundError,
@@ -17,6 +18,7 @@ from ledger.errors import (
     JobNotFoundError,
     LeaseOwnerMismatchError,
     LedgerError,
+    StoreError,
 )
 from ledger.events import (
     BackoffPolicy,
@@ -30,7 +32,7 @@ from ledger.events import (
     SubjectOp,
 )
 from ledger.ledger import BatchResult, Completion, FailureReport, Ledger
-from ledger.state import JobState, Lease
+from ledger.state import IllegalTransitionError, JobState, Lease
 
 __all__ = [
     "BackoffPolicy",
@@ -38,6 +40,7 @@ __all__ = [
     "Clock",
     "Completion",
     "ConcurrencyConflictError",
+    "DatabaseBusyError",
     "DatabaseNotInitialisedError",
     "DatabaseUnusableError",
     "DefinitionNotFoundError",
@@ -47,6 +50,7 @@ __all__ = [
     "FailureReport",
     "FakeClock",
     "IdempotencyConflictError",
+    "IllegalTransitionError",
     "InvalidRequestError",
     "InvalidTransitionError",
     "JobDefinition",
@@ -59,6 +63,7 @@ __all__ = [
     "LedgerError",
     "Record",
     "Stage",
+    "StoreError",
     "Subject",
     "SubjectOp",
     "SystemClock",

@@ -1,8 +1,8 @@
 """Event encoding: msgspec msgpack, stable topics, upcasting.
 
 A stored event's topic is ``"<name>.v<version>"`` (``job_enqueued.v1``), never a Python class
-path, so classes can move freely. The state is the msgpack map of the event's fields (defaults
-omitted). Reading an event stored under an older version decodes it to a plain map, runs the
+path, so classes can move freely. The state is the msgpack map of all the event's fields (defaults
+included). Reading an event stored under an older version decodes it to a plain map, runs the
 registered upcasters ``v1 -> v2 -> …`` and only then converts it to the current class.
 
 A custom mapper rather than eventsourcing's transcoder: swapping only the transcoder loses

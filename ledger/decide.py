@@ -219,12 +219,17 @@ def check_fence(state: JobState, lease: Lease, now: datetime) -> None:
         raise LeaseOwnerMismatchError(f"the lease on job {state.job_id} has expired")
 
 
-def check_output(output: JSON | None) -> None:
-    """Refuse an output that is not JSON: it could not be stored or read back."""
+def check_output(output: JSON | None, what: str = "output") -> None:
+    """Refuse a value that is not JSON: it could not be stored or read back."""
     try:
         msgspec.json.encode(output)
     except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidRequestError(f"output is not JSON-serialisable: {exc}") from None
+        raise InvalidRequestError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def _reason(reason: object) -> None:
+    if not isinstance(reason, str):
+        raise InvalidRequestError("reason must be a string")
 
 
 def decide_heartbeat(
@@ -255,8 +260,11 @@ def decide_progress(
     check_fence(state, lease, now)
     if stage is not None:
         _name(stage, "stage")
-    if (done is not None and done < 0) or (total is not None and total < 0):
-        raise InvalidRequestError("progress counts must be >= 0")
+    for count, what in ((done, "done"), (total, "total")):
+        if count is not None and (type(count) is not int or count < 0):
+            raise InvalidRequestError(f"progress {what} must be a whole number >= 0")
+    if checkpoint is not None:
+        check_output(checkpoint, "checkpoint")
     events: list[JobEvent] = []
     if stage is not None and stage != state.stage:
         events.append(
@@ -288,6 +296,9 @@ def decide_succeed(
     """Finish the attempt successfully. ``output`` must be JSON."""
     check_fence(state, lease, now)
     check_output(output)
+    for value, what in ((revision, "revision"), (content_hash, "content_hash")):
+        if value is not None and not isinstance(value, str):
+            raise InvalidRequestError(f"{what} must be a string")
     return JobSucceeded(
         at=now,
         run_number=lease.run_number,
@@ -348,6 +359,7 @@ def decide_fail(
 ) -> list[JobEvent]:
     """Record a failed attempt, then a retry (backoff) or a dead letter."""
     check_fence(state, lease, now)
+    failure = _typed(failure, Failure, "failure")
     if not_before is not None:
         not_before = _aware(not_before, "not_before")
     return [
@@ -373,6 +385,7 @@ def decide_fail(
 def decide_release(state: JobState, lease: Lease, now: datetime, reason: str) -> JobReleased:
     """Hand the job back unfinished; the attempt is not consumed."""
     check_fence(state, lease, now)
+    _reason(reason)
     return JobReleased(
         at=now,
         run_number=lease.run_number,
@@ -446,15 +459,25 @@ def decide_release_stale(state: JobState, now: datetime, reason: str) -> JobRele
 
 def decide_cancel(state: JobState, now: datetime, reason: str) -> JobCancelled:
     """Cancel a pending or leased job; its worker's later writes fail the fence."""
+    _reason(reason)
     if not state.status.is_live:
         raise InvalidTransitionError(f"job {state.job_id} is {state.status}; only live jobs cancel")
     return JobCancelled(at=now, run_number=state.run_number, reason=reason)
 
 
-def decide_requeue(state: JobState, now: datetime, reason: str) -> JobRequeued:
-    """Start a new run of a dead or cancelled job."""
+def decide_requeue(
+    state: JobState, now: datetime, reason: str, *, live_subject_job: UUID | None = None
+) -> JobRequeued:
+    """Start a new run of a dead or cancelled job, unless its sync subject already has a
+    live job (``live_subject_job``): a subject has at most one live job."""
+    _reason(reason)
     if state.status not in (JobStatus.DEAD, JobStatus.CANCELLED):
         raise InvalidTransitionError(
             f"job {state.job_id} is {state.status}; only dead or cancelled jobs requeue"
+        )
+    if live_subject_job is not None:
+        raise InvalidTransitionError(
+            f"job {state.job_id}'s subject has a live job, {live_subject_job}; requeue it "
+            "once that one has ended"
         )
     return JobRequeued(at=now, run_number=state.run_number + 1, reason=reason)

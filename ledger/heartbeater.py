@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from uuid import UUID
 
-from ledger.ledger import Ledger
+from ledger.ledger import LeaseLength, Ledger
 from ledger.state import Lease
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ class Heartbeater:
         ledger: Ledger,
         held: Callable[[], list[Lease]],
         *,
-        lease_s: float,
+        lease_s: LeaseLength,
         interval_s: float,
         on_lost: Callable[[UUID], None],
     ) -> None:

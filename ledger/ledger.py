@@ -11,7 +11,7 @@ folds them into the views in the same transaction. Worker writes are fenced by a
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Self
@@ -51,6 +51,15 @@ DEFAULT_LEASE_S = 30.0
 DEFAULT_REAPER_RETRY_DELAY_S = 60.0
 
 Decision = Callable[[JobState, datetime], Sequence[JobEvent] | JobEvent]
+
+LeaseLength = float | Mapping[str, float]
+"""A lease length in seconds, for every job type or per job type (others get the default)."""
+
+
+def lease_for(lease_s: LeaseLength, job_type: str) -> float:
+    if isinstance(lease_s, Mapping):
+        return float(lease_s.get(job_type, DEFAULT_LEASE_S))
+    return lease_s
 
 
 class Completion(msgspec.Struct, frozen=True):
@@ -174,6 +183,7 @@ class Ledger:
     def set_enabled(self, job_type: str, enabled: bool) -> JobDefinition:
         """Enable or disable a job type; enqueue of a disabled type fails."""
         with self.store.unit_of_work() as uow:
+            uow.serialise_appends()  # read the definition we change only once no one else can
             current = uow.definitions([job_type]).get(job_type)
             if current is None:
                 raise DefinitionNotFoundError(f"job type {job_type!r} is not defined")
@@ -318,25 +328,36 @@ class Ledger:
         *,
         limit: int = 1,
         types: Sequence[str] | None = None,
-        lease_s: float = DEFAULT_LEASE_S,
+        lease_s: LeaseLength = DEFAULT_LEASE_S,
     ) -> list[JobState]:
         """Lease up to ``limit`` due pending jobs, in claim order, to ``worker_id``.
 
-        ``types=None`` claims any type; an empty ``types`` claims nothing.
+        ``types=None`` claims any type; an empty ``types`` claims nothing. ``lease_s`` may
+        map job types to their own lease lengths.
         """
         if not worker_id:
             raise InvalidRequestError("worker_id must be a non-empty string")
-        if limit < 1 or lease_s <= 0:
-            raise InvalidRequestError("claim needs limit >= 1 and lease_s > 0")
+        lengths = lease_s.values() if isinstance(lease_s, Mapping) else [lease_s]
+        if limit < 1 or any(length <= 0 for length in lengths):
+            raise InvalidRequestError("claim needs limit >= 1 and lease lengths > 0")
         if types is not None and not types:
             return []
-        now = self.clock.now()
         with self.store.unit_of_work() as uow:
-            due = uow.claimable(now, types, limit)
+            due = uow.claimable(self.clock.now(), types, limit)
             if not due:
                 return []
+            # Stamp the events with a second reading, taken once the rows are ours: an event
+            # another writer committed before we saw the row was stamped earlier than this.
+            now = self.clock.now()
             changes = [
-                (state.job_id, [decide.decide_lease(state, worker_id, lease_s, now)])
+                (
+                    state.job_id,
+                    [
+                        decide.decide_lease(
+                            state, worker_id, lease_for(lease_s, state.job_type), now
+                        )
+                    ],
+                )
                 for state in due
             ]
             leased = uow.append(changes)
@@ -376,18 +397,16 @@ class Ledger:
             new_states = uow.append(changes)
         return BatchResult(accepted=list(new_states.values()), rejected=rejected)
 
-    def heartbeat(self, lease: Lease, *, lease_s: float = DEFAULT_LEASE_S) -> JobState:
+    def heartbeat(self, lease: Lease, *, lease_s: LeaseLength = DEFAULT_LEASE_S) -> JobState:
         """Renew a lease until now + ``lease_s``."""
-        return self._fenced(
-            lease.job_id, lambda s, now: decide.decide_heartbeat(s, lease, lease_s, now)
-        )
+        return self._fenced(lease.job_id, _heartbeat_decision(lease, lease_s))
 
     def heartbeat_many(
-        self, leases: Iterable[Lease], *, lease_s: float = DEFAULT_LEASE_S
+        self, leases: Iterable[Lease], *, lease_s: LeaseLength = DEFAULT_LEASE_S
     ) -> BatchResult:
         """Renew many leases in one transaction (each still its own heartbeat event)."""
         return self._fenced_many(
-            [(lease.job_id, _bind(decide.decide_heartbeat, lease, lease_s)) for lease in leases]
+            [(lease.job_id, _heartbeat_decision(lease, lease_s)) for lease in leases]
         )
 
     def progress(
@@ -461,16 +480,29 @@ class Ledger:
         return self._fenced(job_id, lambda s, now: decide.decide_cancel(s, now, reason))
 
     def requeue(self, job_id: UUID, *, reason: str = "requeued by operator") -> JobState:
-        """Start a new run of a dead or cancelled job."""
-        return self._fenced(job_id, lambda s, now: decide.decide_requeue(s, now, reason))
+        """Start a new run of a dead or cancelled job (refused while its sync subject has
+        another live job: at most one live job per subject)."""
+        with self.store.unit_of_work() as uow:
+            state = uow.lock_jobs([job_id]).get(job_id)
+            if state is None:
+                raise JobNotFoundError(f"no job {job_id}")
+            live = None
+            if state.subject is not None:
+                uow.serialise_appends()  # the live-subject answer must hold until commit
+                live = uow.find_live_subject(state.subject.source_id, state.subject.uri)
+            now = self.clock.now()
+            event = decide.decide_requeue(
+                state, now, reason, live_subject_job=live.job_id if live else None
+            )
+            return uow.append([(job_id, [event])])[job_id]
 
     def reap_expired(
         self, *, limit: int = 100, retry_delay_s: float = DEFAULT_REAPER_RETRY_DELAY_S
     ) -> list[JobState]:
         """Fail up to ``limit`` expired leases as ``lease_expired`` (retry or dead letter)."""
-        now = self.clock.now()
         with self.store.unit_of_work() as uow:
-            expired = uow.expired_leases(now, limit)
+            expired = uow.expired_leases(self.clock.now(), limit)
+            now = self.clock.now()  # still expired: the clock only moves forward
             changes = [
                 (s.job_id, decide.decide_reap(s, now, retry_delay_s=retry_delay_s)) for s in expired
             ]
@@ -482,13 +514,13 @@ class Ledger:
     ) -> list[JobState]:
         """Release jobs leased by workers whose id starts with ``prefix`` and for which
         ``alive(worker_id)`` is false: the claims a crashed process of this pool left."""
-        now = self.clock.now()
         with self.store.unit_of_work() as uow:
             held = [
                 s
                 for s in uow.leased_by_prefix(prefix)
                 if s.worker_id is not None and not alive(s.worker_id)
             ]
+            now = self.clock.now()
             changes = [(s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held]
             released = uow.append(changes)
         return [released[s.job_id] for s in held]
@@ -497,9 +529,9 @@ class Ledger:
         self, worker_ids: Sequence[str], *, reason: str = "released by boot reap"
     ) -> list[JobState]:
         """Release every job leased by ``worker_ids`` (a restarted pool's own stale claims)."""
-        now = self.clock.now()
         with self.store.unit_of_work() as uow:
             held = uow.leased_by(worker_ids)
+            now = self.clock.now()
             changes = [(s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held]
             released = uow.append(changes)
         return [released[s.job_id] for s in held]
@@ -565,10 +597,10 @@ class Ledger:
         self.store.remove_listener(listener)
 
 
-def _bind(
-    fn: Callable[[JobState, Lease, float, datetime], JobEvent], lease: Lease, lease_s: float
-) -> Decision:
-    return lambda state, now: fn(state, lease, lease_s, now)
+def _heartbeat_decision(lease: Lease, lease_s: LeaseLength) -> Decision:
+    return lambda state, now: decide.decide_heartbeat(
+        state, lease, lease_for(lease_s, state.job_type), now
+    )
 
 
 def _completion_decision(completion: Completion) -> Decision:

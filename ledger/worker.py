@@ -138,7 +138,12 @@ class WorkerPool:
         self._breaker = breaker or CircuitBreaker(ledger.clock)
         self._completion_batch = completion_batch
         self._completion_delay_s = completion_delay_s
-        self._heartbeat_interval_s = heartbeat_interval_s or lease_s / 3
+        # Per-type lease lengths from the registry; the pool's lease_s for the rest.
+        self._lease_lengths: dict[str, float] = {
+            spec.job_type: spec.lease_s or lease_s for spec in registry.specs()
+        }
+        shortest = min([lease_s, *self._lease_lengths.values()])
+        self._heartbeat_interval_s = heartbeat_interval_s or shortest / 3
         self.stats = PoolStats()
 
         self._started = False
@@ -161,7 +166,7 @@ class WorkerPool:
         self._heartbeater = Heartbeater(
             ledger,
             lambda: list(self._held.values()),
-            lease_s=lease_s,
+            lease_s=self._lease_lengths,
             interval_s=self._heartbeat_interval_s,
             on_lost=self._lease_lost,
         )
@@ -302,7 +307,7 @@ class WorkerPool:
         if not self.types:
             return []
         jobs = self._ledger.claim(
-            self.worker_id, limit=limit, types=self.types, lease_s=self.lease_s
+            self.worker_id, limit=limit, types=self.types, lease_s=self._lease_lengths
         )
         for job in jobs:
             assert job.lease is not None
@@ -423,9 +428,10 @@ class WorkerPool:
         await self._record(completion, record_now=record_now)
 
     async def _run_handler(self, spec: HandlerSpec, context: JobContext, timeout_s: float) -> Any:
-        timeout = spec.timeout_s or timeout_s
+        # The job's own timeout: resolved at enqueue from the request or the definition
+        # (which start() defines from the registry), so an enqueue's explicit value wins.
         # asyncio.timeout, not wait_for: no extra task, so exceptions reach us unchanged.
-        async with asyncio.timeout(timeout):
+        async with asyncio.timeout(timeout_s):
             if spec.is_async:
                 return await spec.function(context)
             return await asyncio.to_thread(spec.function, context)
@@ -449,7 +455,7 @@ class WorkerPool:
     def _reporter(self, lease: Lease) -> Any:
         async def report(kind: str, fields: dict[str, Any]) -> None:
             if kind == "heartbeat":
-                await asyncio.to_thread(self._ledger.heartbeat, lease, lease_s=self.lease_s)
+                await asyncio.to_thread(self._ledger.heartbeat, lease, lease_s=self._lease_lengths)
             else:
                 await asyncio.to_thread(self._ledger.progress, lease, **fields)
 

@@ -403,6 +403,10 @@ class Store(ABC):
     def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]: ...
 
     @abstractmethod
+    def _errors_mapped(self) -> AbstractContextManager[None]:
+        """Turn driver and eventsourcing errors raised inside into ledger errors."""
+
+    @abstractmethod
     def _tables_and_marker(self) -> tuple[set[str], str | None]:
         """The jobledger tables present and the recorded schema version, if any."""
 
@@ -414,13 +418,15 @@ class Store(ABC):
 
     def history(self, originator_id: UUID) -> list[Record]:
         """Every event of one stream (a job, or a job type's definitions), in order."""
+        with self._errors_mapped():
+            stored_events = self._select_stored_events(originator_id)
         return [
             Record(
                 stored.originator_id,
                 stored.originator_version,
                 self.codec.decode(stored.topic, stored.state),
             )
-            for stored in self._select_stored_events(originator_id)
+            for stored in stored_events
         ]
 
     def job_events(self, job_id: UUID) -> Iterator[JobEvent]:
@@ -429,7 +435,7 @@ class Store(ABC):
             yield record.event
 
     def initialise(self) -> bool:
-        """Create what is missing. Idempotent; returns whether the database was new.
+        """Create what is missing. Idempotent; returns whether anything was created.
 
         Every statement is ``IF NOT EXISTS``, so running it on an initialised database also
         adds tables a newer release of the same schema version introduced.
@@ -442,7 +448,7 @@ class Store(ABC):
         if marker is not None and tables >= EXPECTED_TABLES:
             return False
         self._create_schema()
-        return marker is None
+        return True
 
     def check_initialised(self) -> None:
         """Raise unless this database holds this code's schema, all of it."""
@@ -462,4 +468,5 @@ class Store(ABC):
 
     def head_position(self) -> int:
         """The notification id of the newest event (0 when there is none)."""
-        return int(self.recorder.max_notification_id() or 0)
+        with self._errors_mapped():
+            return int(self.recorder.max_notification_id() or 0)

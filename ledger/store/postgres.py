@@ -3,9 +3,11 @@
 Claims and other multi-job units of work lock the view rows they change first (``FOR UPDATE``,
 ``SKIP LOCKED`` for claims), then append: the eventsourcing recorder takes ``LOCK TABLE
 jl_events IN EXCLUSIVE MODE`` so notification ids commit in order (tailing readers never skip
-an event) and sends one ``NOTIFY`` per transaction, which is also the cross-process wake-up.
-Rows a transaction will change are always locked before the table lock, and rows it creates
-are written after it, so writers cannot deadlock on the two.
+an event) and sends one ``NOTIFY`` per transaction on its own channel; the workers' wake-up is
+``jl_jobs_available``, notified only by commits that may make jobs claimable.
+Writers that change existing rows lock them before the table lock; enqueue, which takes the
+table lock first, locks no existing row; rows a transaction creates are written after the
+table lock. So writers cannot deadlock on the two.
 
 ``POSTGRES_ENABLE_DB_FUNCTIONS`` is never set: it drops that table lock.
 """
@@ -48,7 +50,10 @@ IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 # assertion when two threads wait at once). The connect timeout still bounds checkouts.
 
 
-def _mapped(exc: PersistenceError, where: str) -> LedgerError:
+_DATASTORE_KEYS = {"dbname", "host", "port", "user", "password", "connect_timeout"}
+
+
+def _from_persistence(exc: PersistenceError, where: str) -> LedgerError:
     """eventsourcing wraps psycopg's errors; map the original by its SQLSTATE."""
     cause = exc.__cause__
     if isinstance(cause, psycopg.Error):
@@ -197,11 +202,17 @@ class PostgresStore(Store):
                 pool_size=pool_size,
                 max_overflow=max_overflow,
             )
+            # eventsourcing builds the pool's connection arguments from a fixed set of keys;
+            # add the URL's others (sslmode, application_name, options…) so pooled
+            # connections honour them too. The pool opens on first use, just below.
+            extra = {k: v for k, v in params.items() if k not in _DATASTORE_KEYS}
+            assert isinstance(self.datastore.pool.kwargs, dict)
+            self.datastore.pool.kwargs.update(extra)
             self.recorder = LedgerRecorder(self.datastore, self.sql)
         except psycopg.Error as exc:
             raise from_postgres(exc, f"cannot use {where}") from exc
         except PersistenceError as exc:
-            raise _mapped(exc, f"cannot use {where}") from exc
+            raise _from_persistence(exc, f"cannot use {where}") from exc
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
@@ -215,7 +226,16 @@ class PostgresStore(Store):
         except psycopg.Error as exc:
             raise from_postgres(exc, self._where) from exc
         except PersistenceError as exc:
-            raise _mapped(exc, self._where) from exc
+            raise _from_persistence(exc, self._where) from exc
+
+    @contextmanager
+    def _errors_mapped(self) -> Iterator[None]:
+        try:
+            yield
+        except psycopg.Error as exc:
+            raise from_postgres(exc, self._where) from exc
+        except PersistenceError as exc:
+            raise _from_persistence(exc, self._where) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[PostgresUnitOfWork]:
@@ -253,7 +273,8 @@ class PostgresStore(Store):
         return tables, marker
 
     def _create_schema(self) -> None:
-        self.recorder.create_table()
+        with self._errors_mapped():
+            self.recorder.create_table()
         with self._cursor() as cursor:
             for statement in schema_statements(self.backend):
                 cursor.execute(statement)

@@ -20,7 +20,12 @@ from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteDatastore
 
 from ledger.codec import EventCodec
-from ledger.errors import DatabaseNotInitialisedError, DatabaseUnusableError
+from ledger.errors import (
+    DatabaseBusyError,
+    DatabaseNotInitialisedError,
+    DatabaseUnusableError,
+    LedgerError,
+)
 from ledger.state import DefinitionState, JobState
 from ledger.store.base import (
     EVENTS_TABLE,
@@ -96,6 +101,16 @@ class SQLiteUnitOfWork(UnitOfWork):
         """Nothing to do: ``BEGIN IMMEDIATE`` already holds the database's write lock."""
 
 
+def _from_persistence(exc: PersistenceError, where: str) -> LedgerError:
+    cause = exc.__cause__
+    if isinstance(cause, sqlite3.Error):
+        return from_sqlite(cause, where)
+    if isinstance(exc, TimeoutError):
+        # The pool's writer slot: another thread of this process holds the write lock.
+        return DatabaseBusyError(f"{where}: {exc}")
+    return DatabaseUnusableError(f"{where}: {exc}")
+
+
 class SQLiteStore(Store):
     backend = "sqlite"
 
@@ -133,10 +148,7 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:
             raise from_sqlite(exc, f"cannot open {where}") from exc
         except PersistenceError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, sqlite3.Error):
-                raise from_sqlite(cause, f"cannot open {where}") from exc
-            raise DatabaseUnusableError(f"cannot open {where}: {exc}") from exc
+            raise _from_persistence(exc, where) from exc
         try:
             cursor = conn.cursor()
             cursor.execute("BEGIN IMMEDIATE" if writer else "BEGIN")
@@ -151,6 +163,16 @@ class SQLiteStore(Store):
             raise from_sqlite(exc, where) from exc
         finally:
             self.datastore.pool.put_connection(conn)
+
+    @contextmanager
+    def _errors_mapped(self) -> Iterator[None]:
+        where = f"SQLite database {self.path}"
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise from_sqlite(exc, where) from exc
+        except PersistenceError as exc:
+            raise _from_persistence(exc, where) from exc
 
     @contextmanager
     def _transaction(self) -> Iterator[SQLiteUnitOfWork]:

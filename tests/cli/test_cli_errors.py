@@ -277,7 +277,7 @@ def test_usage_errors_point_at_the_commands_help(sqlite_ledger_in_use: str) -> N
 
 def test_unreachable_postgres_is_one_line_without_the_password() -> None:
     """A PostgreSQL server that refuses connections: store.unusable, password not shown."""
-    # connect_timeout bounds how long the pool keeps retrying (the default is 5 s).
+    # connect_timeout bounds the first, direct connection attempt (the default is 5 s).
     url = "postgresql://postgres:s3cret@127.0.0.1:1/nope?connect_timeout=1"
     result = invoke(url, "show", MISSING_JOB)
     assert_one_error_line(result, "error: store.unusable: cannot use PostgreSQL database 'nope'")

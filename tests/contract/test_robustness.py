@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -14,6 +15,8 @@ from ledger import (
     ConcurrencyConflictError,
     DatabaseNotInitialisedError,
     EnqueueRequest,
+    Failure,
+    FailureKind,
     FakeClock,
     IdempotencyConflictError,
     InvalidRequestError,
@@ -144,8 +147,10 @@ def test_init_adds_tables_missing_from_a_marked_database(tmp_path: Path) -> None
     with pytest.raises(DatabaseNotInitialisedError, match="jl_dead_letters"):
         Ledger.open(str(path))
     with Ledger.open(str(path), create=True) as ledger:
-        assert ledger.created is False
+        assert ledger.created is True  # it had to add a table
         assert ledger.dead_letters() == []
+    with Ledger.open(str(path), create=True) as ledger:
+        assert ledger.created is False
 
 
 def test_postgres_errors_are_mapped_by_sqlstate() -> None:
@@ -185,3 +190,76 @@ def test_sqlite_errors_are_mapped_by_result_code(tmp_path: Path) -> None:
         conn.execute("INSERT INTO t VALUES (2)")
     assert isinstance(from_sqlite(locked.value, "db"), DatabaseBusyError)
     other.rollback()
+
+
+def test_requeue_is_refused_while_the_subject_has_another_live_job(defined: Ledger) -> None:
+    """At most one live job per subject: a dead job's requeue waits for the live one."""
+    from ledger import Failure, FailureKind, InvalidTransitionError
+
+    where = Subject(source_id="s", uri="u")
+    dead = defined.enqueue("t", subject=where)
+    [job] = defined.claim("w")
+    assert job.lease is not None and dead is not None
+    defined.fail(job.lease, Failure(kind=FailureKind.TERMINAL, code="x", message="y"))
+    live = defined.enqueue("t", subject=where)
+    before = defined.store.head_position()
+    with pytest.raises(InvalidTransitionError, match=str(live)):
+        defined.requeue(dead)
+    assert defined.store.head_position() == before
+    [job] = defined.claim("w")
+    assert job.lease is not None
+    defined.succeed(job.lease)
+    assert defined.requeue(dead).status == "pending"
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda ledger, lease: ledger.progress(lease, done=2.5),
+        lambda ledger, lease: ledger.progress(lease, total=True),
+        lambda ledger, lease: ledger.progress(lease, checkpoint={"x": object()}),
+        lambda ledger, lease: ledger.succeed(lease, revision=5),
+        lambda ledger, lease: ledger.fail(
+            lease, Failure(kind=FailureKind.RETRYABLE, code=5, message="m")
+        ),
+        lambda ledger, lease: ledger.release(lease, reason=3),
+    ],
+)
+def test_wrongly_typed_worker_writes_are_refused(defined: Ledger, write: Any) -> None:
+    """Worker writes are type-checked too: nothing unreadable is ever stored."""
+    job_id = defined.enqueue("t")
+    [job] = defined.claim("w")
+    assert job.lease is not None
+    before = defined.store.head_position()
+    with pytest.raises(InvalidRequestError):
+        write(defined, job.lease)
+    assert defined.store.head_position() == before
+    assert defined.get(job_id) == job  # type: ignore[arg-type]
+
+
+def test_lease_lengths_can_differ_per_job_type(defined: Ledger, clock: FakeClock) -> None:
+    """claim and heartbeat_many take a per-type mapping of lease lengths."""
+    from datetime import timedelta
+
+    defined.define("long")
+    defined.enqueue("t")
+    defined.enqueue("long")
+    lengths = {"long": 300.0}
+    jobs = {j.job_type: j for j in defined.claim("w", limit=2, lease_s=lengths)}
+    now = clock.now()
+    assert jobs["long"].lease_expires_at == now + timedelta(seconds=300)
+    assert jobs["t"].lease_expires_at == now + timedelta(seconds=30)  # the default
+    clock.advance(10)
+    leases = [j.lease for j in jobs.values() if j.lease is not None]
+    renewed = {s.job_type: s for s in defined.heartbeat_many(leases, lease_s=lengths).accepted}
+    assert renewed["long"].lease_expires_at == clock.now() + timedelta(seconds=300)
+
+
+def test_url_parameters_reach_pooled_connections(pg_url: str) -> None:
+    """Options in the URL (here application_name) apply to every pooled connection."""
+    with Ledger.open(f"{pg_url}?application_name=jl_probe", pool_size=2) as ledger:
+        rows = ledger.store._read("tables_present")  # any query, on a pooled connection
+        assert rows
+        with ledger.store._cursor() as cursor:  # type: ignore[attr-defined]
+            cursor.execute("SHOW application_name")
+            assert cursor.fetchone()["application_name"] == "jl_probe"
