@@ -11,6 +11,7 @@ folds them into the views in the same transaction. Worker writes are fenced by a
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
@@ -379,7 +380,9 @@ class Ledger:
     def _fenced_many(self, items: Sequence[tuple[UUID, Decision]]) -> BatchResult:
         rejected: dict[UUID, LedgerError] = {}
         with self.store.unit_of_work() as uow:
-            current: dict[UUID, JobState] = uow.lock_jobs([job_id for job_id, _ in items])
+            ids = [job_id for job_id, _ in items]
+            current: dict[UUID, JobState] = uow.lock_jobs(ids)
+            repeated = {job_id for job_id, count in Counter(ids).items() if count > 1}
             now = self.clock.now()
             changes: list[tuple[UUID, Sequence[JobEvent]]] = []
             for job_id, decision in items:
@@ -392,7 +395,9 @@ class Ledger:
                 except LedgerError as error:
                     rejected[job_id] = error
                     continue
-                current[job_id] = fold(events, state) or state
+                if job_id in repeated:
+                    # A later item for the same job must see this one's effect.
+                    current[job_id] = fold(events, state) or state
                 changes.append((job_id, events))
             new_states = uow.append(changes)
         return BatchResult(accepted=list(new_states.values()), rejected=rejected)
@@ -499,15 +504,12 @@ class Ledger:
     def reap_expired(
         self, *, limit: int = 100, retry_delay_s: float = DEFAULT_REAPER_RETRY_DELAY_S
     ) -> list[JobState]:
-        """Fail up to ``limit`` expired leases as ``lease_expired`` (retry or dead letter)."""
-        with self.store.unit_of_work() as uow:
-            expired = uow.expired_leases(self.clock.now(), limit)
-            now = self.clock.now()  # still expired: the clock only moves forward
-            changes = [
-                (s.job_id, decide.decide_reap(s, now, retry_delay_s=retry_delay_s)) for s in expired
-            ]
-            reaped = uow.append(changes)
-        return [reaped[s.job_id] for s in expired]
+        """One reaper pass (see :class:`ledger.reaper.Reaper`); the reaped jobs' new states."""
+        from ledger.reaper import Reaper, ReaperConfig  # the reaper builds on this class
+
+        report = Reaper(self, ReaperConfig(limit=limit, retry_delay_s=retry_delay_s)).run_once()
+        states = [self.get(reaped.job_id) for reaped in report.reaped]
+        return [state for state in states if state is not None]
 
     def release_claims_with_prefix(
         self, prefix: str, *, alive: Callable[[str], bool], reason: str = "released by boot reap"

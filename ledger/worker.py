@@ -42,6 +42,7 @@ from ledger.handlers import (
 )
 from ledger.heartbeater import Heartbeater
 from ledger.ledger import Completion, FailureReport, Ledger, Outcome
+from ledger.reaper import Reaper, ReaperConfig
 from ledger.state import JobState, Lease
 from ledger.wakeup import Wakeup
 
@@ -133,6 +134,9 @@ class WorkerPool:
         self.reaper_interval_s = reaper_interval_s
         self.reaper_retry_delay_s = reaper_retry_delay_s
         self.reaper_batch = reaper_batch
+        self._reaper = Reaper(
+            ledger, ReaperConfig(limit=reaper_batch, retry_delay_s=reaper_retry_delay_s)
+        )
         self.define_types = define_types
         self.resources: Mapping[str, Any] = resources or {}
         self._breaker = breaker or CircuitBreaker(ledger.clock)
@@ -488,13 +492,14 @@ class WorkerPool:
     async def _reap(self) -> None:
         while not self._stopping:
             try:
-                reaped = await asyncio.to_thread(
-                    self._ledger.reap_expired,
-                    limit=self.reaper_batch,
-                    retry_delay_s=self.reaper_retry_delay_s,
-                )
-                if reaped:
-                    log.info("reaped %d expired leases", len(reaped))
+                report = await asyncio.to_thread(self._reaper.run_once)
+                if report.processed or report.deferred_error_count:
+                    log.info(
+                        "reaped %d expired leases (%d dead-lettered), %d deferred",
+                        report.processed,
+                        len(report.dead_lettered),
+                        report.deferred_error_count,
+                    )
             except Exception as exc:
                 log.warning("reaper pass failed: %s", exc)
             await self._sleep_unless_stopping(self.reaper_interval_s)

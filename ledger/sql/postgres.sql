@@ -31,7 +31,12 @@ CREATE TABLE IF NOT EXISTS jl_queue (
     version integer NOT NULL,
     updated_at bigint NOT NULL,
     state bytea NOT NULL
-) WITH (fillfactor = 80)
+) WITH (
+    fillfactor = 80,
+    -- Claims need fresh statistics after a bulk enqueue; analyse after ~1% change.
+    autovacuum_analyze_scale_factor = 0.01,
+    autovacuum_analyze_threshold = 1000
+)
 
 -- name: schema_queue_claim_idx
 -- Claim order over pending jobs only: priority DESC, run_at, enqueue order.
@@ -142,9 +147,11 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: queue_expired_leases
--- Leased jobs whose lease ended strictly before now, oldest first (jl_queue_lease_idx).
+-- Leased jobs whose lease ended strictly before now, oldest first, but those the reaper has
+-- deferred (jl_queue_lease_idx).
 SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE status = 'leased' AND lease_expires_at < %(now)s
+  AND NOT (job_id = ANY(%(exclude)s::uuid[]))
 ORDER BY lease_expires_at, enqueue_seq
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
@@ -288,3 +295,9 @@ INSERT INTO jl_events (originator_id, originator_version, topic, state)
 SELECT * FROM unnest(%(originator_id)b::uuid[], %(originator_version)b::bigint[],
                      %(topic)b::text[], %(state)b::bytea[])
 RETURNING notification_id
+
+-- name: events_of_streams
+-- Every event of some streams, each stream in order (jl_events primary key).
+SELECT originator_id, originator_version, topic, state FROM jl_events
+WHERE originator_id = ANY(%(originator_ids)s::uuid[])
+ORDER BY originator_id, originator_version

@@ -126,22 +126,27 @@ ORDER BY job_id
 
 -- name: queue_claim
 -- Due pending jobs in claim order (jl_queue_claim_idx).
-SELECT job_id, enqueue_seq, state FROM jl_queue
+-- INDEXED BY: without statistics SQLite would sort every pending/leased row.
+SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_idx
 WHERE status = 'pending' AND run_at <= :now
 ORDER BY priority DESC, run_at, enqueue_seq
 LIMIT :limit
 
 -- name: queue_claim_types
 -- As queue_claim, for some job types only (jl_queue_claim_idx, filtered).
-SELECT job_id, enqueue_seq, state FROM jl_queue
+-- INDEXED BY: without statistics SQLite would sort every pending/leased row.
+SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_idx
 WHERE status = 'pending' AND run_at <= :now AND job_type IN (SELECT value FROM json_each(:types))
 ORDER BY priority DESC, run_at, enqueue_seq
 LIMIT :limit
 
 -- name: queue_expired_leases
--- Leased jobs whose lease ended strictly before now, oldest first (jl_queue_lease_idx).
-SELECT job_id, enqueue_seq, state FROM jl_queue
+-- Leased jobs whose lease ended strictly before now, oldest first, but those the reaper has
+-- INDEXED BY: without statistics SQLite would sort every pending/leased row.
+-- deferred (jl_queue_lease_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_lease_idx
 WHERE status = 'leased' AND lease_expires_at < :now
+  AND job_id NOT IN (SELECT value FROM json_each(:exclude))
 ORDER BY lease_expires_at, enqueue_seq
 LIMIT :limit
 
@@ -253,3 +258,13 @@ SELECT snapshot FROM jl_dead_letters ORDER BY dead_at, job_id
 -- name: dead_letters_of_type
 -- The dead letters of one job type, oldest death first.
 SELECT snapshot FROM jl_dead_letters WHERE job_type = :job_type ORDER BY dead_at, job_id
+
+-- name: events_of_streams
+-- Every event of some streams, each stream in order (jl_events primary key).
+SELECT originator_id, originator_version, topic, state FROM jl_events
+WHERE originator_id IN (SELECT value FROM json_each(:originator_ids))
+ORDER BY originator_id, originator_version
+
+-- name: events_insert
+-- Append stored events (jl_events primary key); the rowid is the notification id.
+INSERT INTO jl_events (originator_id, originator_version, topic, state) VALUES (?, ?, ?, ?)

@@ -163,11 +163,53 @@ class UnitOfWork(ABC):
         params["types"] = self._id_list(list(types))
         return self._remember(self._fetch_jobs("queue_claim_types", params))
 
-    def expired_leases(self, now: datetime, limit: int) -> list[JobState]:
-        """Leased jobs whose lease ended strictly before ``now``, oldest first, locked."""
-        return self._remember(
-            self._fetch_jobs("queue_expired_leases", {"now": to_us(now), "limit": limit})
-        )
+    def expired_leases(
+        self, now: datetime, limit: int, exclude: Sequence[UUID] = ()
+    ) -> list[JobState]:
+        """Leased jobs whose lease ended strictly before ``now``, oldest first, locked
+        (rows locked by another transaction skipped), leaving out ``exclude``."""
+        params = {
+            "now": to_us(now),
+            "limit": limit,
+            "exclude": self._id_list([self._job_key(job_id) for job_id in exclude]),
+        }
+        return self._remember(self._fetch_jobs("queue_expired_leases", params))
+
+    def histories(self, originator_ids: Sequence[UUID]) -> dict[UUID, list[Record]]:
+        """Every event of each stream, in order, read in this transaction."""
+        if not originator_ids:
+            return {}
+        keys = self._id_list([self._job_key(i) for i in set(originator_ids)])
+        found: dict[UUID, list[Record]] = {i: [] for i in originator_ids}
+        for originator_id, version, topic, state in self._fetch_events(keys):
+            found[originator_id].append(
+                Record(originator_id, version, self._codec.decode(topic, state))
+            )
+        return found
+
+    @abstractmethod
+    def _fetch_events(self, keys: Any) -> list[tuple[UUID, int, str, bytes]]:
+        """Run ``events_of_streams``."""
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested transaction: an error inside rolls back only what was done inside, and
+        is raised as a ledger error; the unit of work goes on."""
+        became_available = self.jobs_became_available
+        try:
+            with self._savepoint():
+                yield
+        except BaseException:
+            # A NOTIFY sent inside was rolled back with it: send again if needed.
+            self.jobs_became_available = became_available
+            raise
+
+    @abstractmethod
+    def _savepoint(self) -> AbstractContextManager[None]: ...
+
+    def set_lock_timeout(self, seconds: float) -> None:  # noqa: B027 - optional hook
+        """Wait at most ``seconds`` for any lock from now until commit, where the backend
+        supports it (SQLite: no; its writers are already serialised by BEGIN IMMEDIATE)."""
 
     def leased_by(self, worker_ids: Sequence[str]) -> list[JobState]:
         """Leased jobs held by any of ``worker_ids``, locked."""

@@ -25,6 +25,7 @@ from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
+from psycopg.sql import SQL, Literal
 
 from ledger.codec import EventCodec
 from ledger.errors import LedgerError, StoreError
@@ -91,7 +92,10 @@ class PostgresUnitOfWork(UnitOfWork):
     def _insert_stored_events(
         self, stored: list[StoredEvent], *, positions_needed: bool
     ) -> Sequence[int] | None:
-        self._store.recorder._insert_stored_events(self._cursor, stored, returning=positions_needed)
+        self._store.recorder._insert_stored_events(
+            self._cursor, stored, returning=positions_needed, locked=self._appends_serialised
+        )
+        self._appends_serialised = True
         if not positions_needed:
             return None
         return [row["notification_id"] for row in self._cursor.fetchall()]
@@ -120,6 +124,26 @@ class PostgresUnitOfWork(UnitOfWork):
 
     def _notify_jobs_available(self) -> None:
         self._cursor.execute(self._sql["jobs_available_notify"])
+
+    def _fetch_events(self, keys: Any) -> list[tuple[UUID, int, str, bytes]]:
+        self._cursor.execute(self._sql["events_of_streams"], {"originator_ids": keys})
+        return [
+            (row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"]))
+            for row in self._cursor.fetchall()
+        ]
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        try:
+            with self._cursor.connection.transaction():  # nested: a SAVEPOINT
+                yield
+        except psycopg.Error as exc:
+            raise from_postgres(exc, self._store._where) from exc
+
+    def set_lock_timeout(self, seconds: float) -> None:
+        self._cursor.execute(
+            SQL("SET LOCAL lock_timeout = {}").format(Literal(f"{int(seconds * 1000)}ms"))
+        )
 
     def _job_key(self, job_id: UUID) -> UUID:
         return job_id
@@ -152,7 +176,9 @@ class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # unty
         stored_events: Sequence[StoredEvent],
         **kwargs: Any,
     ) -> None:
-        self._lock_table(curs)
+        if not kwargs.get("locked", False):
+            # (Its SET LOCAL lock_timeout would also undo a timeout the caller set.)
+            self._lock_table(curs)
         self._notify_channel(curs)
         query = "events_insert_returning" if kwargs.get("returning", True) else "events_insert"
         curs.execute(

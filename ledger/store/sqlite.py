@@ -67,9 +67,18 @@ class SQLiteUnitOfWork(UnitOfWork):
     def _insert_stored_events(
         self, stored: list[StoredEvent], *, positions_needed: bool
     ) -> Sequence[int] | None:
-        positions = self._store.recorder._insert_events(self._cursor, stored)
-        assert positions is not None
-        return list(positions)
+        # One executemany instead of the recorder's execute per event. The positions are
+        # consecutive rowids: BEGIN IMMEDIATE excludes other writers, and jl_events rows are
+        # never deleted, so each new rowid is the previous maximum plus one.
+        self._cursor.executemany(
+            self._sql["events_insert"],
+            [(s.originator_id.hex, s.originator_version, s.topic, s.state) for s in stored],
+        )
+        if not positions_needed:
+            return None
+        self._cursor.execute("SELECT last_insert_rowid()")
+        last = int(self._cursor.fetchone()[0])
+        return list(range(last - len(stored) + 1, last + 1))
 
     def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
         if inserts:
@@ -90,6 +99,28 @@ class SQLiteUnitOfWork(UnitOfWork):
 
     def _notify_jobs_available(self) -> None:
         """Nothing to send: SQLite has no notifications; other processes poll."""
+
+    def _fetch_events(self, keys: Any) -> list[tuple[UUID, int, str, bytes]]:
+        self._cursor.execute(self._sql["events_of_streams"], {"originator_ids": keys})
+        return [
+            (UUID(row["originator_id"]), row["originator_version"], row["topic"], row["state"])
+            for row in self._cursor.fetchall()
+        ]
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        self._cursor.execute("SAVEPOINT jl_item")
+        try:
+            yield
+        except sqlite3.Error as exc:
+            self._cursor.execute("ROLLBACK TO jl_item")
+            self._cursor.execute("RELEASE jl_item")
+            raise from_sqlite(exc, f"SQLite database {self._store.path}") from exc
+        except BaseException:
+            self._cursor.execute("ROLLBACK TO jl_item")
+            self._cursor.execute("RELEASE jl_item")
+            raise
+        self._cursor.execute("RELEASE jl_item")
 
     def _job_key(self, job_id: UUID) -> str:
         return job_id.hex

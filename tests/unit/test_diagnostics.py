@@ -1,0 +1,160 @@
+"""History-derived diagnostics, each on a constructed history (pure: no database)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from uuid import uuid4
+
+from ledger import decide
+from ledger.codec import Record
+from ledger.diagnostics import (
+    diagnose,
+    leases_lost,
+    longest_heartbeat_gap,
+    retries,
+    started_without_renewal_heartbeat,
+    time_to_first_lease,
+)
+from ledger.events import (
+    BackoffPolicy,
+    EnqueueRequest,
+    Failure,
+    FailureKind,
+    JobDefinition,
+    JobEvent,
+)
+from ledger.state import JobState, evolve
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+DEFINITION = JobDefinition(job_type="t", backoff=BackoffPolicy(base_s=10, max_s=100, jitter=0))
+
+
+class History:
+    """Builds a history by running the real decisions at chosen times."""
+
+    def __init__(self) -> None:
+        event = decide.decide_enqueue(uuid4(), EnqueueRequest(job_type="t"), DEFINITION, T0)
+        self.state: JobState = evolve(None, event)
+        self.events: list[JobEvent] = [event]
+
+    def _add(self, *events: JobEvent) -> None:
+        for event in events:
+            self.state = evolve(self.state, event)
+            self.events.append(event)
+
+    def at(self, seconds: float) -> datetime:
+        return T0 + timedelta(seconds=seconds)
+
+    def lease(self, t: float, lease_s: float = 30) -> History:
+        self._add(decide.decide_lease(self.state, "w", lease_s, self.at(t)))
+        return self
+
+    def running(self, t: float) -> History:
+        assert self.state.lease is not None
+        self._add(
+            *decide.decide_progress(self.state, self.state.lease, self.at(t), stage="running")
+        )
+        return self
+
+    def beat(self, t: float, lease_s: float = 30) -> History:
+        assert self.state.lease is not None
+        self._add(decide.decide_heartbeat(self.state, self.state.lease, lease_s, self.at(t)))
+        return self
+
+    def reap(self, t: float) -> History:
+        self._add(*decide.decide_reap(self.state, self.at(t), retry_delay_s=5))
+        return self
+
+    def fail(self, t: float) -> History:
+        assert self.state.lease is not None
+        failure = Failure(kind=FailureKind.RETRYABLE, code="c", message="m")
+        self._add(
+            *decide.decide_fail(self.state, self.state.lease, self.at(t), failure, jitter_draw=0.5)
+        )
+        return self
+
+    @property
+    def records(self) -> list[Record]:
+        return [Record(self.state.job_id, i + 1, e) for i, e in enumerate(self.events)]
+
+
+def test_running_without_any_later_heartbeat_is_flagged_with_its_evidence() -> None:
+    """Running at t=1 after the claim at t=0, nothing after: true, citing the start event."""
+    history = History().lease(0).running(1)
+    finding = started_without_renewal_heartbeat(history.records)
+    assert finding.value is True and finding.evidence == [3]
+
+
+def test_a_heartbeat_at_the_same_instant_is_not_a_renewal() -> None:
+    """Equal timestamps: still true."""
+    history = History().lease(0).running(1).beat(1)
+    assert started_without_renewal_heartbeat(history.records).value is True
+
+
+def test_a_later_heartbeat_clears_the_flag_and_is_cited() -> None:
+    """A heartbeat strictly after the start: false, citing start and renewal."""
+    history = History().lease(0).running(1).beat(2)
+    finding = started_without_renewal_heartbeat(history.records)
+    assert finding.value is False and finding.evidence == [3, 4]
+
+
+def test_not_running_means_false() -> None:
+    """A claimed job that never reported running is not flagged."""
+    history = History().lease(0).beat(5)
+    finding = started_without_renewal_heartbeat(history.records)
+    assert finding.value is False and "claimed" in finding.explanation
+
+
+def test_only_the_current_attempt_counts() -> None:
+    """A renewal in an earlier attempt does not clear the current attempt's flag."""
+    history = History().lease(0).running(1).beat(2).reap(40).lease(50).running(51)
+    assert started_without_renewal_heartbeat(history.records).value is True
+
+
+def test_longest_heartbeat_gap_against_the_lease() -> None:
+    """Gaps 5 s then 20 s: the longest is 20 s, two thirds of a 30 s lease."""
+    history = History().lease(0).beat(5).beat(25)
+    finding = longest_heartbeat_gap(history.records)
+    assert finding.value == 20.0 and "0.67 of the 30s lease" in finding.explanation
+    assert finding.evidence == [3, 4]
+
+
+def test_longest_gap_includes_the_silence_until_now_for_a_live_lease() -> None:
+    """With now, the time since the last renewal counts too."""
+    history = History().lease(0).beat(5)
+    finding = longest_heartbeat_gap(history.records, now=T0 + timedelta(seconds=50))
+    assert finding.value == 45.0
+
+
+def test_leases_lost_counts_lease_expired_failures_in_earlier_attempts() -> None:
+    """Two reaped attempts and a normal failure: two leases lost."""
+    history = History().lease(0).reap(31).lease(40).fail(41).lease(70).reap(101)
+    finding = leases_lost(history.records)
+    assert finding.value == 2 and len(finding.evidence) == 2
+
+
+def test_retries_count_and_total_backoff() -> None:
+    """A reaper retry (5 s) and a backoff retry after attempt 2 (20 s): 2 retries, 25 s."""
+    history = History().lease(0).reap(31).lease(40).fail(41)
+    finding = retries(history.records)
+    assert finding.value == 2 and "25s of backoff" in finding.explanation
+
+
+def test_time_from_enqueue_to_first_lease() -> None:
+    """Enqueued at 0, first claimed at 12.5 s."""
+    history = History().lease(12.5).reap(50).lease(60)
+    finding = time_to_first_lease(history.records)
+    assert finding.value == 12.5 and finding.evidence == [1, 2]
+    assert time_to_first_lease(History().records).value is None
+
+
+def test_diagnose_returns_every_finding() -> None:
+    """One call gives all five diagnostics by name."""
+    names = [f.name for f in diagnose(History().lease(0).records)]
+    assert names == [
+        "started_without_renewal_heartbeat",
+        "longest_heartbeat_gap_s",
+        "leases_lost",
+        "retries",
+        "time_to_first_lease_s",
+    ]
