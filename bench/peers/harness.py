@@ -1,0 +1,197 @@
+"""What every adapter of ``bench/compare.py`` shares: arguments, timing, draining, the result line.
+
+An adapter is a script run in a fresh process (``python bench/peers/<system>_adapter.py --url
+… --n … --concurrency …``) against a database that ``compare.py`` made for it alone. It bulk
+enqueues N no-op jobs (timed), runs ``ANALYZE`` (untimed), processes them with the system's own
+async worker at concurrency C (timed from worker start to the last completion seen in the
+system's own tables), verifies that every job finished, counts the history kept, and prints
+one line ``COMPARE-RESULT {json}`` on stdout.
+
+This module needs only the standard library and psycopg 3, because the oban-py adapter imports
+it from a virtual environment of its own (oban-py needs Python >= 3.12; the project runs 3.11).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import psycopg
+
+RESULT_MARK = "COMPARE-RESULT "
+# A drain that makes no progress for this long has lost jobs (or the system is wedged): fail
+# loudly rather than wait for ever. Generous, because some peers pause for seconds on purpose.
+STALL_S = 90.0
+# How often the in-process handler tally is checked: free (no database round trip).
+TALLY_POLL_S = 0.002
+# How often the system's own tables are counted once every handler has run. Only the last few
+# completions are still in flight by then, so the polls barely load the server.
+DB_POLL_S = 0.005
+
+
+class JobsLostError(RuntimeError):
+    """Fewer jobs finished than were enqueued: the run is invalid and must fail loudly."""
+
+
+@dataclass(frozen=True)
+class AdapterArgs:
+    url: str
+    n: int
+    concurrency: int
+    variant: str
+    wakeup_samples: int
+    batch: int | None  # a batch-size override, for the peers that have that knob
+
+
+@dataclass
+class Measurement:
+    """One system's figures for one round. Seconds are wall-clock ``perf_counter`` spans."""
+
+    system: str
+    variant: str
+    version: str
+    n: int
+    concurrency: int
+    enqueue_s: float
+    process_s: float
+    finished: int
+    handled: int
+    history_rows: int
+    settings: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["enqueue_jobs_per_s"] = self.n / self.enqueue_s
+        out["process_jobs_per_s"] = self.n / self.process_s
+        out["history_rows_per_job"] = self.history_rows / self.n
+        return out
+
+
+def parse_args(variants: Sequence[str] = ("default",)) -> AdapterArgs:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="database of this run (made for it alone)")
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--concurrency", type=int, required=True)
+    parser.add_argument("--variant", choices=variants, default=variants[0])
+    parser.add_argument("--wakeup-samples", type=int, default=50)
+    parser.add_argument("--batch", type=int, default=None)
+    ns = parser.parse_args()
+    return AdapterArgs(ns.url, ns.n, ns.concurrency, ns.variant, ns.wakeup_samples, ns.batch)
+
+
+def emit(measurement: Measurement) -> None:
+    """Print the result line the parent looks for (libraries may log freely around it)."""
+    print(RESULT_MARK + json.dumps(measurement.as_json()), flush=True)
+
+
+def log(message: str) -> None:
+    # stderr, so that the parent can show it on failure without mistaking it for a result.
+    print(message, file=sys.stderr, flush=True)
+
+
+def analyze(url: str) -> None:
+    """Fresh planner statistics for every table, untimed, after every enqueue phase.
+
+    Without them some peers crawl for a minute or pick a bad index mid-run, and the figures
+    would measure autovacuum's timing instead of the queues.
+    """
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
+def scalar(url: str, sql: str, params: Sequence[Any] | None = None) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(sql, params).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+class Tally:
+    """Handler invocations, counted in process. Thread-safe: some runtimes call from threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def hit(self) -> None:
+        with self._lock:
+            self.value += 1
+
+
+class DbCounter:
+    """Counts finished jobs with one SQL query on a connection of its own (autocommit)."""
+
+    def __init__(self, url: str, sql: str) -> None:
+        self._url = url
+        self._sql = sql
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+
+    async def open(self) -> None:
+        self._conn = await psycopg.AsyncConnection.connect(self._url, autocommit=True)
+
+    async def count(self) -> int:
+        assert self._conn is not None, "open() first"
+        cur = await self._conn.execute(self._sql)
+        row = await cur.fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+
+
+async def _wait_progress(
+    read: Callable[[], Awaitable[int]], target: int, poll_s: float, what: str
+) -> None:
+    last, last_change = -1, time.monotonic()
+    while True:
+        value = await read()
+        if value >= target:
+            return
+        now = time.monotonic()
+        if value != last:
+            last, last_change = value, now
+        elif now - last_change > STALL_S:
+            raise JobsLostError(f"{what}: stuck at {value} of {target} for {STALL_S:.0f} s")
+        await asyncio.sleep(poll_s)
+
+
+async def drain(tally: Tally, n: int, finished: Callable[[], Awaitable[int]]) -> None:
+    """Return when all ``n`` jobs are finished in the system's own tables.
+
+    First wait for every handler to have run (an in-process counter: no load on the server
+    while the worker races), then poll the tables until the last completion is committed.
+    """
+
+    async def handled() -> int:
+        return tally.value
+
+    await _wait_progress(handled, n, TALLY_POLL_S, "handlers run")
+    await _wait_progress(finished, n, DB_POLL_S, "jobs finished in the database")
+
+
+def verify(system: str, n: int, finished: int, unfinished: int = 0) -> None:
+    """Fail loudly unless exactly ``n`` jobs finished and none is left behind."""
+    if finished != n or unfinished:
+        raise JobsLostError(
+            f"{system}: {finished} of {n} jobs finished, {unfinished} left unfinished"
+        )
+
+
+def timed() -> float:
+    return time.perf_counter()
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty sample."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
