@@ -7,9 +7,10 @@ processes may reap at once without reaping a job twice. Each job is failed as
 its attempts are used up. ``started_without_renewal_heartbeat`` is computed from the job's
 history and recorded in the events appended.
 
-Each job is reaped inside its own savepoint: an error (a lock timeout, a constraint) rolls
-back that job alone, appends nothing for it, and is reported as a deferred error; the rest
-of the batch commits. A deferred job is left as it is — its history unchanged and so its view
+Each job is reaped in isolation: the batch is first tried in one savepoint (errors are rare),
+and if that fails, again one savepoint per job, so an error (a lock timeout, a constraint)
+rolls back that job alone, appends nothing for it, and is reported as a deferred error; the
+rest of the batch commits. A deferred job is left as it is — its history unchanged and so its view
 row unchanged — and this reaper skips it until the retry delay has passed. (runledger pushes
 the lease out in the row instead; here no view row changes without an event explaining it.)
 """
@@ -120,23 +121,36 @@ class Reaper:
                 uow.set_lock_timeout(config.lock_timeout_s)
             histories = uow.histories([state.job_id for state in expired])
             now = self._ledger.clock.now()
-            reaped: list[ReapedLease] = []
-            errors: list[DeferredError] = []
+            planned = []
             for state in expired:
-                diagnostic = started_without_renewal_heartbeat(histories[state.job_id])
+                diagnostic = bool(started_without_renewal_heartbeat(histories[state.job_id]).value)
                 events = decide.decide_reap(
                     state,
                     now,
                     retry_delay_s=config.retry_delay_s,
-                    started_without_renewal_heartbeat=bool(diagnostic.value),
+                    started_without_renewal_heartbeat=diagnostic,
                 )
-                try:
-                    with uow.savepoint():
-                        uow.append([(state.job_id, events)])
-                except LedgerError as error:
-                    errors.append(self._defer(state, error, now))
-                    continue
-                reaped.append(_reaped_lease(state, events, bool(diagnostic.value)))
+                planned.append((state, events, diagnostic))
+            errors: list[DeferredError] = []
+            try:
+                # Errors are rare: try the whole batch in one savepoint first...
+                with uow.savepoint():
+                    uow.append([(state.job_id, events) for state, events, _ in planned])
+                done = planned
+            except LedgerError:
+                # ...and only then one savepoint per job, to find and defer the failing ones.
+                done = []
+                for state, events, diagnostic in planned:
+                    try:
+                        with uow.savepoint():
+                            uow.append([(state.job_id, events)])
+                    except LedgerError as error:
+                        errors.append(self._defer(state, error, now))
+                        continue
+                    done.append((state, events, diagnostic))
+            reaped = [
+                _reaped_lease(state, events, diagnostic) for state, events, diagnostic in done
+            ]
         return ReapReport(
             processed=len(reaped),
             reaped=reaped,

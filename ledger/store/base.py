@@ -194,15 +194,27 @@ class UnitOfWork(ABC):
     @contextmanager
     def savepoint(self) -> Iterator[None]:
         """A nested transaction: an error inside rolls back only what was done inside, and
-        is raised as a ledger error; the unit of work goes on."""
-        became_available = self.jobs_became_available
+        is raised as a ledger error; the unit of work goes on as if the block never ran."""
+        saved = self._remembered()
         try:
             with self._savepoint():
                 yield
         except BaseException:
-            # A NOTIFY sent inside was rolled back with it: send again if needed.
-            self.jobs_became_available = became_available
+            self._restore(saved)
             raise
+
+    def _remembered(self) -> dict[str, Any]:
+        """What the unit of work knows that a rolled-back savepoint must undo: the states
+        it folded, and whether a NOTIFY (rolled back too) has been sent."""
+        return {
+            "_jobs": dict(self._jobs),
+            "_definitions": dict(self._definitions),
+            "jobs_became_available": self.jobs_became_available,
+        }
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        for name, value in saved.items():
+            setattr(self, name, value)
 
     @abstractmethod
     def _savepoint(self) -> AbstractContextManager[None]: ...

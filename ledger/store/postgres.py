@@ -132,6 +132,10 @@ class PostgresUnitOfWork(UnitOfWork):
             for row in self._cursor.fetchall()
         ]
 
+    def _remembered(self) -> dict[str, Any]:
+        # A lock taken inside a savepoint is released when it is rolled back.
+        return {**super()._remembered(), "_appends_serialised": self._appends_serialised}
+
     @contextmanager
     def _savepoint(self) -> Iterator[None]:
         try:
