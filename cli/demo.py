@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import random
+import sys
 import time
 from dataclasses import dataclass
 from uuid import UUID
@@ -98,7 +99,10 @@ async def _work(ledger: Ledger, ids: list[UUID], concurrency: int, show: bool) -
     await pool.start()
     try:
         with click.progressbar(
-            length=len(ids), label="working", file=None if show else io.StringIO(), show_pos=True
+            length=len(ids),
+            label="working",
+            file=sys.stderr if show else io.StringIO(),
+            show_pos=True,
         ) as bar:
             finished = 0
             while finished < len(ids):

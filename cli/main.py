@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from cli import database, demo, job_types, jobs, worker
+from cli import bench, database, demo, diagnose, job_types, jobs, reaper, worker
 from cli.database import Settings
 from cli.errors import one_line_errors
 from ledger.config import DEFAULT_DATABASE, ENV_VAR, resolve_url
@@ -64,8 +64,11 @@ for command in (
     jobs.enqueue,
     jobs.show,
     jobs.history,
+    reaper.reap,
+    diagnose.diagnose,
     worker.worker,
     demo.demo,
+    bench.bench,
 ):
     cli.add_command(command)
 

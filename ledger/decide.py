@@ -421,7 +421,8 @@ def decide_reap(
     failure = Failure(
         kind=FailureKind.LEASE_EXPIRED,
         code=LEASE_EXPIRED_CODE,
-        message=f"lease held by {state.worker_id} expired at {state.lease_expires_at}",
+        message=f"lease held by {state.worker_id} expired at "
+        f"{state.lease_expires_at.isoformat() if state.lease_expires_at else '?'}",
     )
     return [
         JobFailed(

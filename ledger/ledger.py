@@ -502,7 +502,7 @@ class Ledger:
             return uow.append([(job_id, [event])])[job_id]
 
     def reap_expired(
-        self, *, limit: int = 100, retry_delay_s: float = DEFAULT_REAPER_RETRY_DELAY_S
+        self, *, limit: int = 500, retry_delay_s: float = DEFAULT_REAPER_RETRY_DELAY_S
     ) -> list[JobState]:
         """One reaper pass (see :class:`ledger.reaper.Reaper`); the reaped jobs' new states."""
         from ledger.reaper import Reaper, ReaperConfig  # the reaper builds on this class
@@ -543,6 +543,10 @@ class Ledger:
     def get(self, job_id: UUID) -> JobState | None:
         """A job's current state (from the queue view)."""
         return self.store.get_job(job_id)
+
+    def get_many(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
+        """Many jobs' current states in one read; unknown ids are left out."""
+        return self.store.get_jobs(job_ids)
 
     def history(self, job_id: UUID) -> list[Record]:
         """Every event of a job, in order (empty if there is no such job)."""

@@ -54,6 +54,12 @@ class ReaperConfig:
     error_sample: int = 20
     """Deferred errors reported in full per pass (the count is always exact)."""
 
+    def __post_init__(self) -> None:
+        if self.limit < 1 or self.retry_delay_s < 0 or self.error_sample < 0:
+            raise ValueError("ReaperConfig needs limit >= 1, retry_delay_s >= 0, error_sample >= 0")
+        if self.lock_timeout_s is not None and self.lock_timeout_s <= 0:
+            raise ValueError("lock_timeout_s must be positive (None: wait as long as it takes)")
+
 
 class ReapedLease(msgspec.Struct, frozen=True):
     """One expired lease the pass failed, and what became of the job."""

@@ -113,6 +113,7 @@ class WorkerPool:
         reaper_interval_s: float = 30.0,
         reaper_retry_delay_s: float = 60.0,
         reaper_batch: int = 500,
+        reaper_lock_timeout_s: float | None = 2.0,
         completion_batch: int = 200,
         completion_delay_s: float = 0.005,
         breaker: CircuitBreaker | None = None,
@@ -134,8 +135,15 @@ class WorkerPool:
         self.reaper_interval_s = reaper_interval_s
         self.reaper_retry_delay_s = reaper_retry_delay_s
         self.reaper_batch = reaper_batch
+        # A reap blocked on a lock would hold the events-table lock and stall every writer:
+        # give up on that job after reaper_lock_timeout_s (it is deferred, not lost).
         self._reaper = Reaper(
-            ledger, ReaperConfig(limit=reaper_batch, retry_delay_s=reaper_retry_delay_s)
+            ledger,
+            ReaperConfig(
+                limit=reaper_batch,
+                retry_delay_s=reaper_retry_delay_s,
+                lock_timeout_s=reaper_lock_timeout_s,
+            ),
         )
         self.define_types = define_types
         self.resources: Mapping[str, Any] = resources or {}

@@ -301,3 +301,7 @@ RETURNING notification_id
 SELECT originator_id, originator_version, topic, state FROM jl_events
 WHERE originator_id = ANY(%(originator_ids)s::uuid[])
 ORDER BY originator_id, originator_version
+
+-- name: queue_get_many
+-- Some jobs' folded states, read only (primary key).
+SELECT job_id, enqueue_seq, state FROM jl_queue WHERE job_id = ANY(%(job_ids)s::uuid[])

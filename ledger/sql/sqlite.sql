@@ -268,3 +268,8 @@ ORDER BY originator_id, originator_version
 -- name: events_insert
 -- Append stored events (jl_events primary key); the rowid is the notification id.
 INSERT INTO jl_events (originator_id, originator_version, topic, state) VALUES (?, ?, ?, ?)
+
+-- name: queue_get_many
+-- Some jobs' folded states, read only (primary key).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE job_id IN (SELECT value FROM json_each(:job_ids))

@@ -409,6 +409,20 @@ class Store(ABC):
     def _read(self, query: str, params: dict[str, Any] | None = None) -> Sequence[Any]:
         """Run a named read-only query; rows support ``row["column"]``."""
 
+    def get_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
+        """The current states of those of ``job_ids`` that exist, read without locks."""
+        if not job_ids:
+            return {}
+        states = [
+            decode_state(row["state"])
+            for row in self._read("queue_get_many", {"job_ids": self._id_param(job_ids)})
+        ]
+        return {state.job_id: state for state in states}
+
+    @abstractmethod
+    def _id_param(self, job_ids: Sequence[UUID]) -> Any:
+        """A list of job ids as the backend's queries take it."""
+
     def sync_state(self, source_id: str) -> list[SyncState]:
         """Every sync-state row of one source, by URI."""
         return [

@@ -14,6 +14,7 @@ table lock. So writers cannot deadlock on the two.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import groupby
@@ -145,9 +146,9 @@ class PostgresUnitOfWork(UnitOfWork):
             raise from_postgres(exc, self._store._where) from exc
 
     def set_lock_timeout(self, seconds: float) -> None:
-        self._cursor.execute(
-            SQL("SET LOCAL lock_timeout = {}").format(Literal(f"{int(seconds * 1000)}ms"))
-        )
+        # Round up: 0 ms would mean no timeout at all.
+        millis = max(1, math.ceil(seconds * 1000))
+        self._cursor.execute(SQL("SET LOCAL lock_timeout = {}").format(Literal(f"{millis}ms")))
 
     def _job_key(self, job_id: UUID) -> UUID:
         return job_id
@@ -276,6 +277,9 @@ class PostgresStore(Store):
         with self._cursor() as cursor:
             cursor.execute(self.sql[query], params or {})
             return cursor.fetchall()
+
+    def _id_param(self, job_ids: Sequence[UUID]) -> list[UUID]:
+        return list(job_ids)
 
     def get_job(self, job_id: UUID) -> JobState | None:
         rows = self._read("queue_get", {"job_id": job_id})

@@ -215,6 +215,9 @@ class SQLiteStore(Store):
             cursor.execute(self.sql[query], params or {})
             return list(cursor.fetchall())
 
+    def _id_param(self, job_ids: Sequence[UUID]) -> str:
+        return json.dumps([job_id.hex for job_id in job_ids])
+
     def get_job(self, job_id: UUID) -> JobState | None:
         rows = self._read("queue_get", {"job_id": job_id.hex})
         return decode_state(rows[0]["state"]) if rows else None
