@@ -17,16 +17,22 @@ import msgspec
 from ledger.codec import Record
 from ledger.events import (
     FailureKind,
+    JobCancelled,
     JobEnqueued,
     JobEvent,
     JobFailed,
     JobHeartbeated,
     JobLeased,
+    JobReleased,
     JobRetryScheduled,
     JobStageChanged,
+    JobSucceeded,
     Stage,
 )
 from ledger.state import JobState, fold
+
+# Events that end an attempt (the failure, success, release or cancel that closes it).
+_ATTEMPT_ENDS = (JobFailed, JobSucceeded, JobReleased, JobCancelled)
 
 
 class Finding(msgspec.Struct, frozen=True):
@@ -120,13 +126,26 @@ def longest_heartbeat_gap(records: Sequence[Record], now: datetime | None = None
         return Finding(name, None, "the attempt has no lease events", [])
     lease_length = _lease_length(beats[0][1])
     times = [event.at for _, event in beats]
-    if now is not None and state.lease is not None:
+    versions = [version for version, _ in beats]
+    ended = next(
+        (
+            (version, event)
+            for version, event in current
+            if isinstance(event, _ATTEMPT_ENDS) and event.at >= times[-1]
+        ),
+        None,
+    )
+    if ended is not None:
+        # The silence that ended the attempt counts too: for a reaped lease it is the point.
+        times.append(ended[1].at)
+        versions.append(ended[0])
+    elif now is not None and state.lease is not None:
         times.append(now)
     gaps = [(later - earlier, i) for i, (earlier, later) in enumerate(pairwise(times))]
     if not gaps:
         return Finding(name, 0.0, "only the claim so far; no gap to measure", [beats[0][0]])
     gap, index = max(gaps)
-    evidence = [beats[index][0]] + ([beats[index + 1][0]] if index + 1 < len(beats) else [])
+    evidence = versions[index : index + 2]
     ratio = gap / lease_length if lease_length else 0.0
     return Finding(
         name,
@@ -140,6 +159,21 @@ def longest_heartbeat_gap(records: Sequence[Record], now: datetime | None = None
 def _lease_length(event: JobEvent) -> timedelta:
     assert isinstance(event, JobLeased | JobHeartbeated)
     return event.lease_expires_at - event.at
+
+
+def recorded_started_without_renewal_heartbeat(records: Sequence[Record]) -> Finding:
+    """What the reaper recorded for the flag when it last failed this job's lease (the live
+    diagnostic above reads the *current* attempt, which may have moved on since)."""
+    name = "recorded_started_without_renewal_heartbeat"
+    for version, event in reversed(_job_events(records)):
+        if isinstance(event, JobFailed) and event.started_without_renewal_heartbeat is not None:
+            return Finding(
+                name,
+                event.started_without_renewal_heartbeat,
+                f"recorded by the reaper when it failed attempt {event.attempt}",
+                [version],
+            )
+    return Finding(name, None, "the reaper never failed this job's lease", [])
 
 
 def leases_lost(records: Sequence[Record]) -> Finding:
@@ -191,6 +225,7 @@ def diagnose(records: Sequence[Record], now: datetime | None = None) -> list[Fin
     """Every diagnostic of one job's history."""
     return [
         started_without_renewal_heartbeat(records),
+        recorded_started_without_renewal_heartbeat(records),
         longest_heartbeat_gap(records, now),
         leases_lost(records),
         retries(records),

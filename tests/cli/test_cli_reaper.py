@@ -23,6 +23,7 @@ PAST = datetime(2020, 1, 1, tzinfo=UTC)
 MISSING_JOB = "0b7c0e8e-2b8f-4a53-9c8e-3f1d2c556a11"
 FINDINGS = [
     "started_without_renewal_heartbeat",
+    "recorded_started_without_renewal_heartbeat",
     "longest_heartbeat_gap_s",
     "leases_lost",
     "retries",

@@ -11,6 +11,7 @@ from ledger.diagnostics import (
     diagnose,
     leases_lost,
     longest_heartbeat_gap,
+    recorded_started_without_renewal_heartbeat,
     retries,
     started_without_renewal_heartbeat,
     time_to_first_lease,
@@ -62,7 +63,13 @@ class History:
         return self
 
     def reap(self, t: float) -> History:
-        self._add(*decide.decide_reap(self.state, self.at(t), retry_delay_s=5))
+        """As the reaper does it: the flag derived from the history so far."""
+        flag = bool(started_without_renewal_heartbeat(self.records).value)
+        self._add(
+            *decide.decide_reap(
+                self.state, self.at(t), retry_delay_s=5, started_without_renewal_heartbeat=flag
+            )
+        )
         return self
 
     def fail(self, t: float) -> History:
@@ -126,6 +133,24 @@ def test_longest_gap_includes_the_silence_until_now_for_a_live_lease() -> None:
     assert finding.value == 45.0
 
 
+def test_the_silence_that_got_a_lease_reaped_counts_as_a_gap() -> None:
+    """Claimed at 0, one heartbeat at 10, reaped at 100: the longest gap is 90 s (to the
+    reaper's job_failed), not the 10 s before the last renewal."""
+    history = History().lease(0).beat(10).reap(100)
+    finding = longest_heartbeat_gap(history.records)
+    assert finding.value == 90.0 and finding.evidence == [3, 4]
+
+
+def test_the_flag_the_reaper_recorded_is_reported_after_the_job_moved_on() -> None:
+    """After a reaped running attempt and a new claim, the live flag is false but the
+    recorded one is true, citing the reaper's job_failed."""
+    history = History().lease(0).running(1).reap(40).lease(50)
+    assert started_without_renewal_heartbeat(history.records).value is False
+    finding = recorded_started_without_renewal_heartbeat(history.records)
+    assert finding.value is True and finding.evidence == [4]
+    assert recorded_started_without_renewal_heartbeat(History().records).value is None
+
+
 def test_leases_lost_counts_lease_expired_failures_in_earlier_attempts() -> None:
     """Two reaped attempts and a normal failure: two leases lost."""
     history = History().lease(0).reap(31).lease(40).fail(41).lease(70).reap(101)
@@ -149,10 +174,11 @@ def test_time_from_enqueue_to_first_lease() -> None:
 
 
 def test_diagnose_returns_every_finding() -> None:
-    """One call gives all five diagnostics by name."""
+    """One call gives all six diagnostics by name."""
     names = [f.name for f in diagnose(History().lease(0).records)]
     assert names == [
         "started_without_renewal_heartbeat",
+        "recorded_started_without_renewal_heartbeat",
         "longest_heartbeat_gap_s",
         "leases_lost",
         "retries",
