@@ -48,7 +48,8 @@ class BatchCompleter:
         return self._task is not None and not self._task.done()
 
     def submit(self, outcome: Outcome) -> asyncio.Future[JobState | None]:
-        """Queue an outcome; the future gives the job's new state, or ``None`` if fenced out."""
+        """Queue an outcome; the future gives the job's new state, or ``None`` if it was not
+        recorded (fenced out, or the flush gave up)."""
         future: asyncio.Future[JobState | None] = asyncio.get_running_loop().create_future()
         self._pending.append((outcome, future))
         self._ready.set()
@@ -126,8 +127,15 @@ class BatchCompleter:
             except Exception as exc:  # a refusal or a bug: retrying cannot help
                 error = exc
                 break
-        log.error("completion flush gave up; the jobs stay leased for the reaper: %s", error)
+        log.error(
+            "completion flush gave up on %d outcomes; the jobs stay leased for the reaper: %s",
+            len(batch),
+            error,
+        )
         for _, future in batch:
-            if not future.done() and error is not None:
-                future.set_exception(error)
+            if not future.done():
+                # "Not recorded", like a fenced-out outcome: the jobs stay leased and the
+                # reaper retries them. (Workers do not await these futures, so an exception
+                # set here would only be logged again, once per job, as never retrieved.)
+                future.set_result(None)
         return None
