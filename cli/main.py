@@ -6,7 +6,19 @@ from typing import Any
 
 import click
 
-from cli import bench, database, demo, diagnose, job_types, jobs, reaper, worker
+from cli import (
+    bench,
+    database,
+    demo,
+    diagnose,
+    dlq,
+    job_types,
+    jobs,
+    projections,
+    reaper,
+    sync,
+    worker,
+)
 from cli.database import Settings
 from cli.errors import one_line_errors
 from ledger.config import DEFAULT_DATABASE, ENV_VAR, resolve_url
@@ -66,9 +78,12 @@ for command in (
     jobs.history,
     reaper.reap,
     diagnose.diagnose,
+    sync.sync_state,
+    dlq.dlq,
     worker.worker,
     demo.demo,
     bench.bench,
+    projections.projections,
 ):
     cli.add_command(command)
 

@@ -43,9 +43,11 @@ from ledger.events import (
     JobTypeUpdated,
     Subject,
 )
+from ledger.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.state import JobState, Lease, evolve, fold
 from ledger.store.base import Store, UnitOfWork
 from projections.dead_letters import DeadLetter
+from projections.rebuilder import Progress, Rebuilder
 from projections.sync_state import SyncState
 
 DEFAULT_LEASE_S = 30.0
@@ -111,6 +113,8 @@ class Ledger:
         self.auto_define = auto_define
         self.created = False
         """Whether :meth:`open` with ``create`` had to create the tables."""
+        self.rebuilt: list[str] = []
+        """The stale projections :meth:`open` with ``create`` rebuilt."""
         self._jitter = jitter
         self._new_id = new_id
 
@@ -135,11 +139,14 @@ class Ledger:
             created = store.initialise() if create else False
             if not create:
                 store.check_initialised()
+            # init also rebuilds the projections whose schema version changed (logged).
+            rebuilt = Rebuilder(store).refresh() if create else []
         except BaseException:
             store.close()
             raise
         opened = cls(store, clock=clock, auto_define=auto_define)
         opened.created = created
+        opened.rebuilt = rebuilt
         return opened
 
     def close(self) -> None:
@@ -591,9 +598,48 @@ class Ledger:
         """Every URI the source's sync state has a row for."""
         return {row.uri for row in self.store.sync_state(source_id)}
 
+    def sync_source(
+        self, source_id: str, listing: Listing, *, job_type: str, org: str | None = None
+    ) -> SourceSync:
+        """Diff a complete listing of source ``source_id`` against its sync state (see
+        :func:`ledger.sources.diff_source`) and enqueue a ``job_type`` job per upsert and
+        delete, in one :meth:`enqueue_many` transaction (all or none).
+
+        Upsert subjects carry the listing's revision; payloads are empty (the subject says
+        what to do). A change whose subject already has a live job is not enqueued but
+        reported in ``skipped``: that job will settle the URI, and the next poll decides
+        again. The sync state is read once, before the enqueue: a job that succeeds in
+        between can at worst cause a redundant job, and the next poll sees what it hid.
+        """
+        rows = self.store.sync_state(source_id)  # one read: snapshot and known URIs agree
+        diff = diff_source(
+            source_id,
+            listing,
+            snapshot={row.uri: row.revision for row in rows if row.revision is not None},
+            known={row.uri for row in rows},
+        )
+        changes = diff.changes
+        requests = [
+            EnqueueRequest(job_type=job_type, org=org, subject=decision.subject(source_id))
+            for decision in changes
+        ]
+        enqueued: list[SyncJob] = []
+        skipped: list[SourceDecision] = []
+        for decision, job_id in zip(changes, self.enqueue_many(requests), strict=True):
+            if job_id is None:
+                skipped.append(decision)
+            else:
+                enqueued.append(SyncJob(decision, job_id))
+        return SourceSync(diff, enqueued, skipped)
+
     def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
         """Dead jobs (optionally of one type), oldest death first."""
         return self.store.dead_letters(job_type)
+
+    def projections(self, *, progress: Progress | None = None) -> Rebuilder:
+        """Rebuild, verify and status of the views (see :mod:`projections.rebuilder`);
+        ``progress(phase, done, total)`` is called as the work advances."""
+        return Rebuilder(self.store, progress=progress)
 
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after this process commits work that may be claimable."""

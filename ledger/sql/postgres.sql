@@ -305,3 +305,24 @@ ORDER BY originator_id, originator_version
 -- name: queue_get_many
 -- Some jobs' folded states, read only (primary key).
 SELECT job_id, enqueue_seq, state FROM jl_queue WHERE job_id = ANY(%(job_ids)s::uuid[])
+
+-- name: meta_set
+-- Write a marker value, replacing any (projection versions after a rebuild).
+INSERT INTO jl_meta (key, value) VALUES (%(key)s, %(value)s)
+ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+
+-- name: meta_all
+-- Every marker value (schema and projection versions).
+SELECT key, value FROM jl_meta ORDER BY key
+
+-- name: events_after
+-- The next stored events after a position, in notification order (jl_events notification-id
+-- index); rebuild and verify page through the history with it.
+SELECT notification_id, originator_id, originator_version, topic, state FROM jl_events
+WHERE notification_id > %(position)s
+ORDER BY notification_id
+LIMIT %(limit)s
+
+-- name: events_head
+-- The newest notification id this transaction sees (0: none).
+SELECT coalesce(max(notification_id), 0) AS head FROM jl_events

@@ -273,3 +273,25 @@ INSERT INTO jl_events (originator_id, originator_version, topic, state) VALUES (
 -- Some jobs' folded states, read only (primary key).
 SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+
+-- name: meta_set
+-- Write a marker value, replacing any (projection versions after a rebuild).
+INSERT INTO jl_meta (key, value) VALUES (:key, :value)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+
+-- name: meta_all
+-- Every marker value (schema and projection versions).
+SELECT key, value FROM jl_meta ORDER BY key
+
+-- name: events_after
+-- The next stored events after a position, in notification order (jl_events rowid);
+-- rebuild and verify page through the history with it.
+SELECT rowid AS notification_id, originator_id, originator_version, topic, state
+FROM jl_events
+WHERE rowid > :position
+ORDER BY rowid
+LIMIT :limit
+
+-- name: events_head
+-- The newest notification id this transaction sees (0: none).
+SELECT coalesce(max(rowid), 0) AS head FROM jl_events

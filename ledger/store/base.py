@@ -21,14 +21,12 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID, uuid5
 
-import msgspec
 from eventsourcing.persistence import StoredEvent
 
 from ledger.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.errors import DatabaseNotInitialisedError, DatabaseUnusableError
 from ledger.events import (
     Event,
-    JobDefinition,
     JobEnqueued,
     JobEvent,
     JobReleased,
@@ -36,9 +34,11 @@ from ledger.events import (
     JobRetryScheduled,
 )
 from ledger.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.store.views import ViewTables
 from ledger.times import from_us, to_us
 from projections import dead_letters, sync_state
 from projections.dead_letters import DeadLetter
+from projections.definitions import decode_definition, definition_row
 from projections.queue import decode_state, queue_row
 from projections.sync_state import SyncState
 from projections.writes import ViewWrite
@@ -55,9 +55,6 @@ JOB_TYPE_NAMESPACE = UUID("6f3c1d0e-7a52-4c8e-9b1e-4a8f2f1d2c55")
 # Events after which a job may be claimable: they wake idle workers.
 _MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
 
-_definition_encoder = msgspec.msgpack.Encoder()
-_definition_decoder = msgspec.msgpack.Decoder(JobDefinition)
-
 
 def job_type_stream_id(job_type: str) -> UUID:
     """The originator id of a job type's definition stream (stable across databases)."""
@@ -65,7 +62,7 @@ def job_type_stream_id(job_type: str) -> UUID:
 
 
 def decode_definition_row(state: bytes, stream_version: int) -> DefinitionState:
-    return DefinitionState(_definition_decoder.decode(state), stream_version)
+    return DefinitionState(decode_definition(state), stream_version)
 
 
 class LoadedJob(NamedTuple):
@@ -351,15 +348,7 @@ class UnitOfWork(ABC):
     def _write_definition_rows(self, definitions: dict[str, DefinitionState]) -> None:
         rows = []
         for job_type, definition in definitions.items():
-            rows.append(
-                {
-                    "job_type": job_type,
-                    "enabled": definition.definition.enabled,
-                    "version": definition.definition.version,
-                    "stream_version": definition.version,
-                    "state": _definition_encoder.encode(definition.definition),
-                }
-            )
+            rows.append(definition_row(definition))
             self._definitions[job_type] = definition
         self._write_definitions(rows)
 
@@ -457,6 +446,11 @@ class Store(ABC):
                 )
             )
         return letters
+
+    @abstractmethod
+    def view_tables(self, *, write: bool) -> AbstractContextManager[ViewTables]:
+        """One transaction for rebuild and verify: without ``write`` a consistent read-only
+        snapshot of the events and views; with it a write transaction."""
 
     @abstractmethod
     def get_job(self, job_id: UUID) -> JobState | None: ...

@@ -25,8 +25,8 @@ import psycopg
 from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
-from psycopg.rows import DictRow
-from psycopg.sql import SQL, Literal
+from psycopg.rows import DictRow, tuple_row
+from psycopg.sql import SQL, Composable, Identifier, Literal, Placeholder
 
 from ledger.codec import EventCodec
 from ledger.errors import LedgerError, StoreError
@@ -41,7 +41,17 @@ from ledger.store.base import (
 )
 from ledger.store.errors import from_postgres
 from ledger.store.queries import load, schema_statements
+from ledger.store.views import (
+    StoredRow,
+    ViewTables,
+    index_names,
+    projection_schema,
+    shadow,
+    to_shadow,
+)
+from projections.catalog import Projection
 from projections.queue import decode_state
+from projections.replay import Key, Row
 from projections.writes import ViewWrite
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
@@ -163,6 +173,163 @@ class PostgresUnitOfWork(UnitOfWork):
             self._appends_serialised = True
 
 
+# Array casts for the column types the views use (spliced into SQL, so a fixed set).
+_ARRAY_TYPES: dict[str, Composable] = {
+    name: SQL(name + "[]")  # from this fixed set only
+    for name in ("uuid", "text", "integer", "bigint", "bytea", "boolean")
+}
+
+
+class PostgresViewTables(ViewTables):
+    """Rebuild and verify on PostgreSQL: reads run in one ``REPEATABLE READ READ ONLY``
+    snapshot; writes run at READ COMMITTED, and the swap locks the events table, then the
+    live tables (see :meth:`lock_for_swap`)."""
+
+    def __init__(self, store: PostgresStore, cursor: psycopg.Cursor[DictRow]) -> None:
+        super().__init__(store.codec)
+        self._store = store
+        self._cursor = cursor
+        self._sql = store.sql
+
+    def head(self) -> int:
+        self._cursor.execute(self._sql["events_head"])
+        row = self._cursor.fetchone()
+        assert row is not None
+        return int(row["head"])
+
+    def _events_after(self, position: int, limit: int) -> list[StoredRow]:
+        # Binary results: bytea arrives as raw bytes instead of hex text to parse.
+        self._cursor.execute(
+            self._sql["events_after"],
+            {"position": position, "limit": limit},
+            prepare=True,
+            binary=True,
+        )
+        return [
+            (
+                row["notification_id"],
+                row["originator_id"],
+                row["originator_version"],
+                row["topic"],
+                bytes(row["state"]),
+            )
+            for row in self._cursor.fetchall()
+        ]
+
+    def _uuid(self, stored: Any) -> UUID:
+        assert isinstance(stored, UUID)
+        return stored
+
+    def live_rows(self, projection: Projection) -> Iterator[Row]:
+        query = SQL("SELECT {} FROM {}").format(
+            SQL(", ").join(Identifier(c) for c in projection.columns), Identifier(projection.table)
+        )
+        # A server-side cursor: the rows stream in batches instead of all at once.
+        connection = self._cursor.connection
+        with connection.cursor(name=f"jl_rows_{projection.name}", row_factory=tuple_row) as rows:
+            rows.itersize = 10_000
+            rows.execute(query)
+            for row in rows:
+                values = dict(zip(projection.columns, row, strict=True))
+                for column, value in values.items():
+                    if isinstance(value, memoryview):
+                        values[column] = bytes(value)
+                yield values
+
+    def meta(self) -> dict[str, str]:
+        self._cursor.execute(self._sql["meta_all"])
+        return {row["key"]: row["value"] for row in self._cursor.fetchall()}
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._cursor.execute(self._sql["meta_set"], {"key": key, "value": value})
+
+    def create_shadow(self, projection: Projection) -> None:
+        self.drop_shadow(projection)
+        table, _ = projection_schema("postgres", projection)
+        self._cursor.execute(to_shadow(table, projection).encode())
+
+    def index_shadow(self, projection: Projection) -> None:
+        """Build the shadow's indexes (under shadow names) after the load, and analyse it,
+        outside the swap's locks."""
+        _, indexes = projection_schema("postgres", projection)
+        for statement in indexes:
+            self._cursor.execute(to_shadow(statement, projection).encode())
+        self._cursor.execute(SQL("ANALYZE {}").format(Identifier(shadow(projection.table))))
+
+    def _column_types(self, table: str) -> dict[str, Composable]:
+        self._cursor.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute"
+            " WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
+            (table,),
+        )
+        return {row["attname"]: _ARRAY_TYPES[row["type"]] for row in self._cursor.fetchall()}
+
+    def insert_shadow(self, projection: Projection, rows: list[Row]) -> None:
+        # One statement per chunk with one binary array per column, like queue_insert.
+        if not rows:
+            return
+        types = self._column_types(projection.table)
+        columns = projection.columns
+        query = SQL("INSERT INTO {} ({}) SELECT * FROM unnest({})").format(
+            Identifier(shadow(projection.table)),
+            SQL(", ").join(Identifier(c) for c in columns),
+            SQL(", ").join(
+                SQL("{}::{}").format(Placeholder(c, format="b"), types[c]) for c in columns
+            ),
+        )
+        self._cursor.execute(query, {c: [row[c] for row in rows] for c in columns})
+
+    def delete_shadow(self, projection: Projection, keys: list[Key]) -> None:
+        if not keys:
+            return
+        types = self._column_types(projection.table)
+        query = SQL("DELETE FROM {} AS t USING unnest({}) AS d({}) WHERE {}").format(
+            Identifier(shadow(projection.table)),
+            SQL(", ").join(
+                SQL("{}::{}").format(Placeholder(c, format="b"), types[c]) for c in projection.key
+            ),
+            SQL(", ").join(Identifier(c) for c in projection.key),
+            SQL(" AND ").join(SQL("t.{0} = d.{0}").format(Identifier(c)) for c in projection.key),
+        )
+        self._cursor.execute(
+            query, {c: [key[i] for key in keys] for i, c in enumerate(projection.key)}
+        )
+
+    def lock_for_swap(self, projections: Sequence[Projection], timeout_s: float) -> None:
+        """The events-table lock first (appenders wait), then ``ACCESS EXCLUSIVE`` on the live
+        tables within ``timeout_s``.
+
+        A writer that locked queue rows before asking for the events lock now waits on us
+        while we wait on it: a deadlock. Keeping ``timeout_s`` below ``deadlock_timeout``
+        (1 s) makes the rebuild, not the writer, give up (``store.busy``); it retries."""
+        self._store.recorder._lock_table(self._cursor)
+        millis = max(1, math.ceil(timeout_s * 1000))
+        self._cursor.execute(SQL("SET LOCAL lock_timeout = {}").format(Literal(f"{millis}ms")))
+        tables = SQL(", ").join(Identifier(p.table) for p in projections)
+        self._cursor.execute(SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(tables))
+        self._cursor.execute("SET LOCAL lock_timeout = 0")
+
+    def swap(self, projection: Projection) -> None:
+        live = projection.table
+        old = live + "__old"
+        execute = self._cursor.execute
+        execute(SQL("ALTER TABLE {} RENAME TO {}").format(Identifier(live), Identifier(old)))
+        execute(
+            SQL("ALTER TABLE {} RENAME TO {}").format(Identifier(shadow(live)), Identifier(live))
+        )
+        execute(SQL("DROP TABLE {}").format(Identifier(old)))
+        _, indexes = projection_schema("postgres", projection)
+        rename = SQL("ALTER INDEX {} RENAME TO {}")
+        execute(rename.format(Identifier(f"{shadow(live)}_pkey"), Identifier(f"{live}_pkey")))
+        for name in index_names(indexes):
+            execute(rename.format(Identifier(shadow(name)), Identifier(name)))
+
+    def drop_shadow(self, projection: Projection) -> None:
+        self._cursor.execute(
+            SQL("DROP TABLE IF EXISTS {}").format(Identifier(shadow(projection.table)))
+        )
+
+
 class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # untyped base
     """eventsourcing's recorder with a faster append.
 
@@ -280,6 +447,13 @@ class PostgresStore(Store):
 
     def _id_param(self, job_ids: Sequence[UUID]) -> list[UUID]:
         return list(job_ids)
+
+    @contextmanager
+    def view_tables(self, *, write: bool) -> Iterator[PostgresViewTables]:
+        with self._cursor() as cursor:
+            if not write:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield PostgresViewTables(self, cursor)
 
     def get_job(self, job_id: UUID) -> JobState | None:
         rows = self._read("queue_get", {"job_id": job_id})

@@ -37,7 +37,19 @@ from ledger.store.base import (
 )
 from ledger.store.errors import from_sqlite
 from ledger.store.queries import load, schema_statements
+from ledger.store.views import (
+    StoredRow,
+    ViewTables,
+    index_names,
+    projection_schema,
+    safe_column,
+    safe_name,
+    shadow,
+    to_shadow,
+)
+from projections.catalog import Projection
 from projections.queue import decode_state
+from projections.replay import Key, Row
 from projections.writes import ViewWrite
 
 BUSY_TIMEOUT_S = 30
@@ -132,6 +144,100 @@ class SQLiteUnitOfWork(UnitOfWork):
         """Nothing to do: ``BEGIN IMMEDIATE`` already holds the database's write lock."""
 
 
+class SQLiteViewTables(ViewTables):
+    """Rebuild and verify on SQLite: a deferred ``BEGIN`` reads a WAL snapshot; a write is
+    ``BEGIN IMMEDIATE``, which already excludes every other writer (so
+    :meth:`lock_for_swap` has nothing to take)."""
+
+    def __init__(self, store: SQLiteStore, cursor: SQLiteCursor) -> None:
+        super().__init__(store.codec)
+        self._cursor = cursor
+        self._sql = store.sql
+
+    def head(self) -> int:
+        self._cursor.execute(self._sql["events_head"])
+        return int(self._cursor.fetchone()["head"])
+
+    def _events_after(self, position: int, limit: int) -> list[StoredRow]:
+        self._cursor.execute(self._sql["events_after"], {"position": position, "limit": limit})
+        return [(row[0], row[1], row[2], row[3], row[4]) for row in self._cursor.fetchall()]
+
+    def _uuid(self, stored: Any) -> UUID:
+        return UUID(stored)
+
+    def live_rows(self, projection: Projection) -> Iterator[Row]:
+        columns = ", ".join(safe_column(c) for c in projection.columns)
+        self._cursor.execute(f"SELECT {columns} FROM {safe_name(projection.table)}")
+        cursor = self._cursor.sqlite_cursor  # eventsourcing's wrapper has no fetchmany
+        while batch := cursor.fetchmany(10_000):
+            for row in batch:
+                values = dict(zip(projection.columns, row, strict=True))
+                if "job_id" in values:
+                    values["job_id"] = UUID(values["job_id"])
+                if "enabled" in values:
+                    values["enabled"] = bool(values["enabled"])
+                yield values
+
+    def meta(self) -> dict[str, str]:
+        self._cursor.execute(self._sql["meta_all"])
+        return {row["key"]: row["value"] for row in self._cursor.fetchall()}
+
+    def set_meta(self, key: str, value: str) -> None:
+        self._cursor.execute(self._sql["meta_set"], {"key": key, "value": value})
+
+    def create_shadow(self, projection: Projection) -> None:
+        self.drop_shadow(projection)
+        table, _ = projection_schema("sqlite", projection)
+        self._cursor.execute(to_shadow(table, projection))
+
+    def index_shadow(self, projection: Projection) -> None:
+        """Nothing yet: SQLite cannot rename an index, so :meth:`swap` builds them."""
+
+    def insert_shadow(self, projection: Projection, rows: list[Row]) -> None:
+        if not rows:
+            return
+        columns = projection.columns
+        names = ", ".join(safe_column(c) for c in columns)
+        marks = ", ".join("?" for _ in columns)
+        self._cursor.executemany(
+            f"INSERT INTO {shadow(safe_name(projection.table))} ({names}) VALUES ({marks})",
+            [tuple(_stored(row[c]) for c in columns) for row in rows],
+        )
+
+    def delete_shadow(self, projection: Projection, keys: list[Key]) -> None:
+        if not keys:
+            return
+        where = " AND ".join(f"{safe_column(c)} = ?" for c in projection.key)
+        self._cursor.executemany(
+            f"DELETE FROM {shadow(safe_name(projection.table))} WHERE {where}",
+            [tuple(_stored(v) for v in key) for key in keys],
+        )
+
+    def lock_for_swap(self, projections: Sequence[Projection], timeout_s: float) -> None:
+        """Nothing to take: ``BEGIN IMMEDIATE`` holds the database's write lock."""
+
+    def swap(self, projection: Projection) -> None:
+        live = safe_name(projection.table)
+        self._cursor.execute(f"ALTER TABLE {live} RENAME TO {live}__old")
+        self._cursor.execute(f"ALTER TABLE {shadow(live)} RENAME TO {live}")
+        self._cursor.execute(f"DROP TABLE {live}__old")
+        # The old table's indexes went with it; build the shadow's under their live names.
+        _, indexes = projection_schema("sqlite", projection)
+        for statement in indexes:
+            self._cursor.execute(statement)
+
+    def drop_shadow(self, projection: Projection) -> None:
+        self._cursor.execute(f"DROP TABLE IF EXISTS {shadow(safe_name(projection.table))}")
+        _, indexes = projection_schema("sqlite", projection)
+        for name in index_names(indexes):
+            self._cursor.execute(f"DROP INDEX IF EXISTS {shadow(name)}")
+
+
+def _stored(value: Any) -> Any:
+    """A replay value as SQLite stores it (job ids as 32-hex text)."""
+    return value.hex if isinstance(value, UUID) else value
+
+
 def _from_persistence(exc: PersistenceError, where: str) -> LedgerError:
     cause = exc.__cause__
     if isinstance(cause, sqlite3.Error):
@@ -217,6 +323,11 @@ class SQLiteStore(Store):
 
     def _id_param(self, job_ids: Sequence[UUID]) -> str:
         return json.dumps([job_id.hex for job_id in job_ids])
+
+    @contextmanager
+    def view_tables(self, *, write: bool) -> Iterator[SQLiteViewTables]:
+        with self._connection(writer=write) as cursor:
+            yield SQLiteViewTables(self, cursor)
 
     def get_job(self, job_id: UUID) -> JobState | None:
         rows = self._read("queue_get", {"job_id": job_id.hex})

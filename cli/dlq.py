@@ -1,0 +1,199 @@
+"""``jobledger dlq``: list the dead jobs; ``jobledger dlq requeue``: give them a new run.
+
+``dlq`` is a group whose default (no subcommand) lists, so the everyday question, "what died?",
+is the shortest command, and the one that writes, ``requeue``, has to be named.
+"""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+import click
+import msgspec
+
+from cli import params
+from cli.database import Settings, open_ledger
+from cli.errors import RefusedError
+from cli.jobs import PAYLOAD_PREVIEW
+from cli.render import MISSING, compact_json, echo_json, json_option, plain, table, when
+from ledger import Ledger, LedgerError, Subject
+from ledger.events import JSON
+from projections.dead_letters import DeadLetter
+
+DEFAULT_REASON = "requeued by operator"
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else MISSING
+
+
+def _subject_text(subject: Subject | None) -> str:
+    if subject is None:
+        return MISSING
+    return f"{subject.op} {subject.source_id} {subject.uri}"
+
+
+def _letter_row(letter: DeadLetter) -> list[str]:
+    job = letter.snapshot
+    return [
+        str(letter.job_id),
+        letter.job_type,
+        job.org or MISSING,
+        _subject_text(job.subject),
+        when(letter.dead_at),
+        f"{letter.failure.code}: {_first_line(letter.failure.message)}",
+        str(job.run_number),
+        f"{job.attempt}/{job.max_attempts}",
+        compact_json(job.payload, PAYLOAD_PREVIEW),
+    ]
+
+
+def _letter_json(letter: DeadLetter) -> dict[str, JSON]:
+    job = letter.snapshot
+    return {
+        "job_id": str(letter.job_id),
+        "job_type": letter.job_type,
+        "org": job.org,
+        "subject": plain(job.subject),
+        "dead_at": plain(letter.dead_at),
+        "failure": plain(letter.failure),
+        "run_number": job.run_number,
+        "attempt": job.attempt,
+        "max_attempts": job.max_attempts,
+        "payload": job.payload,
+        "checkpoint": job.checkpoint,
+    }
+
+
+@click.group(invoke_without_command=True)
+@click.option("--type", "job_type", metavar="TYPE", help="Only dead jobs of this type.")
+@json_option
+@click.pass_context
+def dlq(ctx: click.Context, *, job_type: str | None, as_json: bool) -> None:
+    """List the dead jobs (the dead-letter queue), oldest death first.
+
+    With a subcommand (requeue), that command runs instead; give its options after it.
+    """
+    if ctx.invoked_subcommand is not None:
+        if job_type is not None or as_json:
+            raise click.UsageError(
+                f"--type and --json go after the subcommand: "
+                f"'dlq {ctx.invoked_subcommand} … --type TYPE --json'"
+            )
+        return
+    settings: Settings = ctx.obj
+    with open_ledger(settings.url) as ledger:
+        letters = ledger.dead_letters(job_type)
+    if as_json:
+        echo_json([_letter_json(letter) for letter in letters])
+    elif not letters:
+        click.echo("no dead jobs" if job_type is None else f"no dead jobs of type {job_type!r}")
+    else:
+        headers = [
+            "JOB", "TYPE", "ORG", "SUBJECT", "DEAD AT", "FAILURE", "RUN", "ATTEMPTS", "PAYLOAD",
+        ]  # fmt: skip
+        click.echo(table(headers, [_letter_row(letter) for letter in letters]))
+
+
+class Requeued(msgspec.Struct, frozen=True):
+    """A dead job that started a new run."""
+
+    job_id: UUID
+    job_type: str
+    run_number: int
+
+
+class Refused(msgspec.Struct, frozen=True):
+    """A job the ledger would not requeue, and why (its error's stable code)."""
+
+    job_id: UUID
+    job_type: str
+    code: str
+    message: str
+
+
+class RequeueReport(msgspec.Struct):
+    requeued: list[Requeued]
+    refused: list[Refused]
+
+
+def _requeue_all(ledger: Ledger, letters: list[DeadLetter], reason: str) -> RequeueReport:
+    """Requeue each dead job in its own transaction, so one refusal stops no other."""
+    report = RequeueReport(requeued=[], refused=[])
+    for letter in letters:
+        try:
+            state = ledger.requeue(letter.job_id, reason=reason)
+        except LedgerError as error:
+            report.refused.append(
+                Refused(letter.job_id, letter.job_type, error.code, error.message)
+            )
+        else:
+            report.requeued.append(Requeued(state.job_id, state.job_type, state.run_number))
+    return report
+
+
+def _report_text(report: RequeueReport) -> str:
+    done, refused = len(report.requeued), len(report.refused)
+    summary = f"requeued {done} of {done + refused} dead job(s), {refused} refused"
+    rows = [[str(r.job_id), r.job_type, "requeued", f"run {r.run_number}"] for r in report.requeued]
+    rows += [
+        [str(r.job_id), r.job_type, "refused", f"{r.code}: {r.message}"] for r in report.refused
+    ]
+    return f"{summary}\n{table(['JOB', 'TYPE', 'OUTCOME', 'DETAIL'], rows)}"
+
+
+def _optional_job_id(ctx: click.Context, param: click.Parameter, value: str | None) -> UUID | None:
+    return None if value is None else params.job_id(ctx, param, value)
+
+
+@dlq.command()
+@click.argument("job", required=False, callback=_optional_job_id)
+@click.option(
+    "--all", "requeue_all", is_flag=True, help="Requeue every dead job, oldest death first."
+)
+@click.option("--type", "job_type", metavar="TYPE", help="With --all: only dead jobs of this type.")
+@click.option(
+    "--reason",
+    default=DEFAULT_REASON,
+    show_default=True,
+    help="Recorded in each job_requeued event.",
+)
+@json_option
+@click.pass_obj
+def requeue(
+    settings: Settings,
+    *,
+    job: UUID | None,
+    requeue_all: bool,
+    job_type: str | None,
+    reason: str,
+    as_json: bool,
+) -> None:
+    """Start a new run of dead job JOB, or of every dead job with --all.
+
+    With JOB, a refusal (not dead, unknown, its subject has another live job) is an error.
+    With --all, each job is requeued on its own and reported as requeued or refused with its
+    error code; the exit code is 1 if any was refused.
+    """
+    if (job is None) == (not requeue_all):
+        raise click.UsageError("give JOB or --all, not both" if job else "give JOB or --all")
+    if job_type is not None and not requeue_all:
+        raise click.UsageError("--type needs --all")
+    with open_ledger(settings.url) as ledger:
+        if job is not None:
+            state = ledger.requeue(job, reason=reason)  # a refusal is the command's error
+            report = RequeueReport([Requeued(state.job_id, state.job_type, state.run_number)], [])
+        else:
+            report = _requeue_all(ledger, ledger.dead_letters(job_type), reason)
+    if as_json:
+        echo_json(plain(report))
+    elif job is not None:
+        click.echo(f"requeued {job} (run {report.requeued[0].run_number})")
+    elif not report.requeued and not report.refused:
+        click.echo("no dead jobs" if job_type is None else f"no dead jobs of type {job_type!r}")
+    else:
+        click.echo(_report_text(report))
+    if report.refused:
+        total = len(report.requeued) + len(report.refused)
+        raise RefusedError(f"{len(report.refused)} of {total} dead job(s) refused requeue")

@@ -1,0 +1,165 @@
+"""``jobledger projections``: list, status, rebuild and verify the views derived from history."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from cli.database import Settings, open_ledger
+from cli.render import MISSING, compact_json, echo_json, json_option, plain, table
+from projections.catalog import BY_NAME, PROJECTIONS
+from projections.diff import VerifyReport, ViewReport
+
+NAMES = click.Choice(list(BY_NAME))
+DRIFT_EXIT = 1
+"""``verify`` exits with this when any view drifted (a refused command also exits 1)."""
+
+
+class ProgressBars:
+    """``progress(phase, done, total)`` as one click progress bar per phase, on stderr."""
+
+    def __init__(self) -> None:
+        self._phase: str | None = None
+        self._bar: Any = None  # click's ProgressBar, entered by hand across calls
+        self._done = 0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if phase != self._phase:
+            self.close()
+            self._phase, self._done = phase, 0
+            bar = click.progressbar(length=max(total, 1), label=phase.ljust(20), file=sys.stderr)
+            self._bar = bar.__enter__()
+        self._bar.update(max(0, done - self._done))
+        self._done = done
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+            self._phase = None
+
+
+@click.group()
+def projections() -> None:
+    """Rebuild, verify and inspect the views (projections) derived from the history."""
+
+
+@projections.command(name="list")
+@json_option
+def list_projections(as_json: bool) -> None:
+    """The projections this code defines: name, mode, schema version, tables."""
+    if as_json:
+        echo_json(
+            [
+                {
+                    "name": p.name,
+                    "mode": p.mode,
+                    "version": p.version,
+                    "tables": [p.table],
+                    "description": p.description,
+                }
+                for p in PROJECTIONS
+            ]
+        )
+        return
+    rows = [[p.name, p.mode, str(p.version), p.table, p.description] for p in PROJECTIONS]
+    click.echo(table(["NAME", "MODE", "VERSION", "TABLE", "DESCRIPTION"], rows))
+
+
+@projections.command()
+@json_option
+@click.pass_obj
+def status(settings: Settings, as_json: bool) -> None:
+    """Each projection's schema version (code and recorded), position and lag."""
+    with open_ledger(settings.url) as ledger:
+        statuses = ledger.projections().status()
+    if as_json:
+        echo_json(plain(statuses))
+        return
+    rows = [
+        [
+            s.name,
+            s.mode,
+            str(s.code_version),
+            MISSING if s.recorded_version is None else str(s.recorded_version),
+            "stale" if s.stale else "current",
+            str(s.position),
+            str(s.lag),
+        ]
+        for s in statuses
+    ]
+    headers = ["NAME", "MODE", "CODE", "RECORDED", "STATE", "POSITION", "LAG"]
+    click.echo(table(headers, rows))
+    if any(s.stale for s in statuses):
+        click.echo("stale projections are rebuilt by `jobledger init`", err=True)
+
+
+@projections.command()
+@click.argument("names", nargs=-1, type=NAMES)
+@click.option("--all", "all_", is_flag=True, help="Rebuild every projection.")
+@json_option
+@click.pass_obj
+def rebuild(settings: Settings, names: tuple[str, ...], all_: bool, as_json: bool) -> None:
+    """Rebuild NAME… (or --all) from the history into shadow tables and swap them in."""
+    if bool(names) == all_:
+        raise click.UsageError("name the projections to rebuild, or pass --all")
+    bars = ProgressBars()
+    try:
+        with open_ledger(settings.url) as ledger:
+            report = ledger.projections(progress=bars).rebuild(None if all_ else list(names))
+    finally:
+        bars.close()
+    if as_json:
+        echo_json(plain(report))
+        return
+    rate = report.events / report.seconds if report.seconds > 0 else 0.0
+    rows = ", ".join(f"{name} {count}" for name, count in report.rows.items())
+    click.echo(
+        f"rebuilt {', '.join(report.names)} to position {report.position}: "
+        f"{report.events} events in {report.seconds:.2f}s ({rate:,.0f} events/s); rows: {rows}"
+    )
+
+
+def _view_text(view: ViewReport) -> list[str]:
+    verdict = "ok" if view.clean else f"DRIFT in {view.drift_count} row(s)"
+    lines = [f"{view.name}  {verdict}  ({view.expected_rows} expected, {view.live_rows} live)"]
+    for drift in view.drift:
+        key = ", ".join(str(part) for part in drift.key)
+        lines.append(f"  {drift.kind} {view.table} [{key}]")
+        for column in drift.columns:
+            lines.append(
+                f"    {column.column}: expected {compact_json(column.expected, 80)}, "
+                f"live {compact_json(column.live, 80)}"
+            )
+    if view.drift_count > len(view.drift):
+        lines.append(f"  … and {view.drift_count - len(view.drift)} more")
+    return lines
+
+
+def _report_text(report: VerifyReport) -> str:
+    lines = [f"replayed {report.events} events to position {report.position}"]
+    for view in report.views:
+        lines += _view_text(view)
+    return "\n".join(lines)
+
+
+@projections.command()
+@click.argument("name", required=False, type=NAMES)
+@json_option
+@click.pass_obj
+def verify(settings: Settings, name: str | None, as_json: bool) -> None:
+    """Replay the history and diff NAME (default: every view) against it; exit 1 on drift."""
+    bars = ProgressBars()
+    try:
+        with open_ledger(settings.url) as ledger:
+            report = ledger.projections(progress=bars).verify(None if name is None else [name])
+    finally:
+        bars.close()
+    if as_json:
+        echo_json({**plain(report), "clean": report.clean})
+    else:
+        click.echo(_report_text(report))
+    if not report.clean:
+        raise SystemExit(DRIFT_EXIT)

@@ -1,0 +1,95 @@
+"""The projection catalogue: every view jobledger derives from the history, by name.
+
+A projection names its schema version, its table and the table's key and columns. The
+version is the one thing a change to a projection's rules or columns must bump: a database
+whose recorded version (``jl_meta`` key ``projection:<name>:version``) differs is *stale*, and
+``jobledger init`` rebuilds it from the history.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from projections.queue import COLUMNS as QUEUE_COLUMNS
+
+Mode = Literal["inline", "tracked"]
+
+
+class Projection(NamedTuple):
+    name: str
+    version: int
+    table: str
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+    schema_prefix: str
+    """Its ``schema_*`` statements in ``ledger/sql``: this name and names starting ``<it>_``."""
+    mode: Mode = "inline"
+    description: str = ""
+
+
+QUEUE = Projection(
+    "queue",
+    1,
+    "jl_queue",
+    ("job_id",),
+    QUEUE_COLUMNS,
+    "schema_queue",
+    description="one row per job: the fold of its history (what claims read)",
+)
+DEFINITIONS = Projection(
+    "definitions",
+    1,
+    "jl_definitions",
+    ("job_type",),
+    ("job_type", "enabled", "version", "stream_version", "state"),
+    "schema_definitions",
+    description="one row per job type: the fold of its definition stream",
+)
+SYNC_STATE = Projection(
+    "sync_state",
+    1,
+    "jl_sync_state",
+    ("source_id", "uri"),
+    ("source_id", "uri", "revision", "content_hash", "last_seen_at", "last_ingested_at"),
+    "schema_sync_state",
+    description="one row per (source_id, uri): what was last ingested",
+)
+DEAD_LETTERS = Projection(
+    "dead_letters",
+    1,
+    "jl_dead_letters",
+    ("job_id",),
+    (
+        "job_id",
+        "job_type",
+        "org",
+        "source_id",
+        "uri",
+        "run_number",
+        "attempt",
+        "code",
+        "dead_at",
+        "snapshot",
+    ),
+    "schema_dead_letters",
+    description="one row per dead job, with its state at death",
+)
+
+PROJECTIONS: tuple[Projection, ...] = (QUEUE, DEFINITIONS, SYNC_STATE, DEAD_LETTERS)
+BY_NAME: dict[str, Projection] = {p.name: p for p in PROJECTIONS}
+
+SHADOW_SUFFIX = "__rebuild"
+"""A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap."""
+
+
+def version_key(name: str) -> str:
+    """The ``jl_meta`` key recording the schema version a projection's table was built by."""
+    return f"projection:{name}:version"
+
+
+def get(name: str) -> Projection:
+    """The projection called ``name``; ``KeyError`` names the known ones."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown projection {name!r}; known: {', '.join(BY_NAME)}") from None
