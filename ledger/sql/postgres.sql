@@ -119,10 +119,6 @@ INSERT INTO jl_meta (key, value) VALUES (%(key)s, %(value)s) ON CONFLICT (key) D
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_name LIKE 'jl\_%%'
 
--- name: queue_get
--- One job's folded state (primary key).
-SELECT job_id, enqueue_seq, state FROM jl_queue WHERE job_id = %(job_id)s
-
 -- name: queue_lock
 -- Lock jobs for a unit of work that changes them (primary key).
 SELECT job_id, enqueue_seq, state FROM jl_queue

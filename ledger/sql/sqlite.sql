@@ -114,10 +114,6 @@ INSERT INTO jl_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTH
 SELECT name AS table_name FROM sqlite_master
 WHERE type = 'table' AND name LIKE 'jl\_%' ESCAPE '\'
 
--- name: queue_get
--- One job's folded state (primary key).
-SELECT job_id, enqueue_seq, state FROM jl_queue WHERE job_id = :job_id
-
 -- name: queue_lock
 -- Jobs a unit of work changes (primary key); BEGIN IMMEDIATE already serialises writers.
 SELECT job_id, enqueue_seq, state FROM jl_queue

@@ -452,25 +452,35 @@ class Store(ABC):
         """One transaction for rebuild and verify: without ``write`` a consistent read-only
         snapshot of the events and views; with it a write transaction."""
 
-    @abstractmethod
-    def get_job(self, job_id: UUID) -> JobState | None: ...
+    def get_job(self, job_id: UUID) -> JobState | None:
+        """One job's current state (from the queue view), or ``None``."""
+        return self.get_jobs([job_id]).get(job_id)
 
-    @abstractmethod
-    def all_definitions(self) -> list[DefinitionState]: ...
+    def all_definitions(self) -> list[DefinitionState]:
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._read("definitions_all")
+        ]
 
-    @abstractmethod
-    def count_by_status(self) -> dict[str, int]: ...
+    def count_by_status(self) -> dict[str, int]:
+        return {row["status"]: row["n"] for row in self._read("queue_counts")}
 
-    @abstractmethod
-    def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]: ...
+    def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]:
+        stored: Sequence[StoredEvent] = self.recorder.select_events(originator_id)
+        return stored
 
     @abstractmethod
     def _errors_mapped(self) -> AbstractContextManager[None]:
         """Turn driver and eventsourcing errors raised inside into ledger errors."""
 
-    @abstractmethod
     def _tables_and_marker(self) -> tuple[set[str], str | None]:
         """The jobledger tables present and the recorded schema version, if any."""
+        tables = {row["table_name"] for row in self._read("tables_present")}
+        marker = None
+        if "jl_meta" in tables:
+            rows = self._read("meta_get", {"key": "schema_version"})
+            marker = rows[0]["value"] if rows else None
+        return tables, marker
 
     @abstractmethod
     def _create_schema(self) -> None: ...

@@ -30,7 +30,7 @@ from psycopg.sql import SQL, Composable, Identifier, Literal, Placeholder
 
 from ledger.codec import EventCodec
 from ledger.errors import LedgerError, StoreError
-from ledger.state import DefinitionState, JobState
+from ledger.state import DefinitionState
 from ledger.store.base import (
     EVENTS_TABLE,
     SCHEMA_VERSION,
@@ -454,31 +454,6 @@ class PostgresStore(Store):
             if not write:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             yield PostgresViewTables(self, cursor)
-
-    def get_job(self, job_id: UUID) -> JobState | None:
-        rows = self._read("queue_get", {"job_id": job_id})
-        return decode_state(rows[0]["state"]) if rows else None
-
-    def all_definitions(self) -> list[DefinitionState]:
-        return [
-            decode_definition_row(row["state"], row["stream_version"])
-            for row in self._read("definitions_all")
-        ]
-
-    def count_by_status(self) -> dict[str, int]:
-        return {row["status"]: row["n"] for row in self._read("queue_counts")}
-
-    def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]:
-        stored: Sequence[StoredEvent] = self.recorder.select_events(originator_id)
-        return stored
-
-    def _tables_and_marker(self) -> tuple[set[str], str | None]:
-        tables = {row["table_name"] for row in self._read("tables_present")}
-        marker = None
-        if "jl_meta" in tables:
-            rows = self._read("meta_get", {"key": "schema_version"})
-            marker = rows[0]["value"] if rows else None
-        return tables, marker
 
     def _create_schema(self) -> None:
         with self._errors_mapped():
