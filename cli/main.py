@@ -16,6 +16,7 @@ from cli import (
     jobs,
     projections,
     reaper,
+    stats,
     sync,
     worker,
 )
@@ -84,6 +85,7 @@ for command in (
     demo.demo,
     bench.bench,
     projections.projections,
+    stats.stats,
 ):
     cli.add_command(command)
 

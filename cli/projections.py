@@ -163,3 +163,24 @@ def verify(settings: Settings, name: str | None, as_json: bool) -> None:
         click.echo(_report_text(report))
     if not report.clean:
         raise SystemExit(DRIFT_EXIT)
+
+
+TRACKED = click.Choice([p.name for p in PROJECTIONS if p.mode == "tracked"])
+
+
+@projections.command(name="catch-up")
+@click.argument("name", required=False, type=TRACKED)
+@json_option
+@click.pass_obj
+def catch_up(settings: Settings, name: str | None, as_json: bool) -> None:
+    """Apply the events after NAME's (default: every tracked projection's) position."""
+    with open_ledger(settings.url) as ledger:
+        reports = ledger.catch_up(None if name is None else [name])
+    if as_json:
+        echo_json(plain(reports))
+        return
+    for report in reports:
+        click.echo(
+            f"{report.name}: applied {report.applied} events in {report.batches} batch(es); "
+            f"position {report.position}"
+        )

@@ -46,9 +46,12 @@ from ledger.events import (
 from ledger.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.state import JobState, Lease, evolve, fold
 from ledger.store.base import Store, UnitOfWork
+from projections.catalog import tracked
 from projections.dead_letters import DeadLetter
-from projections.rebuilder import Progress, Rebuilder
+from projections.rebuilder import Progress, Rebuilder, resolve
+from projections.stats import Stats, collect
 from projections.sync_state import SyncState
+from projections.tracked import CatchUp, TrackedRunner
 
 DEFAULT_LEASE_S = 30.0
 DEFAULT_REAPER_RETRY_DELAY_S = 60.0
@@ -640,6 +643,17 @@ class Ledger:
         """Rebuild, verify and status of the views (see :mod:`projections.rebuilder`);
         ``progress(phase, done, total)`` is called as the work advances."""
         return Rebuilder(self.store, progress=progress)
+
+    def catch_up(self, names: Sequence[str] | None = None) -> list[CatchUp]:
+        """Run the tracked projections named (all by default) to the head of the history."""
+        return [TrackedRunner(self.store, p).catch_up() for p in tracked(resolve(names))]
+
+    def stats(self, now: datetime | None = None, *, catch_up: bool = True) -> Stats:
+        """Counts, throughput windows, oldest due job and run times at ``now`` (the clock's
+        by default); with ``catch_up`` the audit view is first brought to the head."""
+        if catch_up:
+            self.catch_up(["audit"])
+        return collect(self.store, now or self.clock.now())
 
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after this process commits work that may be claimable."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from projections.audit import COLUMNS as AUDIT_COLUMNS
 from projections.queue import COLUMNS as QUEUE_COLUMNS
 
 Mode = Literal["inline", "tracked"]
@@ -75,7 +76,18 @@ DEAD_LETTERS = Projection(
     description="one row per dead job, with its state at death",
 )
 
-PROJECTIONS: tuple[Projection, ...] = (QUEUE, DEFINITIONS, SYNC_STATE, DEAD_LETTERS)
+AUDIT = Projection(
+    "audit",
+    1,
+    "jl_audit",
+    ("position",),
+    AUDIT_COLUMNS,
+    "schema_audit",
+    mode="tracked",
+    description="one row per job event, indexed for audit queries (tracked)",
+)
+
+PROJECTIONS: tuple[Projection, ...] = (QUEUE, DEFINITIONS, SYNC_STATE, DEAD_LETTERS, AUDIT)
 BY_NAME: dict[str, Projection] = {p.name: p for p in PROJECTIONS}
 
 SHADOW_SUFFIX = "__rebuild"
@@ -85,6 +97,11 @@ SHADOW_SUFFIX = "__rebuild"
 def version_key(name: str) -> str:
     """The ``jl_meta`` key recording the schema version a projection's table was built by."""
     return f"projection:{name}:version"
+
+
+def tracked(projections: tuple[Projection, ...] | list[Projection]) -> list[Projection]:
+    """The tracked ones of ``projections``."""
+    return [p for p in projections if p.mode == "tracked"]
 
 
 def get(name: str) -> Projection:

@@ -21,7 +21,7 @@ import msgspec
 from ledger.errors import DatabaseBusyError
 from ledger.store.base import Store
 from ledger.store.views import ViewTables
-from projections.catalog import BY_NAME, PROJECTIONS, Projection, version_key
+from projections.catalog import BY_NAME, PROJECTIONS, Projection, tracked, version_key
 from projections.diff import VerifyReport, diff_view
 from projections.replay import Replay, Row
 
@@ -114,8 +114,11 @@ class Rebuilder:
     ) -> None:
         """Fold every event after ``replay.position`` (up to ``head``) that ``tables`` sees."""
         start = replay.position
-        total = max(0, (head if head is not None else tables.head()) - start)
-        while events := tables.events_after(replay.position, self.batch):
+        end = head if head is not None else tables.head()
+        total = max(0, end - start)
+        while replay.position < end and (
+            events := tables.events_after(replay.position, min(self.batch, end - replay.position))
+        ):
             replay.apply(events)
             self.progress(phase, min(replay.position - start, total), total)
 
@@ -123,16 +126,24 @@ class Rebuilder:
 
     def verify(self, names: Sequence[str] | None = None) -> VerifyReport:
         """Replay the history and diff the named views (all by default) against it, all in
-        one consistent read snapshot."""
+        one consistent read snapshot. A tracked view is compared with the history up to its
+        recorded position (the replay stops there first), the inline ones with all of it."""
         projections = resolve(names)
-        replay = Replay()
+        replay = Replay(audit=bool(tracked(projections)))
         with self.store.view_tables(write=False) as tables:
             head = tables.head()
-            self._replay(replay, tables, "replay", head)
-            views = []
-            for index, projection in enumerate(projections):
-                views.append(diff_view(projection, replay, tables.live_rows(projection)))
-                self.progress("verify", index + 1, len(projections))
+            positions = tables.tracking()
+            stops = sorted({positions.get(p.name, 0) for p in tracked(projections)} | {head})
+            reports = {}
+            for stop in stops:
+                self._replay(replay, tables, "replay", stop)
+                for projection in projections:
+                    at = positions.get(projection.name, 0) if projection.mode == "tracked" else head
+                    if at == stop:
+                        live = tables.live_rows(projection)
+                        reports[projection.name] = diff_view(projection, replay, live)
+                        self.progress("verify", len(reports), len(projections))
+        views = [reports[p.name] for p in projections]
         return VerifyReport(position=replay.position, events=replay.applied, views=views)
 
     # --- rebuild ----------------------------------------------------------------------------
@@ -141,7 +152,7 @@ class Rebuilder:
         """Rebuild the named views (all by default) from position 0 and swap them in."""
         projections = resolve(names)
         started = time.perf_counter()
-        replay = Replay()
+        replay = Replay(audit=bool(tracked(projections)))
         with self.store.view_tables(write=False) as tables:
             self._replay(replay, tables, "replay")
         for name in BY_NAME:
@@ -213,6 +224,10 @@ class Rebuilder:
                     for projection in projections:
                         tables.swap(projection)
                         tables.set_meta(version_key(projection.name), str(projection.version))
+                        if projection.mode == "tracked":
+                            # Its rows are now those of every event to the head: record that
+                            # position with them.
+                            tables.set_tracking(projection.name, replay.position)
                 return attempt
             except DatabaseBusyError:
                 # The locks timed out before anything was replayed: retry. (Anything later
@@ -229,10 +244,13 @@ class Rebuilder:
         with self.store.view_tables(write=False) as tables:
             meta = tables.meta()
             head = tables.head()
+            positions = tables.tracking()
         statuses = []
         for p in PROJECTIONS:
             recorded = meta.get(version_key(p.name))
             recorded_version = int(recorded) if recorded is not None else None
+            # inline: written with the events; tracked: where its runner got to
+            position = positions.get(p.name, 0) if p.mode == "tracked" else head
             statuses.append(
                 ProjectionStatus(
                     name=p.name,
@@ -241,8 +259,8 @@ class Rebuilder:
                     code_version=p.version,
                     recorded_version=recorded_version,
                     stale=recorded_version is not None and recorded_version != p.version,
-                    position=head,  # inline: written with the events
-                    lag=0,
+                    position=position,
+                    lag=head - position,
                 )
             )
         return statuses

@@ -26,6 +26,7 @@ from ledger.state import (
     evolve_definition,
 )
 from projections import dead_letters, sync_state
+from projections.audit import audit_row
 from projections.catalog import BY_NAME
 from projections.definitions import definition_row
 from projections.queue import queue_row
@@ -47,7 +48,7 @@ class StreamEvent(NamedTuple):
 class Replay:
     """The inline views' expected rows after the events applied so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, audit: bool = True) -> None:
         self.position = 0
         """The last position applied (0: none)."""
         self.applied = 0
@@ -58,6 +59,9 @@ class Replay:
         self._dead_letters: dict[Key, Row] = {}
         self._dead_by_subject: dict[Key, set[Key]] = {}
         self._dirty: dict[str, set[Key]] = {name: set() for name in BY_NAME}
+        self._keep_audit = audit
+        """Keep the audit rows (one per job event: the largest table; off when not wanted)."""
+        self._audit: dict[Key, Row] = {}
 
     # --- folding ----------------------------------------------------------------------------
 
@@ -86,6 +90,10 @@ class Replay:
         if state.version == 1:
             self._enqueue_seq[item.originator_id] = item.position
         self._dirty["queue"].add((item.originator_id,))
+        if self._keep_audit:
+            row = audit_row(item.position, item.originator_id, event, state.job_type, state.org)
+            self._audit[(item.position,)] = row
+            self._dirty["audit"].add((item.position,))
         for write in (*sync_state.writes(event, state), *dead_letters.writes(event, state)):
             self._apply_write(write)
 
@@ -175,6 +183,8 @@ class Replay:
             return self._sync_state.get(key)
         if name == "dead_letters":
             return self._dead_letters.get(key)
+        if name == "audit":
+            return self._audit.get(key)
         raise KeyError(name)
 
     def keys(self, name: str) -> list[Key]:
@@ -187,6 +197,8 @@ class Replay:
             return list(self._sync_state)
         if name == "dead_letters":
             return list(self._dead_letters)
+        if name == "audit":
+            return list(self._audit)
         raise KeyError(name)
 
     def rows(self, name: str) -> Iterator[Row]:

@@ -106,6 +106,48 @@ CREATE TABLE IF NOT EXISTS jl_dead_letters (
 CREATE INDEX IF NOT EXISTS jl_dead_letters_subject_idx
     ON jl_dead_letters (source_id, uri) WHERE source_id IS NOT NULL
 
+-- name: schema_tracking
+-- Tracked projections' positions: the notification id each has applied, written in the same
+-- transaction as its rows (projections/tracked.py).
+CREATE TABLE IF NOT EXISTS jl_tracking (
+    name text PRIMARY KEY,
+    position bigint NOT NULL
+)
+
+-- name: schema_audit
+-- The audit view (projections/audit.py, tracked): one row per job event.
+CREATE TABLE IF NOT EXISTS jl_audit (
+    position bigint PRIMARY KEY,
+    job_id uuid NOT NULL,
+    job_type text NOT NULL,
+    org text,
+    event text NOT NULL,
+    worker_id text,
+    run_number integer,
+    attempt integer,
+    at bigint NOT NULL
+)
+
+-- name: schema_audit_type_idx
+-- Audit queries by job type, over time.
+CREATE INDEX IF NOT EXISTS jl_audit_type_idx ON jl_audit (job_type, at)
+
+-- name: schema_audit_org_idx
+-- Audit queries by org, over time.
+CREATE INDEX IF NOT EXISTS jl_audit_org_idx ON jl_audit (org, at)
+
+-- name: schema_audit_event_idx
+-- Audit queries by event type over time (and the stats windows).
+CREATE INDEX IF NOT EXISTS jl_audit_event_idx ON jl_audit (event, at)
+
+-- name: schema_audit_worker_idx
+-- Audit queries by worker, over time.
+CREATE INDEX IF NOT EXISTS jl_audit_worker_idx ON jl_audit (worker_id, at)
+
+-- name: schema_audit_job_idx
+-- One job's audit trail in order (and the stats run-time join).
+CREATE INDEX IF NOT EXISTS jl_audit_job_idx ON jl_audit (job_id, position)
+
 -- name: meta_get
 -- One schema-marker value.
 SELECT value FROM jl_meta WHERE key = %(key)s
@@ -322,3 +364,56 @@ LIMIT %(limit)s
 -- name: events_head
 -- The newest notification id this transaction sees (0: none).
 SELECT coalesce(max(notification_id), 0) AS head FROM jl_events
+
+-- name: tracking_init
+-- A tracked projection's position row, at 0 if it has none yet.
+INSERT INTO jl_tracking (name, position) VALUES (%(name)s, 0) ON CONFLICT (name) DO NOTHING
+
+-- name: tracking_lock
+-- A tracked projection's position, locked until commit (one runner at a time).
+SELECT position FROM jl_tracking WHERE name = %(name)s FOR UPDATE
+
+-- name: tracking_set
+-- Record a tracked projection's position (with its rows, in one transaction).
+INSERT INTO jl_tracking (name, position) VALUES (%(name)s, %(position)s)
+ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position
+
+-- name: tracking_all
+-- Every tracked projection's position.
+SELECT name, position FROM jl_tracking ORDER BY name
+
+-- name: audit_insert
+-- Audit rows; an already-applied position is left as it is (re-delivery changes nothing).
+INSERT INTO jl_audit (position, job_id, job_type, org, event, worker_id, run_number,
+                      attempt, at)
+SELECT * FROM unnest(
+    %(position)b::bigint[], %(job_id)b::uuid[], %(job_type)b::text[], %(org)b::text[],
+    %(event)b::text[], %(worker_id)b::text[], %(run_number)b::integer[],
+    %(attempt)b::integer[], %(at)b::bigint[]
+)
+ON CONFLICT (position) DO NOTHING
+
+-- name: queue_origins
+-- Jobs' type and org (fixed by their enqueue event), for the audit runner (primary key).
+SELECT job_id, job_type, org FROM jl_queue WHERE job_id = ANY(%(job_ids)s::uuid[])
+
+-- name: queue_counts_by_type
+-- Jobs per status and type (jl_queue_listing_idx).
+SELECT status, job_type, count(*) AS n FROM jl_queue GROUP BY status, job_type
+
+-- name: queue_oldest_due
+-- The earliest run_at of a due pending job (jl_queue_claim_idx's rows).
+SELECT min(run_at) AS run_at FROM jl_queue WHERE status = 'pending' AND run_at <= %(now)s
+
+-- name: audit_throughput
+-- Terminal-ish events per name since a time (jl_audit_event_idx).
+SELECT event, count(*) AS n FROM jl_audit
+WHERE event IN ('job_succeeded', 'job_failed', 'job_dead_lettered') AND at >= %(since)s
+GROUP BY event
+
+-- name: audit_run_times
+-- Successes since a time with their attempt's lease time (jl_audit_event_idx, jl_audit_job_idx).
+SELECT s.job_type, s.at - l.at AS micros FROM jl_audit AS s
+JOIN jl_audit AS l ON l.job_id = s.job_id AND l.event = 'job_leased'
+    AND l.run_number = s.run_number AND l.attempt = s.attempt AND l.position < s.position
+WHERE s.event = 'job_succeeded' AND s.at >= %(since)s

@@ -48,7 +48,16 @@ SCHEMA_VERSION = "1"
 
 EVENTS_TABLE = "jl_events"
 EXPECTED_TABLES = frozenset(
-    {EVENTS_TABLE, "jl_meta", "jl_queue", "jl_definitions", "jl_sync_state", "jl_dead_letters"}
+    {
+        EVENTS_TABLE,
+        "jl_meta",
+        "jl_queue",
+        "jl_definitions",
+        "jl_sync_state",
+        "jl_dead_letters",
+        "jl_tracking",
+        "jl_audit",
+    }
 )
 JOB_TYPE_NAMESPACE = UUID("6f3c1d0e-7a52-4c8e-9b1e-4a8f2f1d2c55")
 

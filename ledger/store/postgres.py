@@ -243,6 +243,20 @@ class PostgresViewTables(ViewTables):
     def set_meta(self, key: str, value: str) -> None:
         self._cursor.execute(self._sql["meta_set"], {"key": key, "value": value})
 
+    def fetch(self, query: str, params: dict[str, Any] | None = None) -> list[Any]:
+        self._cursor.execute(self._sql[query], params or {})
+        return self._cursor.fetchall() if self._cursor.description else []
+
+    def insert_audit(self, rows: list[Row]) -> None:
+        if rows:
+            self._cursor.execute(self._sql["audit_insert"], _columns(rows), prepare=True)
+
+    def job_origins(self, job_ids: Sequence[Any]) -> dict[Any, tuple[str, str | None]]:
+        if not job_ids:
+            return {}
+        rows = self.fetch("queue_origins", {"job_ids": list(job_ids)})
+        return {row["job_id"]: (row["job_type"], row["org"]) for row in rows}
+
     def create_shadow(self, projection: Projection) -> None:
         self.drop_shadow(projection)
         table, _ = projection_schema("postgres", projection)
@@ -305,7 +319,12 @@ class PostgresViewTables(ViewTables):
         self._store.recorder._lock_table(self._cursor)
         millis = max(1, math.ceil(timeout_s * 1000))
         self._cursor.execute(SQL("SET LOCAL lock_timeout = {}").format(Literal(f"{millis}ms")))
-        tables = SQL(", ").join(Identifier(p.table) for p in projections)
+        names = [p.table for p in projections]
+        if any(p.mode == "tracked" for p in projections):
+            # A tracked runner locks its jl_tracking row before writing its table; take the
+            # whole table here too, so the two cannot deadlock (the runner waits or we retry).
+            names.append("jl_tracking")
+        tables = SQL(", ").join(Identifier(name) for name in names)
         self._cursor.execute(SQL("LOCK TABLE {} IN ACCESS EXCLUSIVE MODE").format(tables))
         self._cursor.execute("SET LOCAL lock_timeout = 0")
 

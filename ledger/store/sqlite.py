@@ -185,6 +185,21 @@ class SQLiteViewTables(ViewTables):
     def set_meta(self, key: str, value: str) -> None:
         self._cursor.execute(self._sql["meta_set"], {"key": key, "value": value})
 
+    def fetch(self, query: str, params: dict[str, Any] | None = None) -> list[Any]:
+        self._cursor.execute(self._sql[query], params or {})
+        return list(self._cursor.fetchall())
+
+    def insert_audit(self, rows: list[Row]) -> None:
+        if rows:
+            stored = [{k: _stored(v) for k, v in row.items()} for row in rows]
+            self._cursor.executemany(self._sql["audit_insert"], stored)
+
+    def job_origins(self, job_ids: Sequence[Any]) -> dict[Any, tuple[str, str | None]]:
+        if not job_ids:
+            return {}
+        rows = self.fetch("queue_origins", {"job_ids": json.dumps([i.hex for i in job_ids])})
+        return {UUID(row["job_id"]): (row["job_type"], row["org"]) for row in rows}
+
     def create_shadow(self, projection: Projection) -> None:
         self.drop_shadow(projection)
         table, _ = projection_schema("sqlite", projection)

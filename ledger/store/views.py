@@ -118,6 +118,34 @@ class ViewTables(ABC):
     @abstractmethod
     def set_meta(self, key: str, value: str) -> None: ...
 
+    # --- tracked projections ----------------------------------------------------------------
+
+    @abstractmethod
+    def fetch(self, query: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """Run a named query; its rows (``row["column"]``), if it returns any."""
+
+    def tracking(self) -> dict[str, int]:
+        """Every tracked projection's recorded position."""
+        return {row["name"]: int(row["position"]) for row in self.fetch("tracking_all")}
+
+    def lock_tracking(self, name: str) -> int:
+        """A tracked projection's position (0 if none yet), locked until commit."""
+        self.fetch("tracking_init", {"name": name})
+        [row] = self.fetch("tracking_lock", {"name": name})
+        return int(row["position"])
+
+    def set_tracking(self, name: str, position: int) -> None:
+        """Record a tracked projection's position (commits with its rows)."""
+        self.fetch("tracking_set", {"name": name, "position": position})
+
+    @abstractmethod
+    def insert_audit(self, rows: list[Row]) -> None:
+        """Insert audit rows; a position already present is left as it is."""
+
+    @abstractmethod
+    def job_origins(self, job_ids: Sequence[Any]) -> dict[Any, tuple[str, str | None]]:
+        """Each existing job's ``(job_type, org)`` from ``jl_queue``, by ``UUID``."""
+
     # --- rebuild ----------------------------------------------------------------------------
 
     @abstractmethod

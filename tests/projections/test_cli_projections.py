@@ -22,8 +22,15 @@ def test_list_names_every_projection(db_url: str) -> None:
     for name in ("queue", "definitions", "sync_state", "dead_letters"):
         assert name in result.stdout
     listed = json.loads(run(db_url, "list", "--json").stdout)
-    assert [p["name"] for p in listed] == ["queue", "definitions", "sync_state", "dead_letters"]
-    assert all(p["mode"] == "inline" and p["version"] == 1 for p in listed)
+    assert [p["name"] for p in listed] == [
+        "queue",
+        "definitions",
+        "sync_state",
+        "dead_letters",
+        "audit",
+    ]
+    assert [p["mode"] for p in listed] == ["inline"] * 4 + ["tracked"]
+    assert all(p["version"] == 1 for p in listed)
 
 
 def test_status_shows_versions_and_stale_projections(db_url: str) -> None:
@@ -73,7 +80,13 @@ def test_rebuild_restores_and_reports(db_url: str) -> None:
     assert result.stdout.startswith("rebuilt dead_letters to position ")
     assert run(db_url, "verify").exit_code == 0
     report = json.loads(run(db_url, "rebuild", "--all", "--json").stdout)
-    assert report["rows"] == {"queue": 12, "definitions": 2, "sync_state": 2, "dead_letters": 2}
+    assert report["rows"] == {
+        "queue": 12,
+        "definitions": 2,
+        "sync_state": 2,
+        "dead_letters": 2,
+        "audit": 35,
+    }
     assert run(db_url, "rebuild").exit_code == 2
     assert run(db_url, "rebuild", "queue", "--all").exit_code == 2
     assert run(db_url, "rebuild", "nope").exit_code == 2

@@ -1,0 +1,65 @@
+"""``jobledger stats``: queue counts, throughput, oldest due job and run times."""
+
+from __future__ import annotations
+
+import click
+
+from cli.database import Settings, open_ledger
+from cli.render import MISSING, echo_json, json_option, plain, table
+from projections.stats import Stats
+
+
+def _seconds(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.3f}s"
+
+
+def _text(stats: Stats) -> str:
+    statuses = sorted({s for counts in stats.by_type.values() for s in counts})
+    lines = [f"jobs: {sum(stats.by_status.values())}"]
+    if stats.by_type:
+        rows = [
+            [job_type, *(str(counts.get(s, 0)) for s in statuses)]
+            for job_type, counts in stats.by_type.items()
+        ]
+        rows.append(["(all)", *(str(stats.by_status.get(s, 0)) for s in statuses)])
+        lines.append(table(["TYPE", *(s.upper() for s in statuses)], rows))
+    lines.append("")
+    lines.append(
+        table(
+            ["WINDOW", "SUCCEEDED", "FAILED", "DEAD"],
+            [
+                [f"{w.seconds // 60} min", str(w.succeeded), str(w.failed), str(w.dead)]
+                for w in stats.windows
+            ],
+        )
+    )
+    lines.append(f"\noldest due pending job waiting: {_seconds(stats.oldest_pending_age_s)}")
+    if stats.run_times:
+        lines.append(f"\nrun time (successes in the last {stats.run_time_window_s // 60} min)")
+        lines.append(
+            table(
+                ["TYPE", "COUNT", "P50", "P95"],
+                [
+                    [r.job_type, str(r.count), _seconds(r.p50_s), _seconds(r.p95_s)]
+                    for r in stats.run_times
+                ],
+            )
+        )
+    lines.append(f"\naudit position {stats.audit_position}, lag {stats.audit_lag}")
+    return "\n".join(lines)
+
+
+@click.command()
+@json_option
+@click.pass_obj
+def stats(settings: Settings, as_json: bool) -> None:
+    """Jobs by status and type, throughput (5 min, 1 h), oldest due job, p50/p95 run time.
+
+    The audit view is caught up to the head first.
+    """
+    with open_ledger(settings.url) as ledger:
+        figures = ledger.stats()
+    if as_json:
+        echo_json(plain(figures))
+    else:
+        click.echo(_text(figures))
