@@ -15,17 +15,21 @@ from cli import params
 from cli.database import Settings, open_ledger
 from cli.errors import RefusedError
 from cli.jobs import PAYLOAD_PREVIEW
-from cli.render import MISSING, compact_json, echo_json, json_option, plain, table, when
+from cli.render import (
+    MISSING,
+    compact_json,
+    echo_json,
+    first_line,
+    json_option,
+    plain,
+    table,
+    when,
+)
 from ledger import Ledger, LedgerError, Subject
 from ledger.events import JSON
 from projections.dead_letters import DeadLetter
 
 DEFAULT_REASON = "requeued by operator"
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else MISSING
 
 
 def _subject_text(subject: Subject | None) -> str:
@@ -42,7 +46,7 @@ def _letter_row(letter: DeadLetter) -> list[str]:
         job.org or MISSING,
         _subject_text(job.subject),
         when(letter.dead_at),
-        f"{letter.failure.code}: {_first_line(letter.failure.message)}",
+        f"{letter.failure.code}: {first_line(letter.failure.message) or MISSING}",
         str(job.run_number),
         f"{job.attempt}/{job.max_attempts}",
         compact_json(job.payload, PAYLOAD_PREVIEW),

@@ -16,6 +16,7 @@ from typing import IO, Any
 import click
 from eventsourcing.persistence import PersistenceError
 
+from cli.render import first_line
 from ledger.errors import LedgerError
 
 _URL_PASSWORD = re.compile(r"(://[^/@\s:]*):[^/@\s]*@")
@@ -29,17 +30,11 @@ def redact(text: str) -> str:
     return _KEYWORD_PASSWORD.sub(r"\1***", text)
 
 
-def _first_line(text: str) -> str:
-    # Driver messages append "LINE 1: …" and a caret line; the first line is the diagnosis.
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    return lines[0] if lines else text.strip()
-
-
 class CliError(click.ClickException):
     """A failure shown as a single ``error: <message>`` line on stderr."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(_first_line(redact(message)))
+        super().__init__(first_line(redact(message)))
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"error: {self.message}", file=file, err=file is None)

@@ -7,7 +7,16 @@ import click
 from cli.database import Settings, open_ledger
 from cli.errors import redact
 from cli.jobs import PAYLOAD_PREVIEW
-from cli.render import MISSING, compact_json, echo_json, json_option, plain, table, when
+from cli.render import (
+    MISSING,
+    compact_json,
+    echo_json,
+    first_line,
+    json_option,
+    plain,
+    table,
+    when,
+)
 from ledger.reaper import DeferredError, ReapedLease, Reaper, ReaperConfig, ReapReport
 
 _DEFAULTS = ReaperConfig()
@@ -15,13 +24,6 @@ _DEFAULTS = ReaperConfig()
 
 def _yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
-
-
-def _first_line(text: str) -> str:
-    # Driver messages append "LINE 1: …" and a caret line; the first line is the diagnosis
-    # (``--json`` keeps the whole message).
-    lines = [line.strip() for line in redact(text).splitlines() if line.strip()]
-    return lines[0] if lines else MISSING
 
 
 def _summary(report: ReapReport) -> str:
@@ -59,7 +61,7 @@ def _deferred_row(error: DeferredError) -> list[str]:
         error.code,
         error.sqlstate or MISSING,
         when(error.deferred_until),
-        _first_line(error.message),
+        first_line(redact(error.message)) or MISSING,
     ]
 
 

@@ -76,3 +76,9 @@ def fields(pairs: Sequence[tuple[str, str]]) -> str:
     """``label  value`` lines with the values aligned."""
     width = max((len(label) for label, _ in pairs), default=0)
     return "\n".join(f"{label.ljust(width)}  {value}" for label, value in pairs)
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped ("" if none). Driver messages append
+    "LINE 1: …" and a caret line; the first line is the diagnosis."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")

@@ -518,8 +518,8 @@ class Ledger:
         from ledger.reaper import Reaper, ReaperConfig  # the reaper builds on this class
 
         report = Reaper(self, ReaperConfig(limit=limit, retry_delay_s=retry_delay_s)).run_once()
-        states = [self.get(reaped.job_id) for reaped in report.reaped]
-        return [state for state in states if state is not None]
+        states = self.get_many([reaped.job_id for reaped in report.reaped])
+        return [states[r.job_id] for r in report.reaped if r.job_id in states]
 
     def release_claims_with_prefix(
         self, prefix: str, *, alive: Callable[[str], bool], reason: str = "released by boot reap"
@@ -532,17 +532,6 @@ class Ledger:
                 for s in uow.leased_by_prefix(prefix)
                 if s.worker_id is not None and not alive(s.worker_id)
             ]
-            now = self.clock.now()
-            changes = [(s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held]
-            released = uow.append(changes)
-        return [released[s.job_id] for s in held]
-
-    def release_claims_of(
-        self, worker_ids: Sequence[str], *, reason: str = "released by boot reap"
-    ) -> list[JobState]:
-        """Release every job leased by ``worker_ids`` (a restarted pool's own stale claims)."""
-        with self.store.unit_of_work() as uow:
-            held = uow.leased_by(worker_ids)
             now = self.clock.now()
             changes = [(s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held]
             released = uow.append(changes)

@@ -166,6 +166,7 @@ class WorkerPool:
         self._held: dict[UUID, Lease] = {}
         self._in_flight = 0
         self._room = asyncio.Event()
+        self._stop_requested = asyncio.Event()
         self._idle = asyncio.Event()
         self._pending_releases: set[asyncio.Task[None]] = set()
         self._wakeup = Wakeup(ledger)
@@ -215,6 +216,7 @@ class WorkerPool:
             raise RuntimeError("WorkerPool already started")
         self._started = True
         self._stopping = False
+        self._stop_requested.clear()
         if self.define_types:
             await asyncio.to_thread(self._define_types)
         released = await asyncio.to_thread(
@@ -244,6 +246,7 @@ class WorkerPool:
         if not self._started:
             return
         self._stopping = True
+        self._stop_requested.set()
         self._wakeup.signal()
         self._room.set()
         try:
@@ -514,11 +517,7 @@ class WorkerPool:
 
     async def _sleep_unless_stopping(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wait_stopping(), seconds)
-
-    async def _wait_stopping(self) -> None:
-        while not self._stopping:
-            await asyncio.sleep(0.05)
+            await asyncio.wait_for(self._stop_requested.wait(), seconds)
 
     def _define_types(self) -> None:
         for spec in self._registry.specs():

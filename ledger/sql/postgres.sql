@@ -194,13 +194,6 @@ ORDER BY lease_expires_at, enqueue_seq
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
--- name: queue_leased_by_workers
--- Leased jobs held by the given workers (boot reap of a restarted pool).
-SELECT job_id, enqueue_seq, state FROM jl_queue
-WHERE status = 'leased' AND worker_id = ANY(%(worker_ids)s)
-ORDER BY enqueue_seq
-FOR UPDATE SKIP LOCKED
-
 -- name: queue_find_idempotent
 -- The job holding an idempotency key in its (job_type, org) namespace (jl_queue_idempotency_idx).
 -- No row lock: enqueue holds the events-table lock, and locking an existing job's row

@@ -188,12 +188,6 @@ WHERE status = 'leased' AND lease_expires_at < :now
 ORDER BY lease_expires_at, enqueue_seq
 LIMIT :limit
 
--- name: queue_leased_by_workers
--- Leased jobs held by the given workers (boot reap of a restarted pool).
-SELECT job_id, enqueue_seq, state FROM jl_queue
-WHERE status = 'leased' AND worker_id IN (SELECT value FROM json_each(:worker_ids))
-ORDER BY enqueue_seq
-
 -- name: queue_find_idempotent
 -- The job holding an idempotency key in its (job_type, org) namespace (jl_queue_idempotency_idx).
 SELECT job_id, enqueue_seq, state FROM jl_queue

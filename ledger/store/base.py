@@ -229,13 +229,6 @@ class UnitOfWork(ABC):
         """Wait at most ``seconds`` for any lock from now until commit, where the backend
         supports it (SQLite: no; its writers are already serialised by BEGIN IMMEDIATE)."""
 
-    def leased_by(self, worker_ids: Sequence[str]) -> list[JobState]:
-        """Leased jobs held by any of ``worker_ids``, locked."""
-        if not worker_ids:
-            return []
-        params = {"worker_ids": self._id_list(list(worker_ids))}
-        return self._remember(self._fetch_jobs("queue_leased_by_workers", params))
-
     def leased_by_prefix(self, prefix: str) -> list[JobState]:
         """Leased jobs whose worker id starts with ``prefix``, locked."""
         return self._remember(self._fetch_jobs("queue_leased_by_prefix", {"prefix": prefix}))

@@ -154,11 +154,16 @@ def test_reaper_dead_letters_when_attempts_are_used_up(defined: Ledger, clock: F
 def test_boot_reap_releases_a_dead_process_claims_without_consuming_attempts(
     defined: Ledger,
 ) -> None:
-    """release_claims_of(workers): their jobs go back to pending, attempt not consumed."""
-    defined.enqueue("t")
-    defined.enqueue("t")
-    defined.claim("ghost-1")
-    defined.claim("alive")
-    [released] = defined.release_claims_of(["ghost-1", "ghost-2"])
+    """release_claims_with_prefix: a dead worker's jobs go back to pending, attempt not
+    consumed; a live worker's and another pool's stay leased."""
+    for _ in range(3):
+        defined.enqueue("t")
+    [dead] = defined.claim("ghost-1")
+    defined.claim("ghost-2")  # same prefix, still alive
+    defined.claim("other-pool")
+    [released] = defined.release_claims_with_prefix(
+        "ghost-", alive=lambda worker_id: worker_id != "ghost-1"
+    )
+    assert released.job_id == dead.job_id
     assert (released.status, released.attempt) == (JobStatus.PENDING, 0)
-    assert defined.counts() == {"pending": 1, "leased": 1}
+    assert defined.counts() == {"pending": 1, "leased": 2}
