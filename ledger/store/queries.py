@@ -1,7 +1,8 @@
 """Named SQL queries, loaded from the ``.sql`` files shipped with the package.
 
-Each query in ``ledger/sql/<backend>.sql`` starts with ``-- name: <entity>_<verb>`` and a
-one-line comment saying what it returns and which index it relies on.
+Each query in ``ledger/sql/<backend>.sql`` (and in ``ledger/sql/<backend>_<feature>.sql``, the
+queries of one feature, read after it in name order) starts with ``-- name: <entity>_<verb>``
+and a one-line comment saying what it returns and which index it relies on.
 """
 
 from __future__ import annotations
@@ -16,18 +17,24 @@ _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$")
 @cache
 def load(backend: str) -> dict[str, str]:
     """All queries of ``backend`` ("postgres" or "sqlite"), by name, in file order."""
-    text = files("ledger").joinpath(f"sql/{backend}.sql").read_text(encoding="utf-8")
+    directory = files("ledger").joinpath("sql")
+    features = sorted(
+        entry.name
+        for entry in directory.iterdir()
+        if entry.name.startswith(f"{backend}_") and entry.name.endswith(".sql")
+    )
     queries: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        match = _NAME.match(line)
-        if match:
-            name = match.group(1)
-            if name in queries:
-                raise ValueError(f"query {name!r} is defined twice in {backend}.sql")
-            current = queries[name] = []
-        elif current is not None and not line.lstrip().startswith("--"):
-            current.append(line)
+    for file_name in (f"{backend}.sql", *features):
+        current: list[str] | None = None
+        for line in directory.joinpath(file_name).read_text(encoding="utf-8").splitlines():
+            match = _NAME.match(line)
+            if match:
+                name = match.group(1)
+                if name in queries:
+                    raise ValueError(f"query {name!r} is defined twice ({file_name})")
+                current = queries[name] = []
+            elif current is not None and not line.lstrip().startswith("--"):
+                current.append(line)
     return {name: "\n".join(body).strip() for name, body in queries.items()}
 
 
