@@ -8,8 +8,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import click
 
+from cli.progress import ProgressBars
+from cli.render import echo_json, json_option, plain
 from ledger import Ledger
-from ledger.config import is_postgres, sqlite_path
+from ledger import migrate as migration
+from ledger.config import is_postgres, open_store, sqlite_path
 
 # One command is one or two calls on one thread: a single pooled connection is enough, and
 # PostgreSQL's pool would otherwise open two before the first query.
@@ -61,3 +64,45 @@ def init(settings: Settings) -> None:
         click.echo(f"initialised {where}")
     else:
         click.echo(f"{where} already initialised")
+
+
+@click.command()
+@click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+@json_option
+@click.pass_obj
+def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
+    """Bring an existing ledger up to this code: rebuild stale projections, add missing tables.
+
+    Safe with workers running (rebuilds swap in atomically); safe to run again.
+    """
+    store = open_store(settings.url, pool_size=POOL_SIZE)
+    try:
+        if dry_run:
+            planned = migration.plan(store)
+            if as_json:
+                echo_json(plain(planned))
+            elif planned.empty:
+                click.echo(f"{describe(settings.url)} is up to date")
+            else:
+                for line in planned.stale:
+                    click.echo(f"would rebuild {line}")
+                for table in planned.missing_tables:
+                    click.echo(f"would create {table}")
+            return
+        bars = ProgressBars()
+        try:
+            report = migration.migrate(store, progress=None if as_json else bars)
+        finally:
+            bars.close()
+    finally:
+        store.close()
+    if as_json:
+        echo_json(plain(report))
+    elif report.plan.empty:
+        click.echo(f"{describe(settings.url)} is up to date")
+    else:
+        for line in report.plan.stale:
+            click.echo(f"rebuilt {line}")
+        for table in report.created_tables:
+            click.echo(f"created {table}")
+        click.echo(f"migrated {describe(settings.url)} in {report.seconds:.1f}s")

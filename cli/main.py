@@ -70,6 +70,7 @@ def cli(ctx: click.Context, db: str | None) -> None:
 
 for command in (
     database.init,
+    database.migrate,
     job_types.define,
     job_types.enable,
     job_types.disable,

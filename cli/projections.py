@@ -2,43 +2,23 @@
 
 from __future__ import annotations
 
-import sys
-from typing import Any
+import signal
+import threading
+from types import FrameType
 
 import click
 
 from cli.database import Settings, open_ledger
+from cli.progress import ProgressBars
 from cli.render import MISSING, compact_json, echo_json, json_option, plain, table
 from projections.catalog import BY_NAME, PROJECTIONS
 from projections.diff import VerifyReport, ViewReport
+from projections.follower import Follower
+from projections.tracked import CatchUp
 
 NAMES = click.Choice(list(BY_NAME))
 DRIFT_EXIT = 1
 """``verify`` exits with this when any view drifted (a refused command also exits 1)."""
-
-
-class ProgressBars:
-    """``progress(phase, done, total)`` as one click progress bar per phase, on stderr."""
-
-    def __init__(self) -> None:
-        self._phase: str | None = None
-        self._bar: Any = None  # click's ProgressBar, entered by hand across calls
-        self._done = 0
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if phase != self._phase:
-            self.close()
-            self._phase, self._done = phase, 0
-            bar = click.progressbar(length=max(total, 1), label=phase.ljust(20), file=sys.stderr)
-            self._bar = bar.__enter__()
-        self._bar.update(max(0, done - self._done))
-        self._done = done
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
-            self._phase = None
 
 
 @click.group()
@@ -184,3 +164,56 @@ def catch_up(settings: Settings, name: str | None, as_json: bool) -> None:
             f"{report.name}: applied {report.applied} events in {report.batches} batch(es); "
             f"position {report.position}"
         )
+
+
+@projections.command()
+@click.argument("name", required=False, type=TRACKED)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.05),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Longest wait between looks at the head (PostgreSQL also wakes on NOTIFY).",
+)
+@json_option
+@click.pass_obj
+def follow(settings: Settings, name: str | None, poll: float, as_json: bool) -> None:
+    """Keep NAME (default: every tracked projection) caught up until SIGINT/SIGTERM.
+
+    Each pass that applied events prints a line (a JSON object with --json).
+    """
+    with open_ledger(settings.url) as ledger:
+        chosen = None if name is None else [BY_NAME[name]]
+
+        def report(reports: list[CatchUp]) -> None:
+            for item in reports:
+                if item.applied:
+                    if as_json:
+                        click.echo(compact_json(plain(item)))
+                    else:
+                        click.echo(
+                            f"{item.name}: applied {item.applied} events; position {item.position}"
+                        )
+
+        follower = Follower(ledger.store, chosen, poll_s=poll, on_pass=report)
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            follower.stop()
+
+        previous = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                previous[sig] = signal.signal(sig, on_signal)
+        where = ", ".join(runner.projection.name for runner in follower.runners)
+        click.echo(f"following {where}; stop with Ctrl-C", err=True)
+        try:
+            stats = follower.run()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    click.echo(
+        f"stopped after {stats.passes} pass(es): applied {stats.applied} events, "
+        f"{stats.errors} error(s)",
+        err=True,
+    )

@@ -105,6 +105,13 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
 @click.option(
     "--burst", is_flag=True, help="Exit when nothing is due; exit code 3 if a job ended dead."
 )
+@click.option(
+    "--projections/--no-projections",
+    "follow_projections",
+    default=True,
+    show_default=True,
+    help="Keep the tracked views (audit) caught up from this process.",
+)
 @json_option
 @click.pass_obj
 def worker(
@@ -117,6 +124,7 @@ def worker(
     poll: float,
     grace: float,
     burst: bool,
+    follow_projections: bool,
     as_json: bool,
 ) -> None:
     """Run workers for the handlers registered in MODULE:ATTR."""
@@ -134,6 +142,7 @@ def worker(
             types=selected,
             lease_s=lease,
             poll_interval_s=poll,
+            follow_projections=follow_projections,
         )
         click.echo(
             f"{pool.worker_id}: {concurrency} workers for {', '.join(pool.types)} "

@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from ledger.ledger import Completion, FailureReport, Ledger, Outcome
 from ledger.reaper import Reaper, ReaperConfig
 from ledger.state import JobState, Lease
 from ledger.wakeup import Wakeup
+from projections.follower import Follower
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +97,11 @@ class Health:
     reasons: list[str] = field(default_factory=list)
 
 
+FOLLOWER_MIN_POLL_S = 0.25
+"""The projection follower looks at the head at least this long apart (a look that finds
+nothing new is one read; on SQLite it is the only way to see other processes' commits)."""
+
+
 class WorkerPool:
     """Runs the handlers of ``registry`` over ``ledger``'s jobs on the running event loop."""
 
@@ -119,6 +126,7 @@ class WorkerPool:
         breaker: CircuitBreaker | None = None,
         define_types: bool = True,
         resources: Mapping[str, Any] | None = None,
+        follow_projections: bool = True,
     ) -> None:
         if concurrency < 0:
             raise ValueError("concurrency must be >= 0")
@@ -157,6 +165,11 @@ class WorkerPool:
         shortest = min([lease_s, *self._lease_lengths.values()])
         self._heartbeat_interval_s = heartbeat_interval_s or shortest / 3
         self.stats = PoolStats()
+        # The tracked views (audit) follow the head from a thread of their own, so audit
+        # queries and stats see the pool's work without a catch-up of their own.
+        self.follow_projections = follow_projections
+        self._follower: Follower | None = None
+        self._follower_thread: threading.Thread | None = None
 
         self._started = False
         self._stopping = False
@@ -206,6 +219,11 @@ class WorkerPool:
             reasons.append(f"{self.live_workers} of {self.concurrency} workers alive")
         if self._breaker.is_open:
             reasons.append(f"circuit breaker open until {self._breaker.reopens_at}")
+        follower, thread = self._follower, self._follower_thread
+        if follower is not None and follower.stats.last_error is not None:
+            reasons.append(f"projection follower failing: {follower.stats.last_error}")
+        elif self._started and thread is not None and not thread.is_alive():
+            reasons.append("projection follower stopped")
         return Health("degraded" if reasons else "ok", reasons)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -236,6 +254,16 @@ class WorkerPool:
         self._tasks = [asyncio.create_task(self._produce(), name="jobledger-producer")]
         if self.reaper_interval_s > 0:
             self._tasks.append(asyncio.create_task(self._reap(), name="jobledger-reaper"))
+        if self.follow_projections:
+            poll_s = max(FOLLOWER_MIN_POLL_S, self.poll_interval_s)
+            self._follower = Follower(self._ledger.store, poll_s=poll_s)
+            self._follower_thread = threading.Thread(
+                target=self._follow,
+                args=(self._follower,),
+                name="jobledger-projections",
+                daemon=True,  # a batch is one transaction: exiting mid-batch loses nothing
+            )
+            self._follower_thread.start()
 
     async def stop(self, grace_s: float | None = None) -> None:
         """Stop claiming, let in-flight jobs finish (up to ``grace_s``), flush, release.
@@ -279,7 +307,23 @@ class WorkerPool:
         await self._heartbeater.stop()
         await self._wakeup.stop()
         await self._release_buffered()
+        await self._stop_follower()
         self._started = False
+
+    @staticmethod
+    def _follow(follower: Follower) -> None:
+        try:
+            follower.run()
+        except Exception as exc:  # a bug, not a database error (those it retries)
+            follower.stats.last_error = f"{type(exc).__name__}: {exc}"
+            log.exception("projection follower stopped")
+
+    async def _stop_follower(self) -> None:
+        thread, self._follower_thread = self._follower_thread, None
+        if self._follower is None or thread is None:
+            return
+        self._follower.stop()
+        await asyncio.to_thread(thread.join)
 
     async def run_until_idle(self) -> PoolStats:
         """Burst mode: start, work until nothing is due and nothing is in flight, stop."""

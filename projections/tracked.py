@@ -7,8 +7,9 @@ position, commit. Rows and position commit together or not at all, so a crash mi
 leaves both as they were; an event at or before the recorded position is a re-delivery and
 is skipped, and the row insert ignores a position already present.
 
-Only ``audit`` is tracked so far. Nothing follows the head continuously yet: callers run
-:meth:`TrackedRunner.catch_up` (``jobledger projections catch-up``, ``Ledger.stats``).
+Only ``audit`` is tracked so far. :class:`projections.follower.Follower` keeps it caught up
+while the system runs (every worker pool runs one; ``jobledger projections follow`` is one on
+its own); readers that need everything committed catch up first (``Ledger.stats``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ class TrackedRunner:
     def catch_up(self) -> CatchUp:
         """Run batches until the recorded position is the head."""
         applied = batches = 0
+        with self.store.view_tables(write=False) as tables:
+            # Nothing new: answer from a read, without taking the write lock (a follower
+            # asks this on every wake-up; on SQLite the write lock is the whole database's).
+            position = tables.tracking().get(self.projection.name, 0)
+            if tables.head() <= position:
+                return CatchUp(self.projection.name, 0, 0, position)
         while True:
             with self.store.view_tables(write=True) as tables:
                 position = tables.lock_tracking(self.projection.name)

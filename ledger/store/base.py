@@ -475,6 +475,16 @@ class Store(ABC):
     def _errors_mapped(self) -> AbstractContextManager[None]:
         """Turn driver and eventsourcing errors raised inside into ledger errors."""
 
+    def schema_state(self) -> tuple[set[str], str | None]:
+        """The jobledger tables present and the recorded schema version (``None``: none)."""
+        return self._tables_and_marker()
+
+    def create_missing(self) -> list[str]:
+        """Run every (``IF NOT EXISTS``) schema statement; the tables that were missing."""
+        tables, _ = self._tables_and_marker()
+        self._create_schema()
+        return sorted(EXPECTED_TABLES - tables)
+
     def _tables_and_marker(self) -> tuple[set[str], str | None]:
         """The jobledger tables present and the recorded schema version, if any."""
         tables = {row["table_name"] for row in self._read("tables_present")}

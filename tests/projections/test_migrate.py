@@ -1,0 +1,76 @@
+"""``jobledger migrate``: stale projections rebuilt, missing tables and indexes created."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from projection_helpers import populate, raw
+
+from cli.main import cli
+from ledger import Ledger
+from projections.catalog import version_key
+
+
+def run(url: str, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["--db", url, "migrate", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def index_exists(url: str, name: str) -> bool:
+    if url.startswith("postgresql"):
+        return bool(raw(url, "SELECT 1 FROM pg_indexes WHERE indexname = ?", (name,)))
+    return bool(raw(url, "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)))
+
+
+def test_migrate_rebuilds_a_stale_projection_and_says_so(db_url: str) -> None:
+    """A stale view (its rows gone, an older version recorded): --dry-run names it and changes
+    nothing; migrate rebuilds it from the history and records the code's version; running it
+    again finds nothing to do."""
+    populate(db_url)
+    raw(db_url, "UPDATE jl_meta SET value = '0' WHERE key = ?", (version_key("dead_letters"),))
+    raw(db_url, "DELETE FROM jl_dead_letters")
+
+    code, out, _ = run(db_url, "--dry-run")
+    assert code == 0
+    assert out == "would rebuild dead_letters (recorded v0, code v1)\n"
+    assert raw(db_url, "SELECT count(*) FROM jl_dead_letters") == [(0,)]
+
+    code, out, _ = run(db_url)
+    assert code == 0
+    assert out.splitlines()[0] == "rebuilt dead_letters (recorded v0, code v1)"
+    assert out.splitlines()[-1].startswith("migrated ")
+    with Ledger.open(db_url) as ledger:
+        assert len(ledger.dead_letters()) == 2
+        assert not any(s.stale for s in ledger.projections().status())
+        assert ledger.projections().verify().clean
+
+    code, out, _ = run(db_url)
+    assert code == 0
+    assert out.endswith("is up to date\n")
+
+
+def test_migrate_recreates_a_missing_index_and_reports_json(db_url: str) -> None:
+    """An index dropped by hand comes back; --json reports the plan and what was done."""
+    raw(db_url, "DROP INDEX jl_audit_type_idx")
+    assert not index_exists(db_url, "jl_audit_type_idx")
+    code, out, _ = run(db_url, "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["rebuilt"] == []
+    assert report["created_tables"] == []
+    assert report["plan"]["stale_names"] == []
+    assert index_exists(db_url, "jl_audit_type_idx")
+
+
+def test_migrate_refuses_a_database_without_a_ledger(tmp_path: Path, empty_pg_url: str) -> None:
+    """Unlike init, migrate never creates a ledger: a missing SQLite file and an empty
+    PostgreSQL database are refused with exit 1 and a hint."""
+    missing = tmp_path / "absent.db"
+    code, _, err = run(str(missing))
+    assert code == 1
+    assert not missing.exists()
+    code, _, err = run(empty_pg_url)
+    assert code == 1
+    assert "run `jobledger init` first" in err
