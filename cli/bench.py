@@ -94,6 +94,8 @@ class BenchReport:
     n: int
     concurrency: int
     chunk: int
+    follow_projections: bool
+    """Whether the timed pool kept the audit view caught up (the default) meanwhile."""
     analyzed: bool
     leftover_jobs: int
     """Bench jobs of an interrupted earlier run, worked (untimed) before this one's."""
@@ -243,12 +245,15 @@ async def wakeup_latencies(
     return latencies, ids
 
 
-def bench_pool(ledger: Ledger, concurrency: int) -> tuple[WorkerPool, BenchHandler]:
+def bench_pool(
+    ledger: Ledger, concurrency: int, follow: bool = True
+) -> tuple[WorkerPool, BenchHandler]:
     """A pool that works bench jobs only, with its defaults, and its handler."""
     handler = BenchHandler()
     registry = Registry()
     registry.handler(BENCH_TYPE)(handler)
-    return WorkerPool(ledger, registry, concurrency=concurrency), handler
+    pool = WorkerPool(ledger, registry, concurrency=concurrency, follow_projections=follow)
+    return pool, handler
 
 
 async def finish_leftovers(ledger: Ledger, concurrency: int) -> int:
@@ -263,10 +268,10 @@ async def finish_leftovers(ledger: Ledger, concurrency: int) -> int:
 
 
 async def process(
-    ledger: Ledger, n: int, concurrency: int, advance: Callable[[int], None]
+    ledger: Ledger, n: int, concurrency: int, advance: Callable[[int], None], follow: bool = True
 ) -> Processing:
     """Work the N bulk jobs with a fresh pool, timed; then sample its wake-up while idle."""
-    pool, handler = bench_pool(ledger, concurrency)
+    pool, handler = bench_pool(ledger, concurrency, follow)
     succeeded_before = (await asyncio.to_thread(ledger.counts)).get("succeeded", 0)
     events_before = await asyncio.to_thread(ledger.store.head_position)
     started = time.perf_counter()
@@ -322,7 +327,8 @@ def text_report(report: BenchReport) -> str:
         (
             "run",
             f"{report.n:,} jobs, concurrency {report.concurrency}, enqueue in chunks of "
-            f"{report.chunk:,}, {report.wakeup_samples} wake-up samples",
+            f"{report.chunk:,}, {report.wakeup_samples} wake-up samples, audit followed: "
+            f"{'yes' if report.follow_projections else 'no'}",
         ),
     ]
     if report.analyzed:
@@ -378,10 +384,24 @@ def text_report(report: BenchReport) -> str:
     help="Jobs per enqueue_many transaction.",
 )
 @click.option("--yes", is_flag=True, help="Run even on a database that holds other work.")
+@click.option(
+    "--projections/--no-projections",
+    "follow_projections",
+    default=True,
+    show_default=True,
+    help="Let the timed pool keep the audit view caught up (as workers do by default).",
+)
 @json_option
 @click.pass_obj
 def bench(
-    settings: Settings, *, n: int, concurrency: int, chunk: int, yes: bool, as_json: bool
+    settings: Settings,
+    *,
+    n: int,
+    concurrency: int,
+    chunk: int,
+    yes: bool,
+    follow_projections: bool,
+    as_json: bool,
 ) -> None:
     """Measure enqueue, processing and wake-up on the database (the jobs stay in its history)."""
     url = settings.url
@@ -405,7 +425,7 @@ def bench(
             server = f"SQLite {sqlite3.sqlite_version}"
         # Progress is for people, so it goes to stderr: stdout stays the result (or JSON).
         with click.progressbar(length=n, label="processing", file=sys.stderr, show_pos=True) as bar:
-            run = asyncio.run(process(ledger, n, concurrency, bar.update))
+            run = asyncio.run(process(ledger, n, concurrency, bar.update, follow_projections))
         succeeded = verify(ledger, ids, run.sample_ids)
     report = BenchReport(
         database=describe(url),
@@ -418,6 +438,7 @@ def bench(
         n=n,
         concurrency=concurrency,
         chunk=chunk,
+        follow_projections=follow_projections,
         analyzed=postgres,
         leftover_jobs=leftovers,
         enqueue_s=round(enqueue_s, 4),
