@@ -7,12 +7,18 @@ letters, a few sync subjects), then times a full rebuild and a verify, with per-
 
     .venv/bin/python bench/bench_rebuild.py                      # 1,000,000 events, both
     .venv/bin/python bench/bench_rebuild.py --events 100000 --backends sqlite
+
+``--db URL`` times an existing database instead (filled first if it has no events, never
+dropped), ``--repeat N`` times it N times. To compare with older code on the same data, run
+with ``PYTHONPATH=<a copy of the old ledger/ and projections/>``: the JSON names the code
+directory it imported.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import uuid
@@ -24,6 +30,7 @@ from typing import Any
 
 import psycopg
 
+import ledger as ledger_module
 from ledger import Completion, EnqueueRequest, Failure, FailureKind, Ledger
 from ledger.events import Subject
 
@@ -90,35 +97,59 @@ def fill(ledger: Ledger, events: int) -> int:
     return ledger.store.head_position()
 
 
-def run(backend: str, server: str, events: int) -> dict[str, Any]:
-    with database(backend, server) as url:
-        with Ledger.open(url, create=True, pool_size=2) as ledger:
+def run(backend: str, url: str, events: int, repeat: int) -> list[dict[str, Any]]:
+    results = []
+    with Ledger.open(url, create=True, pool_size=2) as ledger:
+        head = ledger.store.head_position()
+        fill_s = 0.0
+        if head == 0:
             started = perf_counter()
             head = fill(ledger, events)
             fill_s = perf_counter() - started
             print(f"{backend}: {head:,} events appended in {fill_s:.1f}s", file=sys.stderr)
-            timer = PhaseTimer()
-            report = ledger.projections(progress=timer).rebuild()
-            timer.close()
-            rebuild_phases = timer.phases
-            timer = PhaseTimer()
-            started = perf_counter()
-            verified = ledger.projections(progress=timer).verify()
-            verify_s = perf_counter() - started
-            timer.close()
-            assert verified.clean, "verify found drift after a rebuild"
-        return {
-            "backend": backend,
-            "events": report.events,
-            "rows": report.rows,
-            "fill_s": round(fill_s, 2),
-            "rebuild_s": round(report.seconds, 2),
-            "rebuild_events_per_s": round(report.events / report.seconds),
-            "rebuild_phases_s": {k: round(v, 2) for k, v in rebuild_phases.items()},
-            "verify_s": round(verify_s, 2),
-            "verify_events_per_s": round(verified.events / verify_s),
-            "verify_phases_s": {k: round(v, 2) for k, v in timer.phases.items()},
-        }
+        for _ in range(repeat):
+            results.append(timed(backend, ledger, fill_s))
+            print(summary(results[-1]), file=sys.stderr)
+    return results
+
+
+def timed(backend: str, ledger: Ledger, fill_s: float) -> dict[str, Any]:
+    load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+    timer = PhaseTimer()
+    report = ledger.projections(progress=timer).rebuild()
+    timer.close()
+    rebuild_phases = timer.phases
+    timer = PhaseTimer()
+    started = perf_counter()
+    verified = ledger.projections(progress=timer).verify()
+    verify_s = perf_counter() - started
+    timer.close()
+    assert verified.clean, "verify found drift after a rebuild"
+    return {
+        "backend": backend,
+        "code": os.path.dirname(os.path.dirname(os.path.abspath(ledger_module.__file__))),
+        "loadavg_before": load,
+        "events": report.events,
+        "rows": report.rows,
+        "fill_s": round(fill_s, 2),
+        "rebuild_s": round(report.seconds, 2),
+        "rebuild_events_per_s": round(report.events / report.seconds),
+        "rebuild_phases_s": {k: round(v, 2) for k, v in rebuild_phases.items()},
+        "verify_s": round(verify_s, 2),
+        "verify_events_per_s": round(verified.events / verify_s),
+        "verify_phases_s": {k: round(v, 2) for k, v in timer.phases.items()},
+    }
+
+
+def summary(result: dict[str, Any]) -> str:
+    return (
+        f"{result['backend']:8}  {result['events']:>9,} events  "
+        f"rebuild {result['rebuild_s']:6.1f}s = {result['rebuild_events_per_s']:>7,}/s  "
+        f"verify {result['verify_s']:6.1f}s = {result['verify_events_per_s']:>7,}/s  "
+        f"(load {result['loadavg_before']})\n"
+        f"          rebuild phases: {result['rebuild_phases_s']}\n"
+        f"          verify phases:  {result['verify_phases_s']}"
+    )
 
 
 def main() -> None:
@@ -127,16 +158,18 @@ def main() -> None:
     parser.add_argument("--backends", default="postgres,sqlite")
     parser.add_argument("--pg-server", default="postgresql://postgres@127.0.0.1:5432")
     parser.add_argument("--json", default="bench/results/rebuild.json")
+    parser.add_argument("--db", help="time this database (filled if empty, never dropped)")
+    parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
-    results = [run(b, args.pg_server, args.events) for b in args.backends.split(",")]
+    results = []
+    for backend in [] if args.db else args.backends.split(","):
+        with database(backend, args.pg_server) as url:
+            results += run(backend, url, args.events, args.repeat)
+    if args.db:
+        backend = "postgres" if args.db.startswith("postgres") else "sqlite"
+        results += run(backend, args.db, args.events, args.repeat)
     for result in results:
-        print(
-            f"{result['backend']:8}  {result['events']:>9,} events  "
-            f"rebuild {result['rebuild_s']:6.1f}s = {result['rebuild_events_per_s']:>7,}/s  "
-            f"verify {result['verify_s']:6.1f}s = {result['verify_events_per_s']:>7,}/s"
-        )
-        print(f"          rebuild phases: {result['rebuild_phases_s']}")
-        print(f"          verify phases:  {result['verify_phases_s']}")
+        print(summary(result))
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
 

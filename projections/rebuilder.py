@@ -3,17 +3,25 @@
 - :meth:`Rebuilder.verify` replays the whole history in one read snapshot and diffs each view's
   live rows against the replay's (:mod:`projections.diff`).
 - :meth:`Rebuilder.rebuild` replays from position 0 in a snapshot, bulk-loads shadow tables
-  in chunks (one short transaction each, so writers keep going), catches up without locks,
-  then — in one transaction holding the events-table lock, so no event can be appended
-  meanwhile — applies the last events, swaps the shadows in and records the versions.
+  in chunks (one short transaction each, so writers keep going; largest table first, each
+  one's indexes built on another connection while the next loads, where the backend allows),
+  catches up without locks, then — in one transaction holding the events-table lock, so no
+  event can be appended meanwhile — applies the last events, swaps the shadows in and
+  records the versions.
 - :meth:`Rebuilder.status` reports each projection's code and recorded schema versions.
+
+Verify and rebuild run with Python's cyclic garbage collector paused
+(:func:`_collector_paused`).
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from itertools import islice
 
 import msgspec
@@ -75,6 +83,24 @@ def _chunks(rows: Iterator[Row], size: int) -> Iterator[list[Row]]:
         yield chunk
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (process-wide) for a replay.
+
+    A replay allocates millions of objects it keeps (states, rows), and each allocation
+    burst triggers a collection that traverses all of them again: with the collector on, a
+    1,000,000-event replay spent more than half its time there. What it builds has no
+    cycles (reference counting frees it all), so nothing waits for the collector meanwhile
+    but other threads' cyclic garbage, collected once this ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def resolve(names: Sequence[str] | None) -> list[Projection]:
     """The projections named (all of them for ``None``), in catalogue order."""
     if names is None:
@@ -116,9 +142,7 @@ class Rebuilder:
         start = replay.position
         end = head if head is not None else tables.head()
         total = max(0, end - start)
-        while replay.position < end and (
-            events := tables.events_after(replay.position, min(self.batch, end - replay.position))
-        ):
+        for events in tables.pages(start, end, self.batch):
             replay.apply(events)
             self.progress(phase, min(replay.position - start, total), total)
 
@@ -128,8 +152,11 @@ class Rebuilder:
         """Replay the history and diff the named views (all by default) against it, all in
         one consistent read snapshot. A tracked view is compared with the history up to its
         recorded position (the replay stops there first), the inline ones with all of it."""
-        projections = resolve(names)
-        replay = Replay(audit=bool(tracked(projections)))
+        with _collector_paused():
+            return self._verify(resolve(names))
+
+    def _verify(self, projections: list[Projection]) -> VerifyReport:
+        replay = Replay(audit=bool(tracked(projections)), dirty=False)
         with self.store.view_tables(write=False) as tables:
             head = tables.head()
             positions = tables.tracking()
@@ -151,13 +178,26 @@ class Rebuilder:
     def rebuild(self, names: Sequence[str] | None = None) -> RebuildReport:
         """Rebuild the named views (all by default) from position 0 and swap them in."""
         projections = resolve(names)
+        with _collector_paused():
+            return self._rebuild(projections)
+
+    def _rebuild(self, projections: list[Projection]) -> RebuildReport:
         started = time.perf_counter()
-        replay = Replay(audit=bool(tracked(projections)))
+        # The first pass writes every row: no need to note which ones each event touched.
+        replay = Replay(audit=bool(tracked(projections)), dirty=False)
         with self.store.view_tables(write=False) as tables:
             self._replay(replay, tables, "replay")
-        for name in BY_NAME:
-            replay.take_dirty(name)
-        rows = {p.name: self._load(p, replay) for p in projections}
+        replay.track_dirty = True
+        with ThreadPoolExecutor(1, thread_name_prefix="jl-index") as indexer:
+            # Where the backend allows concurrent writers, a shadow's indexes are built (by
+            # the server) while the next shadow loads (mostly work of this process): the
+            # largest first, so that only the smaller ones' builds are left to wait for.
+            largest_first = sorted(projections, key=lambda p: -replay.count(p.name))
+            builds = [self._load(p, replay, indexer) for p in largest_first]
+            for build in builds:
+                if build is not None:
+                    build.result()
+        rows = {p.name: replay.count(p.name) for p in projections}
         # Catch up without locks while much is left, so the locked step stays short.
         for _ in range(CATCH_UP_ROUNDS):
             with self.store.view_tables(write=False) as tables:
@@ -181,10 +221,15 @@ class Rebuilder:
             swap_attempts=attempts,
         )
 
-    def _load(self, projection: Projection, replay: Replay) -> int:
-        """Bulk-load the replay's rows into a fresh shadow table, a chunk per transaction."""
+    def _load(
+        self, projection: Projection, replay: Replay, indexer: ThreadPoolExecutor
+    ) -> Future[None] | None:
+        """Bulk-load the replay's rows into a fresh shadow table, a chunk per transaction,
+        then index it: on ``indexer`` if the backend takes concurrent writers (the future
+        returned), else here."""
         with self.store.view_tables(write=True) as tables:
             tables.create_shadow(projection)
+            concurrent = tables.concurrent_writers
         total = replay.count(projection.name)
         done = 0
         for chunk in _chunks(replay.rows(projection.name), self.chunk):
@@ -192,9 +237,14 @@ class Rebuilder:
                 tables.insert_shadow(projection, chunk)
             done += len(chunk)
             self.progress(f"load {projection.name}", done, total)
+        if concurrent:
+            return indexer.submit(self._index, projection)
+        self._index(projection)
+        return None
+
+    def _index(self, projection: Projection) -> None:
         with self.store.view_tables(write=True) as tables:
             tables.index_shadow(projection)
-        return total
 
     def _write_dirty(
         self, tables: ViewTables, projections: Sequence[Projection], replay: Replay

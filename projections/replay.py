@@ -48,20 +48,26 @@ class StreamEvent(NamedTuple):
 class Replay:
     """The inline views' expected rows after the events applied so far."""
 
-    def __init__(self, *, audit: bool = True) -> None:
+    def __init__(self, *, audit: bool = True, dirty: bool = True) -> None:
         self.position = 0
         """The last position applied (0: none)."""
         self.applied = 0
-        self._jobs: dict[UUID, JobState] = {}
-        self._enqueue_seq: dict[UUID, int] = {}
+        # Jobs are keyed by ``job_id.int``: a ``UUID`` hashes and compares in Python code,
+        # an int in C, and this runs several times per event.
+        self._jobs: dict[int, JobState] = {}
+        self._enqueue_seq: dict[int, int] = {}
         self._definitions: dict[str, DefinitionState] = {}
         self._sync_state: dict[Key, Row] = {}
         self._dead_letters: dict[Key, Row] = {}
         self._dead_by_subject: dict[Key, set[Key]] = {}
         self._dirty: dict[str, set[Key]] = {name: set() for name in BY_NAME}
+        self.track_dirty = dirty
+        """Record the keys each event touches (for :meth:`take_dirty`); off while nobody will
+        ask, such as a verify or a rebuild's first pass."""
         self._keep_audit = audit
         """Keep the audit rows (one per job event: the largest table; off when not wanted)."""
-        self._audit: dict[Key, Row] = {}
+        self._audit: dict[int, Row] = {}
+        """By position."""
 
     # --- folding ----------------------------------------------------------------------------
 
@@ -80,21 +86,26 @@ class Replay:
         return self.applied - before
 
     def _apply_job(self, item: StreamEvent, event: JobEvent) -> None:
-        state = evolve(self._jobs.get(item.originator_id), event)
-        if state.version != item.version or state.job_id != item.originator_id:
+        job = item.originator_id.int
+        state = evolve(self._jobs.get(job), event)
+        if state.version != item.version or state.job_id.int != job:
             raise IllegalTransitionError(
                 f"event at position {item.position} is version {item.version} of stream "
                 f"{item.originator_id}, but folds to version {state.version} of {state.job_id}"
             )
-        self._jobs[item.originator_id] = state
+        self._jobs[job] = state
         if state.version == 1:
-            self._enqueue_seq[item.originator_id] = item.position
-        self._dirty["queue"].add((item.originator_id,))
+            self._enqueue_seq[job] = item.position
+        if self.track_dirty:
+            self._dirty["queue"].add((item.originator_id,))
         if self._keep_audit:
             row = audit_row(item.position, item.originator_id, event, state.job_type, state.org)
-            self._audit[(item.position,)] = row
-            self._dirty["audit"].add((item.position,))
-        for write in (*sync_state.writes(event, state), *dead_letters.writes(event, state)):
+            self._audit[item.position] = row
+            if self.track_dirty:
+                self._dirty["audit"].add((item.position,))
+        for write in sync_state.writes(event, state):
+            self._apply_write(write)
+        for write in dead_letters.writes(event, state):
             self._apply_write(write)
 
     def _apply_definition(self, item: StreamEvent, event: Event) -> None:
@@ -108,7 +119,8 @@ class Replay:
                 f"{job_type!r}, but folds to version {state.version}"
             )
         self._definitions[job_type] = state
-        self._dirty["definitions"].add((job_type,))
+        if self.track_dirty:
+            self._dirty["definitions"].add((job_type,))
 
     def _apply_write(self, write: ViewWrite) -> None:
         """Apply one named view write to the in-memory tables, as its SQL does.
@@ -136,18 +148,18 @@ class Replay:
                     if row[column] is None:
                         row[column] = stored[column]
             self._sync_state[key] = row
-            self._dirty["sync_state"].add(key)
+            self._touch("sync_state", key)
         elif query == "sync_state_delete":
             key = (params["source_id"], params["uri"])
             self._sync_state.pop(key, None)
-            self._dirty["sync_state"].add(key)
+            self._touch("sync_state", key)
         elif query == "dead_letters_insert":
             job_key: Key = (params["job_id"],)
             self._dead_letters[job_key] = dict(params)
             if params["source_id"] is not None:
                 subject = (params["source_id"], params["uri"])
                 self._dead_by_subject.setdefault(subject, set()).add(job_key)
-            self._dirty["dead_letters"].add(job_key)
+            self._touch("dead_letters", job_key)
         elif query == "dead_letters_delete":
             self._drop_dead_letter((params["job_id"],))
         elif query == "dead_letters_prune_subject":
@@ -156,9 +168,13 @@ class Replay:
         else:
             raise ValueError(f"replay does not know the view write {query!r}")
 
+    def _touch(self, name: str, key: Key) -> None:
+        if self.track_dirty:
+            self._dirty[name].add(key)
+
     def _drop_dead_letter(self, key: Key) -> None:
         row = self._dead_letters.pop(key, None)
-        self._dirty["dead_letters"].add(key)
+        self._touch("dead_letters", key)
         if row is not None and row["source_id"] is not None:
             subject = (row["source_id"], row["uri"])
             keys = self._dead_by_subject.get(subject)
@@ -172,10 +188,11 @@ class Replay:
     def row(self, name: str, key: Key) -> Row | None:
         """The expected row of view ``name`` with primary key ``key``, if there is one."""
         if name == "queue":
-            state = self._jobs.get(key[0])
+            job = key[0].int
+            state = self._jobs.get(job)
             if state is None:
                 return None
-            return queue_row(state, self._enqueue_seq[key[0]], state.job_id)
+            return queue_row(state, self._enqueue_seq[job], state.job_id)
         if name == "definitions":
             definition = self._definitions.get(key[0])
             return None if definition is None else definition_row(definition)
@@ -184,13 +201,13 @@ class Replay:
         if name == "dead_letters":
             return self._dead_letters.get(key)
         if name == "audit":
-            return self._audit.get(key)
+            return self._audit.get(key[0])
         raise KeyError(name)
 
     def keys(self, name: str) -> list[Key]:
         """Every primary key view ``name`` should hold."""
         if name == "queue":
-            return [(job_id,) for job_id in self._jobs]
+            return [(state.job_id,) for state in self._jobs.values()]
         if name == "definitions":
             return [(job_type,) for job_type in self._definitions]
         if name == "sync_state":
@@ -198,18 +215,32 @@ class Replay:
         if name == "dead_letters":
             return list(self._dead_letters)
         if name == "audit":
-            return list(self._audit)
+            return [(position,) for position in self._audit]
         raise KeyError(name)
 
     def rows(self, name: str) -> Iterator[Row]:
         """Every expected row of view ``name``."""
-        for key in self.keys(name):
-            row = self.row(name, key)
-            assert row is not None
-            yield row
+        if name == "queue":
+            seq = self._enqueue_seq
+            for job, state in self._jobs.items():
+                yield queue_row(state, seq[job], state.job_id)
+        elif name == "audit":
+            yield from self._audit.values()
+        else:
+            for key in self.keys(name):
+                row = self.row(name, key)
+                assert row is not None
+                yield row
 
     def count(self, name: str) -> int:
-        return len(self.keys(name)) if name != "queue" else len(self._jobs)
+        tables: dict[str, dict[Any, Any]] = {
+            "queue": self._jobs,
+            "definitions": self._definitions,
+            "sync_state": self._sync_state,
+            "dead_letters": self._dead_letters,
+            "audit": self._audit,
+        }
+        return len(tables[name])
 
     def take_dirty(self, name: str) -> set[Key]:
         """The keys of view ``name`` touched since the last call (present or deleted)."""

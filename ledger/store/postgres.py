@@ -15,9 +15,10 @@ table lock. So writers cannot deadlock on the two.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import groupby
+from operator import itemgetter
 from typing import Any
 from uuid import UUID
 
@@ -25,6 +26,7 @@ import psycopg
 from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.copy import QueuedLibpqWriter
 from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Composable, Identifier, Literal, Placeholder
 
@@ -180,10 +182,30 @@ _ARRAY_TYPES: dict[str, Composable] = {
 }
 
 
+def _values(columns: Sequence[str]) -> Callable[[Row], Sequence[Any]]:
+    """A row's values in ``columns`` order (itemgetter: a C call per row)."""
+    if len(columns) == 1:
+        return lambda row: (row[columns[0]],)
+    return itemgetter(*columns)
+
+
+INDEX_BUILD_MEMORY = "256MB"
+"""``maintenance_work_mem`` for a shadow's index builds: a million-row sort fits in memory."""
+
+
+def _checked_type(name: str) -> str:
+    """A column type the shadow load knows how to send (the fixed set of :data:`_ARRAY_TYPES`)."""
+    if name not in _ARRAY_TYPES:
+        raise ValueError(f"a view column of unexpected type {name!r}")
+    return name
+
+
 class PostgresViewTables(ViewTables):
     """Rebuild and verify on PostgreSQL: reads run in one ``REPEATABLE READ READ ONLY``
     snapshot; writes run at READ COMMITTED, and the swap locks the events table, then the
     live tables (see :meth:`lock_for_swap`)."""
+
+    concurrent_writers = True
 
     def __init__(self, store: PostgresStore, cursor: psycopg.Cursor[DictRow]) -> None:
         super().__init__(store.codec)
@@ -198,27 +220,16 @@ class PostgresViewTables(ViewTables):
         return int(row["head"])
 
     def _events_after(self, position: int, limit: int) -> list[StoredRow]:
-        # Binary results: bytea arrives as raw bytes instead of hex text to parse.
-        self._cursor.execute(
-            self._sql["events_after"],
-            {"position": position, "limit": limit},
-            prepare=True,
-            binary=True,
-        )
-        return [
-            (
-                row["notification_id"],
-                row["originator_id"],
-                row["originator_version"],
-                row["topic"],
-                bytes(row["state"]),
+        # Binary results: bytea arrives as raw bytes instead of hex text to parse, uuid as 16
+        # bytes; tuple rows, as StoredRow wants them, skip building a dict per event.
+        with self._cursor.connection.cursor(row_factory=tuple_row) as cursor:
+            cursor.execute(
+                self._sql["events_after"],
+                {"position": position, "limit": limit},
+                prepare=True,
+                binary=True,
             )
-            for row in self._cursor.fetchall()
-        ]
-
-    def _uuid(self, stored: Any) -> UUID:
-        assert isinstance(stored, UUID)
-        return stored
+            return cursor.fetchall()
 
     def live_rows(self, projection: Projection) -> Iterator[Row]:
         query = SQL("SELECT {} FROM {}").format(
@@ -226,15 +237,14 @@ class PostgresViewTables(ViewTables):
         )
         # A server-side cursor: the rows stream in batches instead of all at once.
         connection = self._cursor.connection
+        columns = projection.columns
         with connection.cursor(name=f"jl_rows_{projection.name}", row_factory=tuple_row) as rows:
             rows.itersize = 10_000
-            rows.execute(query)
-            for row in rows:
-                values = dict(zip(projection.columns, row, strict=True))
-                for column, value in values.items():
-                    if isinstance(value, memoryview):
-                        values[column] = bytes(value)
-                yield values
+            # Binary results: bytea arrives as bytes, uuid without text to parse.
+            rows.execute(query, binary=True)
+            while batch := rows.fetchmany(10_000):
+                for row in batch:
+                    yield dict(zip(columns, row, strict=True))
 
     def meta(self) -> dict[str, str]:
         self._cursor.execute(self._sql["meta_all"])
@@ -262,45 +272,61 @@ class PostgresViewTables(ViewTables):
         table, _ = projection_schema("postgres", projection)
         self._cursor.execute(to_shadow(table, projection).encode())
 
+    def _bulk(self) -> None:
+        """Settings for a transaction that only writes a shadow table.
+
+        ``synchronous_commit = off``: a crash may lose the last such commits, but a shadow is
+        derived data that no reader sees before the swap, and a rebuild that did not finish
+        starts again from a fresh shadow (the swap's own commit stays synchronous)."""
+        self._cursor.execute("SET LOCAL synchronous_commit = off")
+
     def index_shadow(self, projection: Projection) -> None:
         """Build the shadow's indexes (under shadow names) after the load, and analyse it,
-        outside the swap's locks."""
+        outside the swap's locks; with room to sort in memory."""
+        self._bulk()
+        self._cursor.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
         _, indexes = projection_schema("postgres", projection)
         for statement in indexes:
             self._cursor.execute(to_shadow(statement, projection).encode())
         self._cursor.execute(SQL("ANALYZE {}").format(Identifier(shadow(projection.table))))
 
-    def _column_types(self, table: str) -> dict[str, Composable]:
+    def _column_types(self, table: str) -> dict[str, str]:
+        # Asked of the shadow, not the live table: a new version may add a column.
         self._cursor.execute(
             "SELECT attname, format_type(atttypid, atttypmod) AS type FROM pg_attribute"
             " WHERE attrelid = %s::regclass AND attnum > 0 AND NOT attisdropped",
             (table,),
         )
-        return {row["attname"]: _ARRAY_TYPES[row["type"]] for row in self._cursor.fetchall()}
+        return {row["attname"]: _checked_type(row["type"]) for row in self._cursor.fetchall()}
 
     def insert_shadow(self, projection: Projection, rows: list[Row]) -> None:
-        # One statement per chunk with one binary array per column, like queue_insert.
+        # Binary COPY: no SQL to parse, no arrays to build and unpack, values sent as the
+        # server stores them.
         if not rows:
             return
-        types = self._column_types(projection.table)
+        self._bulk()
+        types = self._column_types(shadow(projection.table))
         columns = projection.columns
-        query = SQL("INSERT INTO {} ({}) SELECT * FROM unnest({})").format(
-            Identifier(shadow(projection.table)),
-            SQL(", ").join(Identifier(c) for c in columns),
-            SQL(", ").join(
-                SQL("{}::{}").format(Placeholder(c, format="b"), types[c]) for c in columns
-            ),
+        query = SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+            Identifier(shadow(projection.table)), SQL(", ").join(Identifier(c) for c in columns)
         )
-        self._cursor.execute(query, {c: [row[c] for row in rows] for c in columns})
+        values = _values(columns)
+        # The queued writer sends on its own thread while this one formats the next rows.
+        with self._cursor.copy(query, writer=QueuedLibpqWriter(self._cursor)) as copy:
+            copy.set_types([types[c] for c in columns])
+            write_row = copy.write_row
+            for row in rows:
+                write_row(values(row))
 
     def delete_shadow(self, projection: Projection, keys: list[Key]) -> None:
         if not keys:
             return
-        types = self._column_types(projection.table)
+        types = self._column_types(shadow(projection.table))
         query = SQL("DELETE FROM {} AS t USING unnest({}) AS d({}) WHERE {}").format(
             Identifier(shadow(projection.table)),
             SQL(", ").join(
-                SQL("{}::{}").format(Placeholder(c, format="b"), types[c]) for c in projection.key
+                SQL("{}::{}").format(Placeholder(c, format="b"), _ARRAY_TYPES[types[c]])
+                for c in projection.key
             ),
             SQL(", ").join(Identifier(c) for c in projection.key),
             SQL(" AND ").join(SQL("t.{0} = d.{0}").format(Identifier(c)) for c in projection.key),

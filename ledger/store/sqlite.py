@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -160,10 +161,7 @@ class SQLiteViewTables(ViewTables):
 
     def _events_after(self, position: int, limit: int) -> list[StoredRow]:
         self._cursor.execute(self._sql["events_after"], {"position": position, "limit": limit})
-        return [(row[0], row[1], row[2], row[3], row[4]) for row in self._cursor.fetchall()]
-
-    def _uuid(self, stored: Any) -> UUID:
-        return UUID(stored)
+        return [(row[0], UUID(row[1]), row[2], row[3], row[4]) for row in self._cursor.fetchall()]
 
     def live_rows(self, projection: Projection) -> Iterator[Row]:
         columns = ", ".join(safe_column(c) for c in projection.columns)
@@ -214,9 +212,11 @@ class SQLiteViewTables(ViewTables):
         columns = projection.columns
         names = ", ".join(safe_column(c) for c in columns)
         marks = ", ".join("?" for _ in columns)
+        values = itemgetter(*columns) if len(columns) > 1 else lambda row: (row[columns[0]],)
+        # Inline, not _stored() per value: this runs for every column of every row.
         self._cursor.executemany(
             f"INSERT INTO {shadow(safe_name(projection.table))} ({names}) VALUES ({marks})",
-            [tuple(_stored(row[c]) for c in columns) for row in rows],
+            [[v.hex if type(v) is UUID else v for v in values(row)] for row in rows],
         )
 
     def delete_shadow(self, projection: Projection, keys: list[Key]) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, ClassVar
+from uuid import UUID
 
 from ledger.codec import EventCodec
 from ledger.store.queries import load
@@ -25,8 +26,8 @@ _INDEX_NAME = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+IF\s+NOT\s+EXISTS\s+(\
 _SAFE_NAME = re.compile(r"^jl_[a-z_]+$")
 _SAFE_COLUMN = re.compile(r"^[a-z_]+$")
 
-StoredRow = tuple[int, Any, int, str, bytes]
-"""(notification id, originator id as stored, version, topic, state)."""
+StoredRow = tuple[int, UUID, int, str, bytes | memoryview]
+"""(notification id, originator id, version, topic, state)."""
 
 
 def shadow(name: str) -> str:
@@ -70,6 +71,13 @@ def index_names(indexes: Sequence[str]) -> list[str]:
     return names
 
 
+def upto(rows: list[StoredRow], end: int) -> list[StoredRow]:
+    """``rows`` without those after ``end`` (a page can pass it where ids have gaps)."""
+    if rows and rows[-1][0] > end:
+        return [row for row in rows if row[0] <= end]
+    return rows
+
+
 def to_shadow(sql: str, projection: Projection) -> str:
     """A live schema statement rewritten for the shadow table (and shadow index names)."""
     table = safe_name(projection.table)
@@ -81,6 +89,10 @@ def to_shadow(sql: str, projection: Projection) -> str:
 
 class ViewTables(ABC):
     """One transaction (a read snapshot, or a write) over the events and the view tables."""
+
+    concurrent_writers: ClassVar[bool] = False
+    """Whether write transactions of other connections may run alongside this one (a
+    shadow's index build during the next shadow's load)."""
 
     def __init__(self, codec: EventCodec) -> None:
         self._codec = codec
@@ -94,17 +106,30 @@ class ViewTables(ABC):
 
     def events_after(self, position: int, limit: int) -> list[StreamEvent]:
         """Up to ``limit`` events after ``position``, decoded, in notification order."""
-        decode = self._codec.decode
-        return [
-            StreamEvent(notification_id, self._uuid(originator_id), version, decode(topic, state))
-            for notification_id, originator_id, version, topic, state in self._events_after(
-                position, limit
-            )
-        ]
+        return self._decoded(self._events_after(position, limit))
 
-    @abstractmethod
-    def _uuid(self, stored: Any) -> Any:
-        """An originator or job id as stored, as a ``UUID``."""
+    def pages(self, position: int, end: int, batch: int) -> Iterator[list[StreamEvent]]:
+        """Every event after ``position`` up to ``end``, decoded, in notification order, in
+        pages of at most ``batch``."""
+        while position < end and (rows := self._events_after(position, min(batch, end - position))):
+            rows = upto(rows, end)
+            if not rows:
+                return
+            position = rows[-1][0]
+            yield self._decoded(rows)
+
+    def _decoded(self, rows: list[StoredRow]) -> list[StreamEvent]:
+        # This runs per event: look the decoder up directly, and build the named tuple with
+        # tuple.__new__ (its own __new__ is Python code).
+        current = self._codec.current_decoders()
+        decode = self._codec.decode
+        make = tuple.__new__
+        events = []
+        for position, originator_id, version, topic, state in rows:
+            decoder = current.get(topic)
+            event = decoder(state) if decoder is not None else decode(topic, state)
+            events.append(make(StreamEvent, (position, originator_id, version, event)))
+        return events
 
     @abstractmethod
     def live_rows(self, projection: Projection) -> Iterator[Row]:
