@@ -1,7 +1,8 @@
-"""Job commands: ``enqueue``, ``show`` and ``history``."""
+"""Job commands: ``enqueue``, ``show`` and ``history`` (with ``--follow``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -20,8 +21,17 @@ from cli.render import (
     table,
     when,
 )
-from ledger import JobNotFoundError, JobState, Record, Subject, SubjectOp
-from ledger.events import JSON, JobEvent
+from ledger import JobNotFoundError, JobState, JobStatus, Record, Subject, SubjectOp, diagnostics
+from ledger.diagnostics import Finding
+from ledger.events import (
+    JSON,
+    JobEnqueued,
+    JobEvent,
+    JobHeartbeated,
+    JobReleased,
+    JobRequeued,
+    JobRetryScheduled,
+)
 
 PAYLOAD_PREVIEW = 200
 """Characters of payload (and other JSON values) ``show`` prints; ``--json`` prints all."""
@@ -209,20 +219,85 @@ def state_json(state: JobState) -> dict[str, JSON]:
     return {**lifted, **plain(state)}
 
 
+def lease_renewals(state: JobState, records: Sequence[Record]) -> int | None:
+    """Heartbeats of the current attempt (``None`` before the first claim)."""
+    if state.attempt == 0:
+        return None
+    return sum(
+        1
+        for record in records
+        if isinstance(record.event, JobHeartbeated)
+        and (record.event.run_number, record.event.attempt) == (state.run_number, state.attempt)
+    )
+
+
+def next_retry_at(state: JobState, records: Sequence[Record]) -> datetime | None:
+    """When a pending job waiting out a retry's backoff becomes due (its ``run_at``); ``None``
+    if the job is not pending because of a retry (new, released or requeued since)."""
+    if state.status is not JobStatus.PENDING:
+        return None
+    became_pending = (JobEnqueued, JobRetryScheduled, JobReleased, JobRequeued)
+    last = next((r.event for r in reversed(records) if isinstance(r.event, became_pending)), None)
+    return state.run_at if isinstance(last, JobRetryScheduled) else None
+
+
+def _finding_value(value: bool | int | float | None) -> str:
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _detail_lines(
+    state: JobState, records: Sequence[Record], findings: Sequence[Finding]
+) -> list[tuple[str, str]]:
+    """What ``show`` reads from the history: renewals, the next retry, the diagnostics."""
+    renewals = lease_renewals(state, records)
+    retry = next_retry_at(state, records)
+    lines = [
+        ("lease renewals", MISSING if renewals is None else str(renewals)),
+        ("last heartbeat", when(state.last_heartbeat_at)),
+        ("next retry", MISSING if retry is None else when(retry)),
+    ]
+    for index, finding in enumerate(findings):
+        value = f"{finding.name}: {_finding_value(finding.value)} ({finding.explanation})"
+        lines.append(("diagnostics" if index == 0 else "", value))
+    lines.append(("", f"details: jobledger diagnose {state.job_id}"))
+    return lines
+
+
+def _show_json(
+    state: JobState, records: Sequence[Record], findings: Sequence[Finding]
+) -> dict[str, JSON]:
+    return {
+        **state_json(state),
+        "lease_renewals": lease_renewals(state, records),
+        "next_retry_at": plain(next_retry_at(state, records)),
+        "diagnostics": [plain(finding) for finding in findings],
+    }
+
+
 @click.command()
 @click.argument("job", callback=params.job_id)
 @json_option
 @click.pass_obj
 def show(settings: Settings, *, job: UUID, as_json: bool) -> None:
-    """Show the current state of job JOB (its id)."""
+    """Show the current state of job JOB (its id), with its lease renewals, next retry and
+    a summary of its diagnostics (see `jobledger diagnose JOB`)."""
     with open_ledger(settings.url) as ledger:
         state = ledger.get(job)
+        records = ledger.history(job) if state is not None else []
+        now = ledger.clock.now()
     if state is None:
         raise JobNotFoundError(f"no job {job}")
+    # The view and the history are two reads: fold what was read, so both describe one moment.
+    state = diagnostics.current_state(records) or state
+    findings = diagnostics.diagnose(records, now=now)
     if as_json:
-        echo_json(state_json(state))
+        echo_json(_show_json(state, records, findings))
     else:
-        click.echo(fields(_state_lines(state)))
+        click.echo(fields([*_state_lines(state), *_detail_lines(state, records, findings)]))
 
 
 def _event_fields(record: Record) -> dict[str, JSON]:
@@ -249,29 +324,111 @@ def _history_row(record: Record) -> list[str]:
     return [str(record.originator_version), type(record.event).name, when(record.event.at), text]
 
 
+def _history_json(record: Record) -> dict[str, JSON]:
+    return {
+        "version": record.originator_version,
+        "event": type(record.event).name,
+        "at": plain(record.event.at),
+        "fields": _event_fields(record),
+    }
+
+
+HEADERS = ["VERSION", "EVENT", "AT", "FIELDS"]
+FOLLOW_WIDTHS = [7, len("job_retry_scheduled"), len("2026-11-29T22:59:07.984Z")]
+"""``--follow`` cannot measure rows it has not seen: fixed columns, wide enough for all."""
+
+
+def _fixed_line(cells: Sequence[str]) -> str:
+    padded = [cell.ljust(width) for cell, width in zip(cells, FOLLOW_WIDTHS, strict=False)]
+    return "  ".join([*padded, *cells[len(FOLLOW_WIDTHS) :]]).rstrip()
+
+
+def _follow(
+    settings: Settings,
+    job: UUID,
+    *,
+    as_json: bool,
+    poll: float,
+    linger: float,
+    timeout: float | None,
+) -> None:
+    with open_ledger(settings.url) as ledger:
+        follower = ledger.follow_history(job, poll_s=poll, linger_s=linger, timeout_s=timeout)
+        first = True
+        try:
+            for record in follower.records():
+                if as_json:
+                    click.echo(compact_json(_history_json(record)))
+                else:
+                    if first:
+                        click.echo(_fixed_line(HEADERS))
+                    click.echo(_fixed_line(_history_row(record)))
+                first = False
+        except KeyboardInterrupt:
+            click.echo("stopped following (interrupted)", err=True)
+            return
+    state = follower.state
+    status = MISSING if state is None else state.status.value
+    if follower.stopped == "timeout":
+        click.echo(f"stopped following: --timeout reached (job is {status})", err=True)
+    else:
+        click.echo(f"stopped following: job is {status} and quiet", err=True)
+
+
 @click.command()
 @click.argument("job", callback=params.job_id)
+@click.option(
+    "--follow", "-f", is_flag=True, help="Keep printing new events until the job is done."
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.01),
+    default=0.5,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --follow: how often to look (PostgreSQL also wakes on NOTIFY).",
+)
+@click.option(
+    "--linger",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --follow: how long a finished job must stay quiet before stopping.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="With --follow: stop after this long whatever the job does.",
+)
 @json_option
 @click.pass_obj
-def history(settings: Settings, *, job: UUID, as_json: bool) -> None:
-    """List every event of job JOB, oldest first."""
+def history(
+    settings: Settings,
+    *,
+    job: UUID,
+    follow: bool,
+    poll: float,
+    linger: float,
+    timeout: float | None,
+    as_json: bool,
+) -> None:
+    """List every event of job JOB, oldest first.
+
+    With --follow, then print each new event as it is appended (JSON Lines with --json),
+    until the job is succeeded, dead or cancelled and quiet for --linger seconds, or
+    --timeout passes, or Ctrl-C.
+    """
+    if follow:
+        _follow(settings, job, as_json=as_json, poll=poll, linger=linger, timeout=timeout)
+        return
     with open_ledger(settings.url) as ledger:
         records = ledger.history(job)
     # history() reads any stream: a job type's definition stream id must not pass as a job.
     if not records or not isinstance(records[0].event, JobEvent):
         raise JobNotFoundError(f"no job {job}")
     if as_json:
-        echo_json(
-            [
-                {
-                    "version": record.originator_version,
-                    "event": type(record.event).name,
-                    "at": plain(record.event.at),
-                    "fields": _event_fields(record),
-                }
-                for record in records
-            ]
-        )
+        echo_json([_history_json(record) for record in records])
     else:
-        headers = ["VERSION", "EVENT", "AT", "FIELDS"]
-        click.echo(table(headers, [_history_row(record) for record in records]))
+        click.echo(table(HEADERS, [_history_row(record) for record in records]))

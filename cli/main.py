@@ -7,17 +7,22 @@ from typing import Any
 import click
 
 from cli import (
+    audit,
     bench,
     database,
     demo,
     diagnose,
     dlq,
+    exchange,
+    job_list,
     job_types,
     jobs,
     projections,
     reaper,
+    replay,
     stats,
     sync,
+    timeline,
     worker,
 )
 from cli.database import Settings
@@ -78,6 +83,7 @@ for command in (
     jobs.enqueue,
     jobs.show,
     jobs.history,
+    job_list.jobs,
     reaper.reap,
     diagnose.diagnose,
     sync.sync_state,
@@ -87,6 +93,11 @@ for command in (
     bench.bench,
     projections.projections,
     stats.stats,
+    audit.audit,
+    replay.replay,
+    timeline.timeline,
+    exchange.export,
+    exchange.import_,
 ):
     cli.add_command(command)
 

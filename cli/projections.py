@@ -73,7 +73,7 @@ def status(settings: Settings, as_json: bool) -> None:
     headers = ["NAME", "MODE", "CODE", "RECORDED", "STATE", "POSITION", "LAG"]
     click.echo(table(headers, rows))
     if any(s.stale for s in statuses):
-        click.echo("stale projections are rebuilt by `jobledger init`", err=True)
+        click.echo("stale projections are rebuilt by `jobledger migrate` (or `init`)", err=True)
 
 
 @projections.command()

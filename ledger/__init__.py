@@ -33,8 +33,13 @@ from ledger.events import (
 )
 from ledger.ledger import BatchResult, Completion, FailureReport, Ledger
 from ledger.state import IllegalTransitionError, JobState, Lease
+from projections.audit_query import AuditPage, AuditQuery, AuditRow
+from projections.job_list import JobPage, ListedJob
 
 __all__ = [
+    "AuditPage",
+    "AuditQuery",
+    "AuditRow",
     "BackoffPolicy",
     "BatchResult",
     "Clock",
@@ -55,12 +60,14 @@ __all__ = [
     "InvalidTransitionError",
     "JobDefinition",
     "JobNotFoundError",
+    "JobPage",
     "JobState",
     "JobStatus",
     "Lease",
     "LeaseOwnerMismatchError",
     "Ledger",
     "LedgerError",
+    "ListedJob",
     "Record",
     "Stage",
     "StoreError",

@@ -345,6 +345,7 @@ def _failure_outcome(
         delay_s=delay,
         next_run_at=next_run_at,
         started_without_renewal_heartbeat=started_without_renewal_heartbeat,
+        not_before=not_before,
     )
 
 

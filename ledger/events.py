@@ -241,14 +241,22 @@ class JobFailed(JobEvent, frozen=True):
 
 
 class JobRetryScheduled(JobEvent, frozen=True):
-    """A failed attempt will be retried: leased -> pending, not before ``next_run_at``."""
+    """A failed attempt will be retried: leased -> pending, not before ``next_run_at``.
+
+    v2 records ``not_before``: the earliest retry time the failure asked for (a handler's
+    ``TransientError(not_before=…)``; ``None``: none), so decision replay can tell a handler's
+    later retry from a delay no policy allows. A v1 event did not record it and is read with
+    ``not_before = next_run_at`` ("whatever was chosen was asked for"): v1 histories are
+    judged only on the lower bound, as before."""
 
     name = "job_retry_scheduled"
+    version = 2
     run_number: int
     attempt: int
     delay_s: float
     next_run_at: datetime
     started_without_renewal_heartbeat: bool | None = None
+    not_before: datetime | None = None
 
 
 class JobDeadLettered(JobEvent, frozen=True):

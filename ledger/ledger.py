@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Self
@@ -24,6 +24,7 @@ from ledger import decide
 from ledger.clock import Clock, SystemClock
 from ledger.codec import Record
 from ledger.config import open_store
+from ledger.decision_replay import JobReplay
 from ledger.errors import (
     DefinitionNotFoundError,
     IdempotencyConflictError,
@@ -39,15 +40,26 @@ from ledger.events import (
     Failure,
     JobDefinition,
     JobEvent,
+    JobStatus,
     JobTypeDefined,
     JobTypeUpdated,
     Subject,
 )
+from ledger.exchange import Selection
+from ledger.migrate import migrate
 from ledger.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.state import JobState, Lease, evolve, fold
+from ledger.store import replay_reads
+from ledger.store.audit_reads import read_page
 from ledger.store.base import Store, UnitOfWork
+from ledger.store.exporter import Exporter, ExportProgress, ExportReport, Write
+from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
+from ledger.store.job_views import jobs_at, list_jobs
+from ledger.store.tail import HistoryFollower
+from projections.audit_query import AuditPage, AuditQuery
 from projections.catalog import tracked
 from projections.dead_letters import DeadLetter
+from projections.job_list import DEFAULT_LIMIT, JobPage, job_query
 from projections.rebuilder import Progress, Rebuilder, resolve
 from projections.stats import Stats, collect
 from projections.sync_state import SyncState
@@ -139,11 +151,17 @@ class Ledger:
         """
         store = open_store(url, pool_size=pool_size, create=create)
         try:
-            created = store.initialise() if create else False
+            created, rebuilt = False, []
             if not create:
                 store.check_initialised()
-            # init also rebuilds the projections whose schema version changed (logged).
-            rebuilt = Rebuilder(store).refresh() if create else []
+            elif store.schema_state()[1] is None:
+                created = store.initialise()
+                Rebuilder(store).refresh()  # records each projection's version
+            else:
+                # An existing ledger: what `jobledger migrate` does (stale views rebuilt,
+                # logged; then what is missing created — in that order, see ledger.migrate).
+                migrated = migrate(store)
+                created, rebuilt = bool(migrated.created_tables), migrated.rebuilt
         except BaseException:
             store.close()
             raise
@@ -643,6 +661,105 @@ class Ledger:
         if catch_up:
             self.catch_up(["audit"])
         return collect(self.store, now or self.clock.now())
+
+    # --- decision replay (jobledger replay --check; see ledger/decision_replay.py) ---------
+
+    def replay_check(self, job_id: UUID) -> JobReplay:
+        """Re-run the current decisions over one job's history and report what differs."""
+        return replay_reads.check_job(self.store, job_id)
+
+    def replay_check_all(
+        self, *, job_type: str | None = None, batch_size: int = 500
+    ) -> Iterator[JobReplay]:
+        """:meth:`replay_check` for every job (or every job of ``job_type``), streamed from one
+        read snapshot, ``batch_size`` jobs at a time (see :mod:`ledger.store.replay_reads`)."""
+        return replay_reads.check_all(self.store, job_type=job_type, batch_size=batch_size)
+
+    # --- job views --------------------------------------------------------------------------
+
+    def jobs(
+        self,
+        *,
+        statuses: Iterable[JobStatus] = (),
+        job_type: str | None = None,
+        org: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: int | None = None,
+    ) -> JobPage:
+        """One page of the current jobs, newest enqueue first (any status if ``statuses`` is
+        empty). Pass a page's ``next_cursor`` as ``cursor`` for the next one."""
+        query = job_query(statuses, job_type, org, limit, cursor)
+        return list_jobs(self.store, query)
+
+    def jobs_at(
+        self,
+        at: datetime,
+        *,
+        statuses: Iterable[JobStatus] = (),
+        job_type: str | None = None,
+        org: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> JobPage:
+        """:meth:`jobs` as it was at ``at``: each job folded from its history up to its first
+        event later than ``at`` (as :meth:`state_at`); jobs enqueued later are absent. Reads
+        the whole history in batches; ``progress(position, head)`` follows it."""
+        query = job_query(statuses, job_type, org, limit, cursor)
+        return jobs_at(self.store, at, query, progress=progress)
+
+    def follow_history(
+        self,
+        job_id: UUID,
+        *,
+        poll_s: float = 0.5,
+        linger_s: float = 1.0,
+        timeout_s: float | None = None,
+    ) -> HistoryFollower:
+        """A follower of the job's events, old then new as they commit, until the job is
+        terminal and quiet for ``linger_s`` or ``timeout_s`` passes (see
+        :mod:`ledger.store.tail`)."""
+        return HistoryFollower(
+            self.store, job_id, poll_s=poll_s, linger_s=linger_s, timeout_s=timeout_s
+        )
+
+    def audit(self, query: AuditQuery, *, catch_up: bool = True) -> AuditPage:
+        """One page of audit rows (``query.cursor``: the page after a previous one) and the
+        next page's cursor; with ``catch_up`` the audit view is first brought to the head, so
+        the rows include every event committed before the call."""
+        if catch_up:
+            self.catch_up(["audit"])
+        return read_page(self.store, query)
+
+    # --- export and import (ledger/exchange.py, docs/export-format.md) ---------------------
+
+    def export_history(
+        self,
+        write: Write,
+        selection: Selection | None = None,
+        *,
+        progress: ExportProgress | None = None,
+    ) -> ExportReport:
+        """Write the whole histories of the selected jobs (all by default), after the
+        definition streams they use, as exchange-format lines through ``write``; one snapshot."""
+        return Exporter(self.store).export(write, selection or Selection(), progress)
+
+    def import_history(
+        self,
+        open_lines: OpenLines,
+        *,
+        progress: ImportProgress | None = None,
+        validated_lines: int | None = None,
+    ) -> ImportReport:
+        """Load an exchange file (``open_lines()`` opens it again for each pass): validate it
+        all, refuse it all on a conflicting stream, skip streams already here identically,
+        append the rest through the unit of work, then catch the audit view up.
+        ``validated_lines``: the file was validated already (see ``Importer.validate``)."""
+        report = Importer(self.store).import_file(
+            open_lines, progress, validated_lines=validated_lines
+        )
+        self.catch_up(["audit"])
+        return report
 
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after this process commits work that may be claimable."""

@@ -3,6 +3,12 @@
 Pure: the runner (:mod:`projections.tracked`) and the replay both call :func:`audit_row`. The
 job type and org are the job's own (from its ``job_enqueued`` event), never guessed: the
 caller passes the job's enqueue request, known from its fold, its cache or ``jl_queue``.
+
+``code`` is the failure code of the events that carry a :class:`~ledger.events.Failure`
+(``job_failed``, ``job_dead_lettered``) and ``NULL`` on every other row. ``job_retry_scheduled``
+carries none: the retry's code is that of the ``job_failed`` just before it in the same job
+(recorded in the same commit), which is how audit queries match retries by code
+(:mod:`ledger.store.audit_reads`), so the rule needs no state beyond the event.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from ledger.events import JobEvent
+from ledger.events import Failure, JobEvent
 from ledger.times import to_us
 
 COLUMNS = (
@@ -23,13 +29,16 @@ COLUMNS = (
     "run_number",
     "attempt",
     "at",
+    "code",
 )
 
 
 def audit_row(
     position: int, job_id: UUID, event: JobEvent, job_type: str, org: str | None
 ) -> dict[str, Any]:
-    """The audit row of one job event (``None`` where the event has no worker/run/attempt)."""
+    """The audit row of one job event (``None`` where the event has no worker/run/attempt, or
+    no failure code)."""
+    failure = getattr(event, "failure", None)
     return {
         "position": position,
         "job_id": job_id,
@@ -40,4 +49,5 @@ def audit_row(
         "run_number": getattr(event, "run_number", None),
         "attempt": getattr(event, "attempt", None),
         "at": to_us(event.at),
+        "code": failure.code if isinstance(failure, Failure) else None,
     }

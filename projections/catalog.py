@@ -78,7 +78,7 @@ DEAD_LETTERS = Projection(
 
 AUDIT = Projection(
     "audit",
-    1,
+    2,
     "jl_audit",
     ("position",),
     AUDIT_COLUMNS,

@@ -64,6 +64,10 @@ CREATE UNIQUE INDEX IF NOT EXISTS jl_queue_live_subject_idx
 -- Listings and counts by status and type.
 CREATE INDEX IF NOT EXISTS jl_queue_listing_idx ON jl_queue (status, job_type)
 
+-- name: schema_queue_listing_seq_idx
+-- `jobledger jobs`: pages newest enqueue first (a backward scan, not a sort of every row).
+CREATE INDEX IF NOT EXISTS jl_queue_listing_seq_idx ON jl_queue (enqueue_seq)
+
 -- name: schema_definitions
 -- The job-type definitions view: the fold of each job type's stream.
 CREATE TABLE IF NOT EXISTS jl_definitions (
@@ -125,24 +129,29 @@ CREATE TABLE IF NOT EXISTS jl_audit (
     worker_id text,
     run_number integer,
     attempt integer,
-    at bigint NOT NULL
+    at bigint NOT NULL,
+    code text
 )
 
 -- name: schema_audit_type_idx
--- Audit queries by job type, over time.
-CREATE INDEX IF NOT EXISTS jl_audit_type_idx ON jl_audit (job_type, at)
+-- Audit queries by job type, newest or oldest first (position keyset; at filtered in-index).
+CREATE INDEX IF NOT EXISTS jl_audit_type_idx ON jl_audit (job_type, position, at)
 
 -- name: schema_audit_org_idx
--- Audit queries by org, over time.
-CREATE INDEX IF NOT EXISTS jl_audit_org_idx ON jl_audit (org, at)
+-- Audit queries by org, newest or oldest first (position keyset; at filtered in-index).
+CREATE INDEX IF NOT EXISTS jl_audit_org_idx ON jl_audit (org, position, at)
 
 -- name: schema_audit_event_idx
 -- Audit queries by event type over time (and the stats windows).
 CREATE INDEX IF NOT EXISTS jl_audit_event_idx ON jl_audit (event, at)
 
 -- name: schema_audit_worker_idx
--- Audit queries by worker, over time.
-CREATE INDEX IF NOT EXISTS jl_audit_worker_idx ON jl_audit (worker_id, at)
+-- Audit queries by worker, newest or oldest first (position keyset; at filtered in-index).
+CREATE INDEX IF NOT EXISTS jl_audit_worker_idx ON jl_audit (worker_id, position, at)
+
+-- name: schema_audit_code_idx
+-- Audit queries by failure code (only failures and dead letters carry one), by position.
+CREATE INDEX IF NOT EXISTS jl_audit_code_idx ON jl_audit (code, position) WHERE code IS NOT NULL
 
 -- name: schema_audit_job_idx
 -- One job's audit trail in order (and the stats run-time join).
@@ -378,11 +387,11 @@ SELECT name, position FROM jl_tracking ORDER BY name
 -- name: audit_insert
 -- Audit rows; an already-applied position is left as it is (re-delivery changes nothing).
 INSERT INTO jl_audit (position, job_id, job_type, org, event, worker_id, run_number,
-                      attempt, at)
+                      attempt, at, code)
 SELECT * FROM unnest(
     %(position)b::bigint[], %(job_id)b::uuid[], %(job_type)b::text[], %(org)b::text[],
     %(event)b::text[], %(worker_id)b::text[], %(run_number)b::integer[],
-    %(attempt)b::integer[], %(at)b::bigint[]
+    %(attempt)b::integer[], %(at)b::bigint[], %(code)b::text[]
 )
 ON CONFLICT (position) DO NOTHING
 

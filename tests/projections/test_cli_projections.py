@@ -8,7 +8,7 @@ from click.testing import CliRunner, Result
 from projection_helpers import populate, raw
 
 from cli.main import cli
-from projections.catalog import version_key
+from projections.catalog import PROJECTIONS, version_key
 
 
 def run(url: str, *args: str) -> Result:
@@ -30,7 +30,7 @@ def test_list_names_every_projection(db_url: str) -> None:
         "audit",
     ]
     assert [p["mode"] for p in listed] == ["inline"] * 4 + ["tracked"]
-    assert all(p["version"] == 1 for p in listed)
+    assert {p["name"]: p["version"] for p in listed} == {p.name: p.version for p in PROJECTIONS}
 
 
 def test_status_shows_versions_and_stale_projections(db_url: str) -> None:
@@ -41,7 +41,7 @@ def test_status_shows_versions_and_stale_projections(db_url: str) -> None:
     assert result.exit_code == 0, result.output
     [queue_line] = [line for line in result.stdout.splitlines() if line.startswith("queue")]
     assert queue_line.split()[2:5] == ["1", "0", "stale"]
-    assert "jobledger init" in result.stderr
+    assert "jobledger migrate" in result.stderr
     statuses = {s["name"]: s for s in json.loads(run(db_url, "status", "--json").stdout)}
     assert statuses["queue"]["stale"] is True
     assert statuses["definitions"]["recorded_version"] == 1

@@ -155,7 +155,10 @@ def test_status_reports_versions_and_a_stale_projection_is_rebuilt_on_init(
     logs so), records the code's version, and restores its rows."""
     populate(db_url)
     with Ledger.open(db_url) as ledger:
-        assert all(not s.stale and s.recorded_version == 1 for s in ledger.projections().status())
+        assert all(
+            not s.stale and s.recorded_version == s.code_version
+            for s in ledger.projections().status()
+        )
     raw(db_url, "UPDATE jl_meta SET value = '0' WHERE key = ?", (version_key("dead_letters"),))
     raw(db_url, "DELETE FROM jl_dead_letters")
     with Ledger.open(db_url) as ledger:
@@ -182,7 +185,7 @@ def test_a_missing_version_is_recorded_by_init_without_a_rebuild(db_url: str) ->
         )
     with Ledger.open(db_url, create=True) as ledger:
         assert ledger.rebuilt == []
-        assert all(s.recorded_version == 1 for s in ledger.projections().status())
+        assert all(s.recorded_version == s.code_version for s in ledger.projections().status())
 
 
 def test_unknown_projection_names_are_refused(db_url: str) -> None:

@@ -1,0 +1,214 @@
+"""``jobledger export`` and ``jobledger import``: job histories as versioned JSON Lines.
+
+The format is ``docs/export-format.md``; the work is in :mod:`ledger.store.exporter` and
+:mod:`ledger.store.importer`. Lines go to stdout (or ``--output``); progress and the summary go
+to stderr, so a redirected export holds nothing but the file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import ExitStack
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+from uuid import UUID
+
+import click
+
+from cli import params
+from cli.database import POOL_SIZE, Settings, describe, open_ledger
+from cli.render import echo_json, json_option, plain
+from ledger import JobStatus, Ledger
+from ledger.config import resolve_url
+from ledger.exchange import Selection
+from ledger.store.exporter import ExportReport
+from ledger.store.importer import ImportReport, OpenLines, validate
+
+
+class _Progress:
+    """``phase: done[/total]`` rewritten in place on stderr, only when stderr is a terminal
+    (a log file or a test would get one line per batch otherwise)."""
+
+    def __init__(self) -> None:
+        self._live = sys.stderr.isatty()
+        self._shown = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self._live:
+            of = f"/{total:,}" if total else ""
+            click.echo(f"\r{phase}: {done:,}{of}  ", nl=False, err=True)
+            self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            click.echo("", err=True)
+            self._shown = False
+
+
+def _job_ids(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[UUID]:
+    return [params.job_id(ctx, param, value) for value in values]
+
+
+@click.command()
+@click.argument("job_ids", nargs=-1, metavar="[JOB]...", callback=_job_ids)
+@click.option("--type", "job_type", help="Only jobs of this type.")
+@click.option("--org", help="Only jobs of this tenant.")
+@click.option(
+    "--status",
+    type=click.Choice([status.value for status in JobStatus]),
+    help="Only jobs in this status now.",
+)
+@click.option(
+    "--since",
+    metavar="ISO8601",
+    callback=params.aware_datetime,
+    help="Only jobs enqueued at or after this time.",
+)
+@click.option(
+    "--until",
+    metavar="ISO8601",
+    callback=params.aware_datetime,
+    help="Only jobs enqueued before this time.",
+)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write to FILE (replaced only once complete) instead of stdout.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (needs --output).")
+@click.pass_obj
+def export(
+    settings: Settings,
+    *,
+    job_ids: list[UUID],
+    job_type: str | None,
+    org: str | None,
+    status: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    output: Path | None,
+    as_json: bool,
+) -> None:
+    """Write the whole histories of JOB… (or of every job the filters admit; all jobs by
+    default) and the job-type definitions they use, as JSON Lines."""
+    if as_json and output is None:
+        raise click.UsageError("--json needs --output (stdout carries the export)")
+    selection = Selection(
+        job_ids=tuple(job_ids), job_type=job_type, org=org, status=status, since=since, until=until
+    )
+    progress = _Progress()
+    with ExitStack() as stack:
+        ledger = stack.enter_context(open_ledger(settings.url))
+        stack.callback(progress.close)
+        if output is None:
+            out: IO[bytes] = sys.stdout.buffer
+            try:
+                report = ledger.export_history(
+                    out.write, selection, progress=lambda jobs, _: progress("export", jobs, 0)
+                )
+                out.flush()
+            except BrokenPipeError:
+                # The reader left (`| head`): stop quietly, and keep Python's own flush at
+                # exit from failing on the closed pipe.
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+                raise SystemExit(1) from None
+        else:
+            report = _export_to_file(ledger, selection, output, progress)
+    if as_json:
+        echo_json({**plain(report), "output": str(output)})
+    click.echo(
+        f"exported {_n(report.jobs, 'job')} ({_n(report.events, 'event')}, with "
+        f"{_n(report.definitions, 'job-type definition')})",
+        err=True,
+    )
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _export_to_file(
+    ledger: Ledger, selection: Selection, output: Path, progress: _Progress
+) -> ExportReport:
+    """Export into a temporary file beside ``output``, renamed over it once complete, so a
+    failed export never leaves a truncated file under the name asked for."""
+    directory = output.resolve().parent
+    if not directory.is_dir():
+        raise click.BadParameter(f"no directory {directory}", param_hint="--output")
+    partial = directory / f".{output.name}.partial"
+    try:
+        with partial.open("wb") as handle:
+            report = ledger.export_history(
+                handle.write, selection, progress=lambda jobs, _: progress("export", jobs, 0)
+            )
+        os.replace(partial, output)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return report
+
+
+def _file_lines(path: str) -> Iterator[bytes]:
+    with open(path, "rb") as handle:
+        yield from handle
+
+
+def _reopenable(source: str, stack: ExitStack) -> OpenLines:
+    """A callable opening the file's lines afresh; stdin is spooled to a temporary file
+    first, since the import reads its input more than once."""
+    if source != "-":
+        return lambda: _file_lines(source)
+    spool = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - the stack closes it
+    shutil.copyfileobj(sys.stdin.buffer, spool)
+
+    def lines() -> Iterator[bytes]:
+        spool.seek(0)
+        yield from spool
+
+    return lines
+
+
+@click.command(name="import")
+@click.argument("source", metavar="FILE|-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--db", "db", metavar="URL", help="The target ledger (instead of the group's --db).")
+@json_option
+@click.pass_obj
+def import_(settings: Settings, source: str, db: str | None, as_json: bool) -> None:
+    """Load an export file (or - for stdin) into the ledger, creating it if needed.
+
+    The whole file is checked first: a bad line or a stream that the ledger holds with a
+    different history refuses the import before anything is written. Streams already
+    present identically are skipped, so importing a file twice changes nothing.
+    """
+    url = resolve_url(db) if db is not None else settings.url
+    if source != "-" and not Path(source).is_file():
+        raise click.BadParameter(f"no file {source!r}", param_hint="FILE")
+    progress = _Progress()
+    with ExitStack() as stack:
+        stack.callback(progress.close)
+        open_lines = _reopenable(source, stack)
+        lines = validate(open_lines, progress=progress)
+        ledger = stack.enter_context(Ledger.open(url, create=True, pool_size=POOL_SIZE))
+        report = ledger.import_history(open_lines, progress=progress, validated_lines=lines)
+    if as_json:
+        echo_json({**plain(report), "database": describe(url)})
+    click.echo(_summary(report, describe(url)), err=True)
+
+
+def _summary(report: ImportReport, where: str) -> str:
+    skipped = f"{_n(report.skipped_jobs, 'job')} and {_n(report.skipped_definitions, 'definition')}"
+    if report.events == 0 and report.skipped_events:
+        return f"nothing to import into {where}: the file's {skipped} are already there, identical"
+    text = (
+        f"imported {_n(report.jobs, 'job')} ({_n(report.events, 'event')}, with "
+        f"{_n(report.definitions, 'job-type definition')}) into {where}"
+    )
+    if report.skipped_events:
+        text += f"; skipped {skipped} already there, identical"
+    return text

@@ -1,0 +1,157 @@
+"""``jobledger jobs``: the current jobs, or the queue as it was at a past time (``--at``)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import click
+
+from cli import params
+from cli.database import Settings, open_ledger
+from cli.jobs import state_json
+from cli.render import MISSING, echo_json, json_option, plain, table, when
+from ledger import JobState, JobStatus
+from projections.job_list import DEFAULT_LIMIT, JobPage
+
+_AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_LIMIT = 10_000
+
+
+def at_time(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> datetime | timedelta | None:
+    """``--at``: an ISO 8601 time with a zone, or how long ago (``90s``, ``15m``, ``2h``,
+    ``1d``), resolved against the ledger's clock once it is open."""
+    if value is None:
+        return None
+    match = _AGO.match(value.strip())
+    if match:
+        return timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
+    try:
+        return params.aware_datetime(ctx, param, value)
+    except click.BadParameter:
+        raise click.BadParameter(
+            f"{value!r} is neither an ISO 8601 time with a zone nor an age like 2h or 30m"
+        ) from None
+
+
+def _run_attempt(state: JobState) -> str:
+    return f"{state.run_number}/{state.attempt}"
+
+
+def _row(state: JobState) -> list[str]:
+    leased = state.status is JobStatus.LEASED
+    error = state.last_error
+    return [
+        str(state.job_id),
+        state.job_type,
+        state.org or MISSING,
+        state.status.value,
+        _run_attempt(state),
+        when(state.run_at),
+        (state.worker_id or MISSING) if leased else MISSING,
+        when(state.lease_expires_at) if leased else MISSING,
+        MISSING if error is None else error.code,
+    ]
+
+
+HEADERS = ["ID", "TYPE", "ORG", "STATUS", "RUN/ATT", "RUN AT", "WORKER", "LEASE END", "ERROR"]
+
+
+class _Progress:
+    """Events folded so far, on stderr, about once per tenth of the history (TTY or not)."""
+
+    def __init__(self) -> None:
+        self._shown = -1
+
+    def __call__(self, position: int, head: int) -> None:
+        tenth = position * 10 // max(head, 1)
+        if tenth != self._shown:
+            self._shown = tenth
+            click.echo(f"folding history: position {position} of {head}", err=True)
+
+
+def _page_json(page: JobPage, at: datetime | None) -> dict[str, Any]:
+    return {
+        "at": None if at is None else plain(at),
+        "jobs": [state_json(job.state) for job in page.jobs],
+        "next_cursor": page.next_cursor,
+    }
+
+
+@click.command()
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    type=click.Choice([status.value for status in JobStatus]),
+    help="Only jobs in this status (repeat for several).",
+)
+@click.option("--type", "job_type", help="Only jobs of this type.")
+@click.option("--org", help="Only jobs of this org.")
+@click.option(
+    "--limit",
+    type=click.IntRange(1, MAX_LIMIT),
+    default=DEFAULT_LIMIT,
+    show_default=True,
+    help="Jobs per page.",
+)
+@click.option(
+    "--cursor",
+    type=click.IntRange(min=1),
+    help="The next page: the cursor the previous page printed.",
+)
+@click.option(
+    "--at",
+    metavar="TIME",
+    callback=at_time,
+    help="The queue as it was then: ISO 8601 with a zone, or an age (90s, 15m, 2h, 1d).",
+)
+@json_option
+@click.pass_obj
+def jobs(
+    settings: Settings,
+    *,
+    statuses: tuple[str, ...],
+    job_type: str | None,
+    org: str | None,
+    limit: int,
+    cursor: int | None,
+    at: datetime | timedelta | None,
+    as_json: bool,
+) -> None:
+    """List jobs, newest enqueue first, one page at a time.
+
+    With --at, each job as its history says it was at that time (events stamped later are
+    left out; jobs enqueued later are absent), folded from every stored event.
+    """
+    wanted = [JobStatus(status) for status in statuses]
+    moment: datetime | None = None
+    with open_ledger(settings.url) as ledger:
+        if at is None:
+            page = ledger.jobs(
+                statuses=wanted, job_type=job_type, org=org, limit=limit, cursor=cursor
+            )
+        else:
+            moment = (ledger.clock.now() - at if isinstance(at, timedelta) else at).astimezone(UTC)
+            page = ledger.jobs_at(
+                moment,
+                statuses=wanted,
+                job_type=job_type,
+                org=org,
+                limit=limit,
+                cursor=cursor,
+                progress=_Progress() if sys.stderr.isatty() else None,
+            )
+    if as_json:
+        echo_json(_page_json(page, moment))
+        return
+    if moment is not None:
+        click.echo(f"as at {when(moment)}", err=True)
+    click.echo(table(HEADERS, [_row(job.state) for job in page.jobs]))
+    if page.next_cursor is not None:
+        click.echo(f"more: add --cursor {page.next_cursor}", err=True)

@@ -1,0 +1,200 @@
+"""``jobledger replay JOB --run``: the job's handler run once, locally, on its recorded
+payload — nothing is written to the ledger (heartbeats and progress print to stderr)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+import time
+import traceback
+from types import TracebackType
+from typing import Any
+from uuid import UUID
+
+import click
+import msgspec
+
+from cli.job_history import fold_records, job_records
+from cli.render import MISSING, compact_json, echo_json, fields, plain
+from cli.worker import load_registry
+from ledger import InvalidRequestError, JobState, Ledger
+from ledger.decide import check_output
+from ledger.events import Failure, JobStatus, Stage
+from ledger.handlers import INVALID_OUTPUT_CODE, HandlerSpec, JobContext, Result, classify
+from ledger.state import Lease
+
+REPLAY_WORKER = "replay-local"
+"""The worker id a re-executed job's context reports (no lease exists in the ledger)."""
+
+
+async def _report(kind: str, values: dict[str, Any]) -> None:
+    given = {key: value for key, value in values.items() if value is not None}
+    detail = " ".join(f"{key}={compact_json(value)}" for key, value in given.items())
+    click.echo(f"[replay] {kind} {detail}".rstrip() + " (not recorded)", err=True)
+
+
+async def _execute(spec: HandlerSpec, job: JobState, lease: Lease) -> Any:
+    context = JobContext(job, lease, _report, asyncio.get_running_loop())
+    # The job's own timeout, as the worker applies it.
+    async with asyncio.timeout(job.timeout_s):
+        if spec.is_async:
+            return await spec.function(context)
+        return await asyncio.to_thread(spec.function, context)
+
+
+def _replay_job(state: JobState, attempt: int | None, checkpoint: bool) -> tuple[JobState, Lease]:
+    """The job as a worker would see it, leased to no one in the ledger."""
+    number = attempt if attempt is not None else max(state.attempt, 1)
+    job = msgspec.structs.replace(
+        state,
+        status=JobStatus.LEASED,
+        stage=Stage.CLAIMED,
+        attempt=number,
+        worker_id=REPLAY_WORKER,
+        checkpoint=state.checkpoint if checkpoint else None,
+    )
+    return job, Lease(state.job_id, state.run_number, number, REPLAY_WORKER)
+
+
+def _would(job: JobState, retryable: bool) -> str:
+    if retryable and job.attempt < job.max_attempts:
+        return "retry"
+    return "dead_letter"
+
+
+def run_handler(
+    ledger: Ledger, job: UUID, *, app: str, attempt: int | None, checkpoint: bool, as_json: bool
+) -> bool:
+    """Run the handler once; print what it returned or raised. Returns whether it returned."""
+    registry = load_registry(app)
+    state = fold_records(job_records(ledger, job))
+    assert state is not None
+    spec = registry.get(state.job_type)
+    if spec is None:
+        raise click.BadParameter(
+            f"{app!r} registers no handler for job type {state.job_type!r}", param_hint="--app"
+        )
+    replayed, lease = _replay_job(state, attempt, checkpoint)
+    started = time.perf_counter()
+    try:
+        value = asyncio.run(_execute(spec, replayed, lease))
+    except BaseException as exc:
+        failure = classify(exc)
+        if failure is None:
+            raise  # Ctrl-C and friends stop the replay, as they stop a worker
+        elapsed = time.perf_counter() - started
+        _print_raised(replayed, exc, failure, elapsed, as_json)
+        return False
+    elapsed = time.perf_counter() - started
+    result = value if isinstance(value, Result) else Result(output=value)
+    try:
+        check_output(result.output)
+    except InvalidRequestError as invalid:
+        failure_json = {"kind": "terminal", "code": INVALID_OUTPUT_CODE, "message": invalid.message}
+        _print_invalid_output(failure_json, elapsed, as_json)
+        return False
+    _print_returned(result, elapsed, as_json)
+    return True
+
+
+_MACHINERY = (
+    __file__,
+    os.path.dirname(asyncio.__file__),
+    os.path.dirname(concurrent.futures.__file__),
+)
+
+
+def _handler_frames(exc: BaseException) -> TracebackType | None:
+    """The traceback from the handler's first frame on: the replay's own and asyncio's
+    frames before it say nothing about the failure."""
+    frames = exc.__traceback__
+    while frames is not None and frames.tb_next is not None:
+        if not frames.tb_frame.f_code.co_filename.startswith(_MACHINERY):
+            break
+        frames = frames.tb_next
+    return frames
+
+
+def _print_returned(result: Result, elapsed: float, as_json: bool) -> None:
+    if as_json:
+        echo_json(
+            {
+                "outcome": "returned",
+                "seconds": round(elapsed, 6),
+                "output": plain(result.output),
+                "revision": result.revision,
+                "content_hash": result.content_hash,
+            }
+        )
+        return
+    lines = [("returned", f"after {elapsed:.3f}s (a worker would record job_succeeded)")]
+    lines.append(("output", compact_json(result.output)))
+    if result.revision is not None or result.content_hash is not None:
+        lines.append(("revision", result.revision or MISSING))
+        lines.append(("content hash", result.content_hash or MISSING))
+    click.echo(fields(lines))
+
+
+def _print_raised(
+    job: JobState, exc: BaseException, failure: Failure, elapsed: float, as_json: bool
+) -> None:
+    trace = "".join(traceback.format_exception(type(exc), exc, _handler_frames(exc)))
+    retryable = failure.kind.is_retryable
+    would = _would(job, retryable)
+    if as_json:
+        echo_json(
+            {
+                "outcome": "raised",
+                "seconds": round(elapsed, 6),
+                "exception": type(exc).__name__,
+                "message": str(exc),
+                "failure": plain(failure),
+                "permanent": not retryable,
+                "would": would,
+                "attempt": job.attempt,
+                "max_attempts": job.max_attempts,
+                "traceback": trace,
+            }
+        )
+        return
+    kind = "transient" if retryable else "permanent"
+    click.echo(
+        fields(
+            [
+                ("raised", f"after {elapsed:.3f}s: {type(exc).__name__}: {exc}"),
+                ("classified", f"{kind} (kind {failure.kind}, code {failure.code})"),
+                (
+                    "a worker would",
+                    f"{would.replace('_', ' ')} (attempt {job.attempt} of {job.max_attempts})",
+                ),
+            ]
+        )
+    )
+    click.echo(trace.rstrip(), err=True)
+
+
+def _print_invalid_output(failure: dict[str, str], elapsed: float, as_json: bool) -> None:
+    if as_json:
+        echo_json(
+            {
+                "outcome": "invalid_output",
+                "seconds": round(elapsed, 6),
+                "failure": failure,
+                "permanent": True,
+                "would": "dead_letter",
+            }
+        )
+        return
+    click.echo(
+        fields(
+            [
+                ("returned", f"after {elapsed:.3f}s, but not JSON: {failure['message']}"),
+                ("classified", f"permanent (kind terminal, code {failure['code']})"),
+                ("a worker would", "dead letter"),
+            ]
+        )
+    )
+
+
+# --- the command ----------------------------------------------------------------------------

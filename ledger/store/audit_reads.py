@@ -1,0 +1,137 @@
+"""Audit queries on the store: compose one SQL statement from named fragments, read one page.
+
+The fragments live in ``ledger/sql/<backend>_audit.sql``; :func:`audit_sql` only chooses which
+to join, and every value is a bound parameter. The shape keeps each typical question on one
+index: an equality on type, org, worker, code or job, then position order (the keyset), with
+the time bounds checked inside the type/org/worker indexes (their third column), so a page
+stops after ``limit + 1`` matching rows instead of sorting every match.
+
+A retry carries no failure code of its own, so "retries with code C" walks the failures with
+code C (the code index, in position order) to each job's next row, which is that failure's
+retry or dead letter. A code filter that wants retries *and* other rows takes the top
+``limit + 1`` of each shape and then the top of both (``audit_union``): an ``OR`` would put
+neither part on its index.
+
+The read runs in one read transaction of :meth:`Store.view_tables` (a snapshot on
+PostgreSQL, a WAL snapshot on SQLite), the same helper the rebuild and the runner use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+from uuid import UUID
+
+from ledger.store.base import Store
+from ledger.store.queries import load
+from ledger.store.views import ViewTables
+from ledger.times import from_us, to_us
+from projections.audit_query import AuditPage, AuditQuery, AuditRow, page
+
+RETRY = "job_retry_scheduled"
+
+
+def audit_sql(
+    fragments: Mapping[str, str], backend: str, query: AuditQuery
+) -> tuple[str, dict[str, Any]]:
+    """The statement for one page of ``query`` and its parameters (``limit + 1`` rows)."""
+    events = sorted(set(query.events))
+    if query.code is None or (events and RETRY not in events):
+        return _one_shape(fragments, backend, query, events, retries=False)
+    if events == [RETRY]:
+        return _one_shape(fragments, backend, query, [], retries=True)
+    # Retries and other events by code: the top rows of each shape, then the top of both
+    # (each part stops at limit + 1 rows on its own index; an OR would defeat both).
+    plain, params = _one_shape(fragments, backend, query, [e for e in events if e != RETRY])
+    retries, more = _one_shape(fragments, backend, query, [], retries=True)
+    params.update(more)  # the same names hold the same values in both parts
+    union = fragments["audit_union"].format(first=plain, second=retries)
+    return f"{union}\n{fragments[f'audit_union_order_{query.order}']}", params
+
+
+def _one_shape(
+    fragments: Mapping[str, str],
+    backend: str,
+    query: AuditQuery,
+    events: list[str],
+    *,
+    retries: bool = False,
+) -> tuple[str, dict[str, Any]]:
+    """One statement: the rows themselves, or (``retries``) the retries of the failures
+    with ``query.code``, walked from the code index to each job's next row."""
+    shape = "retries_" if retries else ""
+    parts = [fragments["audit_query_retries" if retries else "audit_query_select"]]
+    params: dict[str, Any] = {"limit": query.limit + 1}
+    if query.status is not None:
+        parts.append(fragments["audit_query_status"])
+        params["status"] = query.status
+    where: list[str] = []
+
+    def add(name: str, key: str, value: Any) -> None:
+        where.append(fragments[f"audit_filter_{name}"])
+        params[key] = value
+
+    if query.job is not None:
+        add("job", "job", query.job if backend == "postgres" else query.job.hex)
+    if query.job_type is not None:
+        add("job_type", "job_type", query.job_type)
+    if query.code is not None:
+        add("retries" if retries else "code", "code", query.code)
+    if len(events) == 1:
+        add("event", "event", events[0])
+    elif events:
+        add("events", "events", events if backend == "postgres" else json.dumps(events))
+    if query.worker is not None:
+        add("worker", "worker", query.worker)
+    if query.org is not None:
+        add("org", "org", query.org)
+    if query.since is not None:
+        add("since", "since", to_us(query.since))
+    if query.until is not None:
+        add("until", "until", to_us(query.until))
+    after = query.after()
+    if after is not None:
+        where.append(fragments[f"audit_after_{shape}{query.order}"])
+        params["after"] = after
+    if where:
+        parts.append("WHERE " + "\nAND ".join(f"({clause})" for clause in where))
+    parts.append(fragments[f"audit_order_{shape}{query.order}"])
+    return "\n".join(parts), params
+
+
+def _cursor(tables: ViewTables) -> Any:
+    """The DB-API cursor of ``tables``' transaction. ``ViewTables.fetch`` runs named queries
+    only, and an audit query is composed per request, so it runs on the same cursor."""
+    return vars(tables)["_cursor"]
+
+
+def read_audit(store: Store, query: AuditQuery) -> list[AuditRow]:
+    """Up to ``query.limit + 1`` rows of ``query`` (see :func:`page`), read in one snapshot."""
+    query.check()
+    sql, params = audit_sql(load(store.backend), store.backend, query)
+    with store.view_tables(write=False) as tables:
+        cursor = _cursor(tables)
+        cursor.execute(sql, params)
+        return [_row(row) for row in cursor.fetchall()]
+
+
+def read_page(store: Store, query: AuditQuery) -> AuditPage:
+    """One page of ``query`` and the cursor of the next."""
+    return page(read_audit(store, query), query)
+
+
+def _row(row: Any) -> AuditRow:
+    job_id = row["job_id"]
+    return AuditRow(
+        position=int(row["position"]),
+        job_id=job_id if isinstance(job_id, UUID) else UUID(hex=job_id),
+        job_type=row["job_type"],
+        org=row["org"],
+        event=row["event"],
+        worker_id=row["worker_id"],
+        run_number=row["run_number"],
+        attempt=row["attempt"],
+        at=from_us(int(row["at"])),
+        code=row["code"],
+    )

@@ -1,0 +1,247 @@
+"""Import: load a file of the exchange format into a ledger, all or nothing per file.
+
+Three passes over the file (which is why it is opened by a callable that can open it again):
+
+1. **validate** every line without touching the database (:func:`ledger.exchange.read_streams`:
+   header, shapes, fields, order, each stream's fold), so a bad file writes nothing;
+2. **check** each stream against the target in one read snapshot: a stream the target
+   already holds must be the same events (then it is skipped); any other difference, or a
+   new job whose idempotency key or live sync subject a target job holds (the queue view's
+   unique indexes), is an :class:`~ledger.exchange.ImportConflictError` and nothing is
+   written;
+3. **append** the new streams in batches of whole streams (definitions first), each batch one
+   unit of work, i.e. through the same fold and inline view writes as the live commands, with
+   the file's stream ids, versions and times. Each batch checks its streams again, so a writer
+   racing the import is refused rather than merged.
+
+Job ids are global, so a stream present in both must be the same history. All or nothing
+holds against a target nobody else writes during the import (the scratch ledger an incident is
+replayed in): a writer that races pass 3 can still make a batch fail with a conflict after
+earlier batches committed; importing the file again then skips what is already there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from uuid import UUID
+
+import msgspec
+
+from ledger.codec import DEFAULT_CODEC, EventCodec, Record
+from ledger.errors import ConcurrencyConflictError
+from ledger.events import JobEvent
+from ledger.exchange import ImportConflictError, Stream, StreamKind, read_streams, same_history
+from ledger.state import fold
+from ledger.store.base import Store, job_type_stream_id
+from ledger.store.views import ViewTables
+
+BATCH_STREAMS = 500
+BATCH_EVENTS = 5_000
+"""A batch closes at whichever of these it reaches first (a stream is never split)."""
+
+OpenLines = Callable[[], Iterable[bytes]]
+ImportProgress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: ``validate`` and ``check`` count lines, ``import`` events."""
+
+
+class ImportReport(msgspec.Struct, frozen=True):
+    """What an import did: streams and events appended, streams already there (skipped)."""
+
+    definitions: int
+    jobs: int
+    events: int
+    skipped_definitions: int
+    skipped_jobs: int
+    skipped_events: int
+    lines: int
+
+
+class Importer:
+    """Loads exchange files into one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def _streams(self, open_lines: OpenLines) -> Iterator[Stream]:
+        return read_streams(open_lines(), self.store.codec, job_type_stream_id)
+
+    def validate(self, open_lines: OpenLines, progress: ImportProgress | None = None) -> int:
+        return validate(open_lines, self.store.codec, progress)
+
+    def import_file(
+        self,
+        open_lines: OpenLines,
+        progress: ImportProgress | None = None,
+        *,
+        validated_lines: int | None = None,
+    ) -> ImportReport:
+        """All three passes; ``validated_lines`` (what :meth:`validate` returned for this
+        file) skips the first."""
+        report = _progress(progress)
+        lines = validated_lines or self.validate(open_lines, progress)
+        skipped: set[UUID] = set()
+        if self.store.head_position() > 0:
+            skipped = self._check(open_lines, lambda done: report("check", done, lines))
+        counts = {"definitions": 0, "jobs": 0, "events": 0}
+        skipped_counts = {"definitions": 0, "jobs": 0, "events": 0}
+        done = 0
+        for batch in _batches(self._streams(open_lines)):
+            self._append([stream for stream in batch if stream.stream_id not in skipped])
+            for stream in batch:
+                target = skipped_counts if stream.stream_id in skipped else counts
+                target[_plural(stream.kind)] += 1
+                target["events"] += len(stream.records)
+                done += len(stream.records)
+            report("import", done, lines - 1)
+        return ImportReport(
+            definitions=counts["definitions"],
+            jobs=counts["jobs"],
+            events=counts["events"],
+            skipped_definitions=skipped_counts["definitions"],
+            skipped_jobs=skipped_counts["jobs"],
+            skipped_events=skipped_counts["events"],
+            lines=lines,
+        )
+
+    def _check(self, open_lines: OpenLines, progress: Callable[[int], None]) -> set[UUID]:
+        """The streams the target already holds, identical; raise on any that differs."""
+        present: set[UUID] = set()
+        done = 1
+        with self.store.view_tables(write=False) as tables:
+            for batch in _batches(self._streams(open_lines)):
+                ids = self.store._id_param([stream.stream_id for stream in batch])
+                stored: dict[UUID, list[Record]] = {}
+                for row in tables.fetch("events_of_streams", {"originator_ids": ids}):
+                    stream_id = _uuid(row["originator_id"])
+                    event = self.store.codec.decode(row["topic"], bytes(row["state"]))
+                    record = Record(stream_id, int(row["originator_version"]), event)
+                    stored.setdefault(stream_id, []).append(record)
+                for stream in batch:
+                    if stream.stream_id in stored:
+                        _same_or_refuse(stream, stored[stream.stream_id])
+                        present.add(stream.stream_id)
+                    elif stream.kind is StreamKind.JOB:
+                        self._check_unique(tables, stream)
+                    done += len(stream.records)
+                progress(done)
+        return present
+
+    def _check_unique(self, tables: ViewTables, stream: Stream) -> None:
+        """Refuse a new job whose idempotency key, or live sync subject, another job of the
+        target holds: the queue view's unique indexes would refuse it mid-import."""
+        state = fold(_job_event(record) for record in stream.records)
+        assert state is not None
+        clashes: list[tuple[str, str, dict[str, Any]]] = []
+        if state.idempotency_key is not None:
+            key = {
+                "job_type": state.job_type,
+                "org": state.org or "",
+                "idempotency_key": state.idempotency_key,
+            }
+            clashes.append(
+                ("queue_find_idempotent", f"idempotency key {state.idempotency_key!r}", key)
+            )
+        if state.subject is not None and state.status.is_live:
+            subject = {"source_id": state.subject.source_id, "uri": state.subject.uri}
+            clashes.append(
+                ("queue_find_live_subject", f"live sync subject {state.subject.uri!r}", subject)
+            )
+        for query, what, params in clashes:
+            for row in tables.fetch(query, params):
+                if _uuid(row["job_id"]) != stream.stream_id:
+                    raise ImportConflictError(
+                        f"{_describe(stream)} has the {what}, which job {_uuid(row['job_id'])} "
+                        "holds in the target; nothing imported"
+                    )
+
+    def _append(self, streams: list[Stream]) -> None:
+        """One unit of work: check the streams are still absent, then append them."""
+        if not streams:
+            return
+        with self.store.unit_of_work() as uow:
+            existing = uow.histories([stream.stream_id for stream in streams])
+            for stream in streams:
+                if existing.get(stream.stream_id):
+                    raise ImportConflictError(
+                        f"{_describe(stream)} was written to the target during the import"
+                    )
+            definitions = [
+                (stream.job_type, [record.event for record in stream.records])
+                for stream in streams
+                if stream.kind is StreamKind.JOB_TYPE
+            ]
+            jobs = [
+                (stream.stream_id, [_job_event(record) for record in stream.records])
+                for stream in streams
+                if stream.kind is StreamKind.JOB
+            ]
+            try:
+                uow.append(jobs, definitions)
+            except ConcurrencyConflictError as exc:
+                first = streams[0].first_line
+                raise ImportConflictError(
+                    f"the streams from line {first} clash with the target's jobs (an "
+                    f"idempotency key or a live sync subject already taken): {exc.message}"
+                ) from None
+
+
+def validate(
+    open_lines: OpenLines, codec: EventCodec = DEFAULT_CODEC, progress: ImportProgress | None = None
+) -> int:
+    """Pass 1 alone, touching no database: raise on the first bad line; the file's lines."""
+    report = _progress(progress)
+    lines = 1
+    for stream in read_streams(open_lines(), codec, job_type_stream_id):
+        lines += len(stream.records)
+        report("validate", lines, 0)
+    return lines
+
+
+def _uuid(value: object) -> UUID:
+    return value if isinstance(value, UUID) else UUID(str(value))
+
+
+def _job_event(record: Record) -> JobEvent:
+    assert isinstance(record.event, JobEvent)
+    return record.event
+
+
+def _plural(kind: StreamKind) -> str:
+    return "jobs" if kind is StreamKind.JOB else "definitions"
+
+
+def _describe(stream: Stream) -> str:
+    if stream.kind is StreamKind.JOB:
+        return f"job {stream.stream_id} (line {stream.first_line})"
+    return f"job type {stream.job_type!r} (line {stream.first_line})"
+
+
+def _same_or_refuse(stream: Stream, stored: list[Record]) -> None:
+    if not same_history(stream.records, stored):
+        raise ImportConflictError(
+            f"{_describe(stream)} exists in the target with a different history "
+            f"({len(stored)} events there, {len(stream.records)} in the file); nothing imported"
+        )
+
+
+def _batches(streams: Iterable[Stream]) -> Iterator[list[Stream]]:
+    """Whole streams, definitions never batched with jobs, up to the batch limits."""
+    batch: list[Stream] = []
+    events = 0
+    for stream in streams:
+        if batch and (
+            len(batch) >= BATCH_STREAMS
+            or events + len(stream.records) > BATCH_EVENTS
+            or stream.kind is not batch[-1].kind
+        ):
+            yield batch
+            batch, events = [], 0
+        batch.append(stream)
+        events += len(stream.records)
+    if batch:
+        yield batch
+
+
+def _progress(progress: ImportProgress | None) -> ImportProgress:
+    return progress or (lambda phase, done, total: None)

@@ -1,0 +1,70 @@
+"""The store's side of decision replay: each job's history with its type's definitions.
+
+:func:`check_job` reads one job; :func:`check_all` streams every job (or every job of one
+type) from one read-only snapshot: a page of job ids by primary key (``replay_job_ids``), then
+that page's histories in one query (``events_of_streams``), so memory holds one page of
+histories at a time and a failure is never split from its outcome. The checking itself is
+:func:`ledger.decision_replay.check_history`, pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from uuid import UUID
+
+from ledger.codec import Record
+from ledger.decision_replay import JobReplay, check_history, definitions_of
+from ledger.errors import JobNotFoundError
+from ledger.events import JobDefinition, JobEnqueued
+from ledger.store.base import Store, job_type_stream_id
+from ledger.store.views import ViewTables
+
+Definitions = list[tuple[datetime, JobDefinition]]
+
+
+def _job_type(records: list[Record]) -> str:
+    first = records[0].event
+    return first.request.job_type if isinstance(first, JobEnqueued) else ""
+
+
+def check_job(store: Store, job_id: UUID) -> JobReplay:
+    """Re-run the current decisions over one job's history."""
+    records = store.history(job_id)
+    if not records:
+        raise JobNotFoundError(f"no job {job_id}")
+    definitions = definitions_of(store.history(job_type_stream_id(_job_type(records))))
+    return check_history(records, definitions)
+
+
+def _histories(store: Store, tables: ViewTables, ids: list[UUID]) -> dict[UUID, list[Record]]:
+    found: dict[UUID, list[Record]] = {job_id: [] for job_id in ids}
+    rows = tables.fetch("events_of_streams", {"originator_ids": store._id_param(ids)})
+    for row in rows:
+        originator = UUID(str(row["originator_id"]))
+        event = store.codec.decode(row["topic"], bytes(row["state"]))
+        found[originator].append(Record(originator, row["originator_version"], event))
+    return found
+
+
+def check_all(
+    store: Store, *, job_type: str | None = None, batch_size: int = 500
+) -> Iterator[JobReplay]:
+    """:func:`check_job` for every job (or every job of ``job_type``) with a queue row."""
+    definitions: dict[str, Definitions] = {}
+    query, params = "replay_job_ids", dict[str, object](limit=batch_size)
+    if job_type is not None:
+        query, params = "replay_job_ids_of_type", {**params, "job_type": job_type}
+    with store.view_tables(write=False) as tables:
+        after = UUID(int=0).hex
+        while rows := tables.fetch(query, {**params, "after": after}):
+            ids = [UUID(str(row["job_id"])) for row in rows]
+            for records in _histories(store, tables, ids).values():
+                if not records:
+                    continue  # a queue row without a history: `projections verify` reports it
+                name = _job_type(records)
+                if name not in definitions:
+                    stream = job_type_stream_id(name)
+                    definitions[name] = definitions_of(_histories(store, tables, [stream])[stream])
+                yield check_history(records, definitions[name])
+            after = ids[-1].hex
