@@ -108,9 +108,10 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
 @click.option(
     "--projections/--no-projections",
     "follow_projections",
-    default=True,
+    default=False,
     show_default=True,
-    help="Keep the tracked views (audit) caught up from this process.",
+    help="Also keep the tracked views (audit) caught up, from a thread of this process "
+    "(costs handler throughput; `projections follow` in its own process does not).",
 )
 @json_option
 @click.pass_obj

@@ -5,7 +5,7 @@ position), read the next events after it (``events_after``, notification order),
 projection's pure rules (:func:`projections.audit.audit_row`), write the rows and the new
 position, commit. Rows and position commit together or not at all, so a crash mid-batch
 leaves both as they were; an event at or before the recorded position is a re-delivery and
-is skipped, and the row insert ignores a position already present.
+is skipped, and a row whose position is already stored is not written again.
 
 Only ``audit`` is tracked so far. :class:`projections.follower.Follower` keeps it caught up
 while the system runs (every worker pool runs one; ``jobledger projections follow`` is one on
@@ -104,7 +104,9 @@ class TrackedRunner:
             if isinstance(item.event, JobEnqueued):
                 request = item.event.request
                 self._origins[item.originator_id] = (request.job_type, request.org)
-        unknown = {item.originator_id for item in jobs} - self._origins.keys()
+        # (A comprehension, not a set difference with the cache's keys: that would hash
+        # every cached id on every batch.)
+        unknown = {item.originator_id for item in jobs if item.originator_id not in self._origins}
         if unknown:
             self._origins.update(tables.job_origins(sorted(unknown)))
         rows: list[dict[str, Any]] = []

@@ -384,16 +384,9 @@ ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position
 -- Every tracked projection's position.
 SELECT name, position FROM jl_tracking ORDER BY name
 
--- name: audit_insert
--- Audit rows; an already-applied position is left as it is (re-delivery changes nothing).
-INSERT INTO jl_audit (position, job_id, job_type, org, event, worker_id, run_number,
-                      attempt, at, code)
-SELECT * FROM unnest(
-    %(position)b::bigint[], %(job_id)b::uuid[], %(job_type)b::text[], %(org)b::text[],
-    %(event)b::text[], %(worker_id)b::text[], %(run_number)b::integer[],
-    %(attempt)b::integer[], %(at)b::bigint[], %(code)b::text[]
-)
-ON CONFLICT (position) DO NOTHING
+-- name: audit_top
+-- The highest position the audit view holds, or NULL (primary key, backward scan).
+SELECT max(position) AS position FROM jl_audit
 
 -- name: queue_origins
 -- Jobs' type and org (fixed by their enqueue event), for the audit runner (primary key).
