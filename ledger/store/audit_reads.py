@@ -25,7 +25,6 @@ from uuid import UUID
 
 from ledger.store.base import Store
 from ledger.store.queries import load
-from ledger.store.views import ViewTables
 from ledger.times import from_us, to_us
 from projections.audit_query import AuditPage, AuditQuery, AuditRow, page
 
@@ -100,20 +99,12 @@ def _one_shape(
     return "\n".join(parts), params
 
 
-def _cursor(tables: ViewTables) -> Any:
-    """The DB-API cursor of ``tables``' transaction. ``ViewTables.fetch`` runs named queries
-    only, and an audit query is composed per request, so it runs on the same cursor."""
-    return vars(tables)["_cursor"]
-
-
 def read_audit(store: Store, query: AuditQuery) -> list[AuditRow]:
     """Up to ``query.limit + 1`` rows of ``query`` (see :func:`page`), read in one snapshot."""
     query.check()
     sql, params = audit_sql(load(store.backend), store.backend, query)
     with store.view_tables(write=False) as tables:
-        cursor = _cursor(tables)
-        cursor.execute(sql, params)
-        return [_row(row) for row in cursor.fetchall()]
+        return [_row(row) for row in tables.fetch_composed(sql, params)]
 
 
 def read_page(store: Store, query: AuditQuery) -> AuditPage:

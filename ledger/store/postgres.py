@@ -254,7 +254,10 @@ class PostgresViewTables(ViewTables):
         self._cursor.execute(self._sql["meta_set"], {"key": key, "value": value})
 
     def fetch(self, query: str, params: dict[str, Any] | None = None) -> list[Any]:
-        self._cursor.execute(self._sql[query], params or {})
+        return self.fetch_composed(self._sql[query], params or {})
+
+    def fetch_composed(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        self._cursor.execute(sql.encode(), params)
         return self._cursor.fetchall() if self._cursor.description else []
 
     def insert_audit(self, rows: list[Row]) -> None:

@@ -149,6 +149,11 @@ class ViewTables(ABC):
     def fetch(self, query: str, params: dict[str, Any] | None = None) -> list[Any]:
         """Run a named query; its rows (``row["column"]``), if it returns any."""
 
+    @abstractmethod
+    def fetch_composed(self, sql: str, params: dict[str, Any]) -> list[Any]:
+        """Run a statement composed of named fragments (every value bound in ``params``,
+        never formatted into ``sql``); its rows, as :meth:`fetch`."""
+
     def tracking(self) -> dict[str, int]:
         """Every tracked projection's recorded position."""
         return {row["name"]: int(row["position"]) for row in self.fetch("tracking_all")}
