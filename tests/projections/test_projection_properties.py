@@ -137,11 +137,15 @@ def test_rebuild_under_concurrent_writes_loses_and_duplicates_nothing(db_url: st
                 with progressed:
                     progressed.notify_all()
 
+    phases_seen: set[str] = set()
+
     def wait_for_writes(phase: str, done: int, total: int) -> None:
-        # Let the writer append between the snapshot and the swap (never while the swap
-        # holds the locks the writer needs).
-        if phase == "swap":
+        # Let the writer append between the snapshot and the swap, once as each phase
+        # begins (never while the swap holds the locks the writer needs). Waiting on every
+        # call would feed the catch-up as fast as it reads: it would never finish.
+        if phase == "swap" or phase in phases_seen:
             return
+        phases_seen.add(phase)
         with progressed:
             target = rounds[0] + 2
             assert progressed.wait_for(lambda: rounds[0] >= target or errors, timeout=30)
@@ -162,6 +166,8 @@ def test_rebuild_under_concurrent_writes_loses_and_duplicates_nothing(db_url: st
         stop.set()
         thread.join(timeout=60)
     assert not errors, errors
+    # The writer appended while the rebuild replayed, loaded and caught up.
+    assert {"replay", "catch-up"} <= phases_seen and rounds[0] >= 2 * len(phases_seen)
     assert report.position > 0
     with Ledger.open(db_url) as ledger:
         ledger.catch_up()
