@@ -18,16 +18,13 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from time import perf_counter
 from typing import Any
 
 import psycopg
+from scratch import scratch_database
 
 from ledger import AuditQuery, Completion, EnqueueRequest, Failure, FailureKind, FakeClock, Ledger
 from ledger.ledger import FailureReport, Outcome
@@ -40,22 +37,6 @@ ORGS = [f"org-{i}" for i in range(10)]
 WORKERS = [f"worker-{i}" for i in range(20)]
 CODES = ["E_TIMEOUT", "E_HTTP_500", "E_DB", "E_PARSE"]
 RARE_CODE = "E_RARE"
-
-
-@contextmanager
-def database(backend: str, server: str) -> Iterator[str]:
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as tmp:
-            yield str(Path(tmp) / "bench.db")
-        return
-    name = f"jl_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{server}/{name}"
-    finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def _outcome(lease: Any, n: int) -> Outcome:
@@ -141,7 +122,7 @@ def explain(url: str, query: AuditQuery) -> list[str]:
 
 def run(backend: str, server: str, events: int) -> dict[str, Any]:
     clock = FakeClock()
-    with database(backend, server) as url:
+    with scratch_database(backend, server) as url:
         with Ledger.open(url, create=True, clock=clock, pool_size=2) as ledger:
             started = perf_counter()
             head = fill(ledger, clock, events)

@@ -10,12 +10,10 @@ injectable clock past the leases, and times reaper passes until none is left.
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
-import uuid
-from pathlib import Path
 
 import psycopg
+from scratch import scratch_database
 
 from ledger import EnqueueRequest, FakeClock, Ledger
 from ledger.reaper import Reaper, ReaperConfig
@@ -64,18 +62,8 @@ def main() -> None:
     parser.add_argument("--backends", default="sqlite,postgres")
     args = parser.parse_args()
     for backend in args.backends.split(","):
-        if backend == "postgres":
-            name = f"jl_bench_reaper_{uuid.uuid4().hex[:8]}"
-            with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as admin:
-                admin.execute(f'CREATE DATABASE "{name}"')
-            try:
-                figures = measure(f"{PG_SERVER}/{name}", args.n, args.limit)
-            finally:
-                with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as admin:
-                    admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        else:
-            with tempfile.TemporaryDirectory() as directory:
-                figures = measure(str(Path(directory) / "reaper.db"), args.n, args.limit)
+        with scratch_database(backend, PG_SERVER) as url:
+            figures = measure(url, args.n, args.limit)
         print(
             f"{backend:9} {figures['leases']:,.0f} expired leases in {figures['seconds']:.2f} s "
             f"({figures['passes']:.0f} passes of {args.limit}): "

@@ -20,15 +20,11 @@ import argparse
 import json
 import os
 import sys
-import tempfile
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from time import perf_counter
 from typing import Any
 
-import psycopg
+from scratch import scratch_database
 
 import ledger as ledger_module
 from ledger import Completion, EnqueueRequest, Failure, FailureKind, Ledger
@@ -55,22 +51,6 @@ class PhaseTimer:
             elapsed = perf_counter() - self._since
             self.phases[self._phase] = self.phases.get(self._phase, 0.0) + elapsed
             self._phase = None
-
-
-@contextmanager
-def database(backend: str, server: str) -> Iterator[str]:
-    if backend == "sqlite":
-        with tempfile.TemporaryDirectory() as tmp:
-            yield str(Path(tmp) / "bench.db")
-        return
-    name = f"jl_bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{server}/{name}"
-    finally:
-        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def fill(ledger: Ledger, events: int) -> int:
@@ -163,7 +143,7 @@ def main() -> None:
     args = parser.parse_args()
     results = []
     for backend in [] if args.db else args.backends.split(","):
-        with database(backend, args.pg_server) as url:
+        with scratch_database(backend, args.pg_server) as url:
             results += run(backend, url, args.events, args.repeat)
     if args.db:
         backend = "postgres" if args.db.startswith("postgres") else "sqlite"

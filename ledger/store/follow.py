@@ -38,13 +38,11 @@ class EventWaiter(Protocol):
     def close(self) -> None: ...
 
 
-class PollingWaiter:
-    """Waits out the poll interval unless this process commits, or someone calls wake()."""
+class _Signal:
+    """A wake-up flag: set by whatever may mean new events, cleared by each wait."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self) -> None:
         self._event = threading.Event()
-        store.add_listener(self._event.set)
 
     def wait(self, timeout: float) -> bool:
         woken = self._event.wait(timeout)
@@ -54,18 +52,27 @@ class PollingWaiter:
     def wake(self) -> None:
         self._event.set()
 
+
+class PollingWaiter(_Signal):
+    """Waits out the poll interval unless this process commits, or someone calls wake()."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self._store = store
+        store.add_listener(self.wake)
+
     def close(self) -> None:
-        self._store.remove_listener(self._event.set)
-        self._event.set()
+        self._store.remove_listener(self.wake)
+        self.wake()
 
 
-class ListeningWaiter:
+class ListeningWaiter(_Signal):
     """``LISTEN jl_events`` on its own connection, in a daemon thread; polls meanwhile if the
     connection fails (and says so once per failure)."""
 
     def __init__(self, conninfo: str) -> None:
+        super().__init__()
         self._conninfo = conninfo
-        self._event = threading.Event()
         self._closed = threading.Event()
         self._listening = threading.Event()
         self._thread = threading.Thread(target=self._listen, name="jobledger-follow", daemon=True)
@@ -75,17 +82,9 @@ class ListeningWaiter:
         # a commit made right after start.
         self._listening.wait(timeout=5.0)
 
-    def wait(self, timeout: float) -> bool:
-        woken = self._event.wait(timeout)
-        self._event.clear()
-        return woken
-
-    def wake(self) -> None:
-        self._event.set()
-
     def close(self) -> None:
         self._closed.set()
-        self._event.set()
+        self.wake()
         self._thread.join(timeout=2.0)
 
     def _listen(self) -> None:
@@ -94,11 +93,11 @@ class ListeningWaiter:
                 with psycopg.connect(self._conninfo, autocommit=True) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._listening.set()
-                    self._event.set()  # a reconnect may have missed notifications
+                    self.wake()  # a reconnect may have missed notifications
                     while not self._closed.is_set():
                         # A short timeout so close() is noticed without a notification.
                         for _ in conn.notifies(timeout=0.2, stop_after=1):
-                            self._event.set()
+                            self.wake()
             except psycopg.Error as exc:
                 log.warning("LISTEN %s failed (%s); polling until reconnected", CHANNEL, exc)
                 self._listening.set()
