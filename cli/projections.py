@@ -11,7 +11,7 @@ import click
 from cli.database import Settings, open_ledger
 from cli.progress import ProgressBars
 from cli.render import MISSING, compact_json, echo_json, json_option, plain, table
-from projections.catalog import BY_NAME, PROJECTIONS
+from projections.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
 from projections.diff import VerifyReport, ViewReport
 from projections.follower import Follower
 from projections.tracked import CatchUp
@@ -29,7 +29,8 @@ def projections() -> None:
 @projections.command(name="list")
 @json_option
 def list_projections(as_json: bool) -> None:
-    """The projections this code defines: name, mode, schema version, tables."""
+    """The projections this code defines: name, mode, schema version, table, the events that
+    change it."""
     if as_json:
         echo_json(
             [
@@ -38,14 +39,22 @@ def list_projections(as_json: bool) -> None:
                     "mode": p.mode,
                     "version": p.version,
                     "tables": [p.table],
+                    "events": list(p.events),
                     "description": p.description,
                 }
                 for p in PROJECTIONS
             ]
         )
         return
-    rows = [[p.name, p.mode, str(p.version), p.table, p.description] for p in PROJECTIONS]
-    click.echo(table(["NAME", "MODE", "VERSION", "TABLE", "DESCRIPTION"], rows))
+    rows = [
+        [p.name, p.mode, str(p.version), p.table, _events_text(p.events), p.description]
+        for p in PROJECTIONS
+    ]
+    click.echo(table(["NAME", "MODE", "VERSION", "TABLE", "EVENTS", "DESCRIPTION"], rows))
+
+
+def _events_text(events: tuple[str, ...]) -> str:
+    return "every job event" if events == ALL_JOB_EVENTS else ", ".join(events)
 
 
 @projections.command()

@@ -1,15 +1,18 @@
 """The projection catalogue: every view jobledger derives from the history, by name.
 
-A projection names its schema version, its table and the table's key and columns. The
-version is the one thing a change to a projection's rules or columns must bump: a database
-whose recorded version (``jl_meta`` key ``projection:<name>:version``) differs is *stale*, and
-``jobledger init`` rebuilds it from the history.
+A projection names its schema version, its table and the table's key and columns, and the
+events that may change its rows (its rules, in the modules named after it, apply them; a test
+replays real histories event by event to hold the two together). The version is the one thing
+a change to a projection's rules or columns must bump: a database whose recorded version
+(``jl_meta`` key ``projection:<name>:version``) differs is *stale*, and ``jobledger migrate``
+(or ``init``) rebuilds it from the history.
 """
 
 from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
+from ledger.events import DEFINITION_EVENTS, JOB_EVENTS, JobDeadLettered, JobRequeued, JobSucceeded
 from projections.audit import COLUMNS as AUDIT_COLUMNS
 from projections.queue import COLUMNS as QUEUE_COLUMNS
 
@@ -24,9 +27,14 @@ class Projection(NamedTuple):
     columns: tuple[str, ...]
     schema_prefix: str
     """Its ``schema_*`` statements in ``ledger/sql``: this name and names starting ``<it>_``."""
+    events: tuple[str, ...] = ()
+    """The events whose application may change its rows (by name); any other event leaves
+    them as they are (tested against the replay)."""
     mode: Mode = "inline"
     description: str = ""
 
+
+ALL_JOB_EVENTS = tuple(cls.name for cls in JOB_EVENTS)
 
 QUEUE = Projection(
     "queue",
@@ -35,6 +43,7 @@ QUEUE = Projection(
     ("job_id",),
     QUEUE_COLUMNS,
     "schema_queue",
+    ALL_JOB_EVENTS,
     description="one row per job: the fold of its history (what claims read)",
 )
 DEFINITIONS = Projection(
@@ -44,6 +53,7 @@ DEFINITIONS = Projection(
     ("job_type",),
     ("job_type", "enabled", "version", "stream_version", "state"),
     "schema_definitions",
+    tuple(cls.name for cls in DEFINITION_EVENTS),
     description="one row per job type: the fold of its definition stream",
 )
 SYNC_STATE = Projection(
@@ -53,6 +63,7 @@ SYNC_STATE = Projection(
     ("source_id", "uri"),
     ("source_id", "uri", "revision", "content_hash", "last_seen_at", "last_ingested_at"),
     "schema_sync_state",
+    (JobSucceeded.name,),
     description="one row per (source_id, uri): what was last ingested",
 )
 DEAD_LETTERS = Projection(
@@ -73,6 +84,7 @@ DEAD_LETTERS = Projection(
         "snapshot",
     ),
     "schema_dead_letters",
+    (JobDeadLettered.name, JobRequeued.name, JobSucceeded.name),
     description="one row per dead job, with its state at death",
 )
 
@@ -83,6 +95,7 @@ AUDIT = Projection(
     ("position",),
     AUDIT_COLUMNS,
     "schema_audit",
+    ALL_JOB_EVENTS,
     mode="tracked",
     description="one row per job event, indexed for audit queries (tracked)",
 )

@@ -31,6 +31,11 @@ def test_list_names_every_projection(db_url: str) -> None:
     ]
     assert [p["mode"] for p in listed] == ["inline"] * 4 + ["tracked"]
     assert {p["name"]: p["version"] for p in listed} == {p.name: p.version for p in PROJECTIONS}
+    assert {p["name"]: p["events"] for p in listed}["dead_letters"] == [
+        "job_dead_lettered",
+        "job_requeued",
+        "job_succeeded",
+    ]
 
 
 def test_status_shows_versions_and_stale_projections(db_url: str) -> None:

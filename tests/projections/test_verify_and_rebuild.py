@@ -10,7 +10,7 @@ from projection_helpers import as_uuid, populate, raw
 
 from ledger import Ledger
 from ledger.store.views import index_names, projection_schema
-from projections.catalog import PROJECTIONS, version_key
+from projections.catalog import BY_NAME, PROJECTIONS, version_key
 from projections.replay import Replay
 
 # (view, corruption, the key column to look up, the column the report must name or None)
@@ -200,3 +200,25 @@ def test_uuid_keys_compare_as_uuids(db_url: str) -> None:
     with Ledger.open(db_url) as ledger, ledger.store.view_tables(write=False) as tables:
         [projection] = [p for p in PROJECTIONS if p.name == "queue"]
         assert all(isinstance(row["job_id"], UUID) for row in tables.live_rows(projection))
+
+
+def test_each_projection_changes_only_on_the_events_it_declares(db_url: str) -> None:
+    """The catalogue's ``events`` are the truth: replaying a real history one event at a
+    time, a projection's rows change only on an event it declares — and each declared event
+    of the narrow projections does change them somewhere in this history."""
+    populate(db_url)
+    with Ledger.open(db_url) as ledger:
+        [dead] = [d.job_id for d in ledger.dead_letters() if d.snapshot.subject is None]
+        ledger.requeue(dead)
+        with ledger.store.view_tables(write=False) as tables:
+            events = tables.events_after(0, 100_000)
+    replay = Replay()
+    changed_by: dict[str, set[str]] = {p.name: set() for p in PROJECTIONS}
+    for item in events:
+        replay.apply([item])
+        for projection in PROJECTIONS:
+            if replay.take_dirty(projection.name):
+                assert item.event.name in projection.events, (projection.name, item.event.name)
+                changed_by[projection.name].add(item.event.name)
+    for name in ("definitions", "sync_state", "dead_letters"):
+        assert changed_by[name] == set(BY_NAME[name].events), name
