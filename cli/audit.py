@@ -6,18 +6,19 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any, Literal
 from uuid import UUID
 
 import click
 import msgspec
 
+from cli import params
 from cli.database import Settings, open_ledger
 from cli.errors import BadUsageError
 from cli.render import MISSING, echo_json, plain, table, when
 from ledger import Ledger
 from ledger.errors import InvalidRequestError
+from ledger.times import parse_moment
 from projections.audit_query import (
     EVENT_NAMES,
     MAX_LIMIT,
@@ -27,7 +28,6 @@ from projections.audit_query import (
     AuditRow,
     Order,
     decode_cursor,
-    parse_moment,
 )
 
 Format = Literal["table", "json", "jsonl", "csv"]
@@ -57,17 +57,6 @@ def _job(ctx: click.Context, param: click.Parameter, value: str | None) -> UUID 
         return UUID(value)
     except ValueError:
         raise click.BadParameter(f"{value!r} is not a job id (a UUID)") from None
-
-
-def _moment(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """Check the time's spelling now (a usage error); it is resolved against the ledger's
-    clock once the ledger is open, so ``7d`` means seven days before that clock's now."""
-    if value is not None:
-        try:
-            parse_moment(value, datetime(2000, 1, 1, tzinfo=UTC))
-        except InvalidRequestError as exc:
-            raise click.BadParameter(exc.message) from None
-    return value
 
 
 def _value(value: Any) -> str:
@@ -160,10 +149,16 @@ def _pages(ledger: Ledger, query: AuditQuery, every: bool) -> Iterator[AuditPage
     help="Failures, dead letters and retries with this failure code.",
 )
 @click.option(
-    "--since", callback=_moment, metavar="TIME", help="At or after: ISO 8601, or 7d/12h/30m ago."
+    "--since",
+    callback=params.moment_text,
+    metavar="TIME",
+    help="At or after: ISO 8601, or 7d/12h/30m ago.",
 )
 @click.option(
-    "--until", callback=_moment, metavar="TIME", help="Before: ISO 8601, or 7d/12h/30m ago."
+    "--until",
+    callback=params.moment_text,
+    metavar="TIME",
+    help="Before: ISO 8601, or 7d/12h/30m ago.",
 )
 @click.option(
     "--limit",

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -14,29 +13,10 @@ from cli.database import Settings, open_ledger
 from cli.jobs import state_json
 from cli.render import MISSING, echo_json, json_option, plain, table, when
 from ledger import JobState, JobStatus
+from ledger.times import parse_moment
 from projections.job_list import DEFAULT_LIMIT, JobPage
 
-_AGO = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_LIMIT = 10_000
-
-
-def at_time(
-    ctx: click.Context, param: click.Parameter, value: str | None
-) -> datetime | timedelta | None:
-    """``--at``: an ISO 8601 time with a zone, or how long ago (``90s``, ``15m``, ``2h``,
-    ``1d``), resolved against the ledger's clock once it is open."""
-    if value is None:
-        return None
-    match = _AGO.match(value.strip())
-    if match:
-        return timedelta(seconds=float(match.group(1)) * _UNIT_S[match.group(2)])
-    try:
-        return params.aware_datetime(ctx, param, value)
-    except click.BadParameter:
-        raise click.BadParameter(
-            f"{value!r} is neither an ISO 8601 time with a zone nor an age like 2h or 30m"
-        ) from None
 
 
 def _run_attempt(state: JobState) -> str:
@@ -108,8 +88,9 @@ def _page_json(page: JobPage, at: datetime | None) -> dict[str, Any]:
 @click.option(
     "--at",
     metavar="TIME",
-    callback=at_time,
-    help="The queue as it was then: ISO 8601 with a zone, or an age (90s, 15m, 2h, 1d).",
+    callback=params.moment_text,
+    help="The queue as it was then: ISO 8601 (a date is midnight UTC), or a span ago "
+    "(45s, 30m, 2h, 1d).",
 )
 @json_option
 @click.pass_obj
@@ -121,7 +102,7 @@ def jobs(
     org: str | None,
     limit: int,
     cursor: int | None,
-    at: datetime | timedelta | None,
+    at: str | None,
     as_json: bool,
 ) -> None:
     """List jobs, newest enqueue first, one page at a time.
@@ -137,7 +118,7 @@ def jobs(
                 statuses=wanted, job_type=job_type, org=org, limit=limit, cursor=cursor
             )
         else:
-            moment = (ledger.clock.now() - at if isinstance(at, timedelta) else at).astimezone(UTC)
+            moment = parse_moment(at, ledger.clock.now()).astimezone(UTC)
             page = ledger.jobs_at(
                 moment,
                 statuses=wanted,

@@ -16,7 +16,9 @@ from uuid import UUID
 import click
 import msgspec
 
+from ledger.errors import InvalidRequestError
 from ledger.events import JSON
+from ledger.times import EPOCH, parse_moment
 
 _JSON_KINDS = {
     list: "an array",
@@ -49,6 +51,18 @@ def aware_datetime(
     if moment.utcoffset() is None:
         raise click.BadParameter(f"{value!r} has no time zone; add one, e.g. {value}Z")
     return moment
+
+
+def moment_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A time as ISO 8601 or a span ago (``7d``, ``12h``, ``30m``, ``45s``): its spelling is
+    checked now (a usage error); :func:`ledger.times.parse_moment` resolves it once the ledger
+    is open, so ``7d`` means seven days before that ledger's clock."""
+    if value is not None:
+        try:
+            parse_moment(value, EPOCH)
+        except InvalidRequestError as exc:
+            raise click.BadParameter(exc.message) from None
+    return value
 
 
 def _read(source: str) -> bytes | str:

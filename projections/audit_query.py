@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
@@ -34,9 +33,6 @@ STATUSES: tuple[str, ...] = tuple(status.value for status in JobStatus)
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 10_000
 CURSOR_VERSION = 1
-
-_RELATIVE = re.compile(r"^(\d+)([dhms])$")
-_UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
 
 
 class CursorError(InvalidRequestError):
@@ -146,28 +142,3 @@ def page(rows: list[AuditRow], query: AuditQuery) -> AuditPage:
         return AuditPage(rows, None)
     kept = rows[: query.limit]
     return AuditPage(kept, encode_cursor(query.order, kept[-1].position))
-
-
-def parse_moment(text: str, now: datetime) -> datetime:
-    """A time given as ISO 8601 (a date is midnight UTC; a date-time needs a time zone) or as
-    a span ago: ``7d``, ``12h``, ``30m``, ``45s`` before ``now``."""
-    relative = _RELATIVE.match(text.strip())
-    if relative:
-        amount, unit = relative.groups()
-        return now - timedelta(**{_UNITS[unit]: int(amount)})
-    try:
-        day = date.fromisoformat(text)
-    except ValueError:
-        pass
-    else:
-        return datetime(day.year, day.month, day.day, tzinfo=UTC)
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidRequestError(
-            f"{text!r} is not a time: use ISO 8601 (2026-11-29, 2026-11-29T10:00:00Z) "
-            "or a span ago (7d, 12h, 30m, 45s)"
-        ) from None
-    if moment.utcoffset() is None:
-        raise InvalidRequestError(f"{text!r} has no time zone; add one, e.g. {text}Z")
-    return moment

@@ -41,13 +41,6 @@ class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
             self.org is None or org == self.org
         )
 
-    def admits(self, state: JobState, enqueue_seq: int) -> bool:
-        return (
-            enqueue_seq < self.before
-            and self.admits_origin(state.job_type, state.org)
-            and (not self.statuses or state.status in self.statuses)
-        )
-
 
 def job_query(
     statuses: Iterable[JobStatus | str],

@@ -12,6 +12,7 @@ from ledger.errors import InvalidRequestError
 from ledger.events import Failure, FailureKind, JobDeadLettered, JobFailed, JobRetryScheduled
 from ledger.store.audit_reads import audit_sql
 from ledger.store.queries import load
+from ledger.times import parse_moment
 from projections.audit import COLUMNS, audit_row
 from projections.audit_query import (
     AuditQuery,
@@ -20,7 +21,6 @@ from projections.audit_query import (
     decode_cursor,
     encode_cursor,
     page,
-    parse_moment,
 )
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
