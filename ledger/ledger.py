@@ -47,6 +47,7 @@ from ledger.events import (
 )
 from ledger.exchange import Selection
 from ledger.migrate import migrate
+from ledger.migrate import plan as migration_plan
 from ledger.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.state import JobState, Lease, evolve, fold
 from ledger.store import replay_reads
@@ -157,9 +158,13 @@ class Ledger:
             elif store.schema_state()[1] is None:
                 created = store.initialise()
                 Rebuilder(store).refresh()  # records each projection's version
+            elif migration_plan(store).empty:
+                # Up to date: no DDL (it would take table locks under running workers); only
+                # record the versions of projections that have none.
+                Rebuilder(store).refresh()
             else:
-                # An existing ledger: what `jobledger migrate` does (stale views rebuilt,
-                # logged; then what is missing created — in that order, see ledger.migrate).
+                # What `jobledger migrate` does (stale views rebuilt, logged; then what is
+                # missing created — in that order, see ledger.migrate).
                 migrated = migrate(store)
                 created, rebuilt = bool(migrated.created_tables), migrated.rebuilt
         except BaseException:
