@@ -27,7 +27,7 @@ import psycopg
 from scratch import scratch_database
 
 from ledger import AuditQuery, Completion, EnqueueRequest, Failure, FailureKind, FakeClock, Ledger
-from ledger.ledger import FailureReport, Outcome
+from ledger.api.ledger import FailureReport, Outcome
 from ledger.store.audit_reads import audit_sql
 from ledger.store.queries import load
 

@@ -16,7 +16,7 @@ import psycopg
 from scratch import scratch_database
 
 from ledger import EnqueueRequest, FakeClock, Ledger
-from ledger.reaper import Reaper, ReaperConfig
+from ledger.maintenance.reaper import Reaper, ReaperConfig
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 

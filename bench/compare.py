@@ -69,7 +69,7 @@ class System:
 
 
 SYSTEMS: tuple[System, ...] = (
-    System("jobledger", "jobledger", "jobledger_adapter.py", module="ledger.worker"),
+    System("jobledger", "jobledger", "jobledger_adapter.py", module="ledger.runtime.pool"),
     System("pgqueuer", "PgQueuer (≤ C in flight)", "pgqueuer_adapter.py", "capped", "pgqueuer"),
     System(
         "pgqueuer-unbounded",

@@ -52,7 +52,7 @@ from eventsourcing.persistence import ConnectionPool as EventsourcingPool
 from eventsourcing.sqlite import SQLiteConnection, SQLiteCursor
 from psycopg_pool import ConnectionPool as PsycopgPool
 
-# Statement text -> category, first match wins; the texts come from ledger/sql/*.sql and
+# Statement text -> category, first match wins; the texts come from ledger/store/sql/*.sql and
 # eventsourcing's recorders.
 CATEGORIES: tuple[tuple[str, str], ...] = (
     ("SKIP LOCKED", "claim select (FOR UPDATE SKIP LOCKED)"),
@@ -204,10 +204,13 @@ BUCKETS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("sqlite3 C calls (SQL execution, commit)", lambda k: "sqlite3" in k and "~" in k),
     ("msgspec encode/decode", lambda k: "msgspec" in k),
     (
-        "fold/decide (ledger.state, ledger.decide)",
+        "fold/decide (ledger.core.state, ledger.core.decide)",
         lambda k: "ledger/state" in k or "ledger/decide" in k,
     ),
-    ("view rows (projections, ledger.times)", lambda k: "projections/" in k or "ledger/times" in k),
+    (
+        "view rows (projections, ledger.core.times)",
+        lambda k: "projections/" in k or "ledger/times" in k,
+    ),
     ("ledger API + unit of work", lambda k: "ledger/" in k),
     ("eventsourcing recorder/pool", lambda k: "eventsourcing" in k),
     ("psycopg_pool", lambda k: "psycopg_pool" in k),

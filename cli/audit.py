@@ -16,10 +16,10 @@ from cli import params
 from cli.database import Settings, open_ledger
 from cli.errors import BadUsageError
 from cli.render import MISSING, echo_json, plain, table, when
-from ledger import Ledger
-from ledger.errors import InvalidRequestError
-from ledger.times import parse_moment
-from projections.audit_query import (
+from ledger.api.ledger import Ledger
+from ledger.core.errors import InvalidRequestError
+from ledger.core.times import parse_moment
+from projections.rules.audit_query import (
     EVENT_NAMES,
     MAX_LIMIT,
     STATUSES,

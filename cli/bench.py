@@ -36,10 +36,11 @@ import psycopg
 from cli.database import Settings, describe
 from cli.errors import CliError, RefusedError
 from cli.render import echo_json, fields, json_option, table
-from ledger import EnqueueRequest, JobStatus, Ledger
-from ledger.config import is_postgres
-from ledger.handlers import JobContext, Registry
-from ledger.worker import WorkerPool
+from ledger.api.ledger import Ledger
+from ledger.core.events import EnqueueRequest, JobStatus
+from ledger.runtime.handlers import JobContext, Registry
+from ledger.runtime.pool import WorkerPool
+from ledger.store.config import is_postgres
 
 BENCH_TYPE = "jobledger.bench.noop"
 WAKEUP_SAMPLES = 30

@@ -10,9 +10,9 @@ import click
 
 from cli.progress import ProgressBars
 from cli.render import echo_json, json_option, plain
-from ledger import Ledger
-from ledger import migrate as migration
-from ledger.config import is_postgres, open_store, sqlite_path
+from ledger.api import migrate as migration
+from ledger.api.ledger import Ledger
+from ledger.store.config import is_postgres, open_store, sqlite_path
 
 # One command is one or two calls on one thread: a single pooled connection is enough, and
 # PostgreSQL's pool would otherwise open two before the first query.

@@ -20,9 +20,10 @@ import click
 
 from cli.database import Settings, describe
 from cli.render import echo_json, json_option
-from ledger import BackoffPolicy, EnqueueRequest, JobStatus, Ledger
-from ledger.handlers import JobContext, PermanentError, Registry, TransientError
-from ledger.worker import WorkerPool
+from ledger.api.ledger import Ledger
+from ledger.core.events import BackoffPolicy, EnqueueRequest, JobStatus
+from ledger.runtime.handlers import JobContext, PermanentError, Registry, TransientError
+from ledger.runtime.pool import WorkerPool
 
 registry = Registry()
 

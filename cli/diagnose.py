@@ -10,9 +10,11 @@ import click
 from cli import params
 from cli.database import Settings, open_ledger
 from cli.render import MISSING, echo_json, json_option, plain, table, when
-from ledger import JobNotFoundError, Record, diagnostics
-from ledger.diagnostics import Finding
-from ledger.events import JSON
+from ledger.core import diagnostics
+from ledger.core.codec import Record
+from ledger.core.diagnostics import Finding
+from ledger.core.errors import JobNotFoundError
+from ledger.core.events import JSON
 
 EVIDENCE_INDENT = "    "
 

@@ -25,9 +25,10 @@ from cli.render import (
     table,
     when,
 )
-from ledger import Ledger, LedgerError, Subject
-from ledger.events import JSON
-from projections.dead_letters import DeadLetter
+from ledger.api.ledger import Ledger
+from ledger.core.errors import LedgerError
+from ledger.core.events import JSON, Subject
+from projections.rules.dead_letters import DeadLetter
 
 DEFAULT_REASON = "requeued by operator"
 

@@ -1,7 +1,7 @@
 """How the CLI fails: one ``error: …`` line on stderr and an exit code that says whose fault.
 
 Exit codes: 0 success; 1 the ledger or the database refused (the line carries the
-:class:`~ledger.errors.LedgerError`'s stable ``code``); 2 the command line itself was wrong
+:class:`~ledger.core.errors.LedgerError`'s stable ``code``); 2 the command line itself was wrong
 (click's convention). Every message passes through :func:`redact` first, because ledger and
 driver messages may quote the database URL, and a URL may carry a password.
 """
@@ -17,7 +17,7 @@ import click
 from eventsourcing.persistence import PersistenceError
 
 from cli.render import first_line
-from ledger.errors import LedgerError
+from ledger.core.errors import LedgerError
 
 _URL_PASSWORD = re.compile(r"(://[^/@\s:]*):[^/@\s]*@")
 # Up to whitespace, a quote or "&": over-masking is harmless, a partial leak is not.

@@ -23,9 +23,10 @@ import click
 from cli import params
 from cli.database import POOL_SIZE, Settings, describe, open_ledger
 from cli.render import echo_json, json_option, plain
-from ledger import JobStatus, Ledger
-from ledger.config import resolve_url
-from ledger.exchange import Selection
+from ledger.api.ledger import Ledger
+from ledger.core.events import JobStatus
+from ledger.core.exchange import Selection
+from ledger.store.config import resolve_url
 from ledger.store.exporter import ExportReport
 from ledger.store.importer import ImportReport, OpenLines, validate
 

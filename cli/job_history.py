@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from uuid import UUID
 
-from ledger import JobNotFoundError, JobState, Ledger, Record
-from ledger.events import JobEvent
-from ledger.state import evolve
+from ledger.api.ledger import Ledger
+from ledger.core.codec import Record
+from ledger.core.errors import JobNotFoundError
+from ledger.core.events import JobEvent
+from ledger.core.state import JobState, evolve
 
 
 def job_records(ledger: Ledger, job: UUID) -> list[Record]:

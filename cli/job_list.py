@@ -12,9 +12,10 @@ from cli import params
 from cli.database import Settings, open_ledger
 from cli.jobs import state_json
 from cli.render import MISSING, echo_json, json_option, plain, table, when
-from ledger import JobState, JobStatus
-from ledger.times import parse_moment
-from projections.job_list import DEFAULT_LIMIT, JobPage
+from ledger.core.events import JobStatus
+from ledger.core.state import JobState
+from ledger.core.times import parse_moment
+from projections.rules.job_list import DEFAULT_LIMIT, JobPage
 
 MAX_LIMIT = 10_000
 

@@ -6,7 +6,7 @@ import click
 
 from cli.database import Settings, open_ledger
 from cli.render import echo_json, json_option, plain, seconds, table
-from ledger import BackoffPolicy, JobDefinition
+from ledger.core.events import BackoffPolicy, JobDefinition
 
 _DEFAULTS = JobDefinition(job_type="-")
 

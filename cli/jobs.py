@@ -21,9 +21,11 @@ from cli.render import (
     table,
     when,
 )
-from ledger import JobNotFoundError, JobState, JobStatus, Record, Subject, SubjectOp, diagnostics
-from ledger.diagnostics import Finding
-from ledger.events import (
+from ledger.core import diagnostics
+from ledger.core.codec import Record
+from ledger.core.diagnostics import Finding
+from ledger.core.errors import JobNotFoundError
+from ledger.core.events import (
     JSON,
     JobEnqueued,
     JobEvent,
@@ -31,7 +33,11 @@ from ledger.events import (
     JobReleased,
     JobRequeued,
     JobRetryScheduled,
+    JobStatus,
+    Subject,
+    SubjectOp,
 )
+from ledger.core.state import JobState
 
 PAYLOAD_PREVIEW = 200
 """Characters of payload (and other JSON values) ``show`` prints; ``--json`` prints all."""

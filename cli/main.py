@@ -27,7 +27,7 @@ from cli import (
 )
 from cli.database import Settings
 from cli.errors import one_line_errors
-from ledger.config import DEFAULT_DATABASE, ENV_VAR, resolve_url
+from ledger.store.config import DEFAULT_DATABASE, ENV_VAR, resolve_url
 
 
 class LedgerGroup(click.Group):

@@ -16,9 +16,9 @@ from uuid import UUID
 import click
 import msgspec
 
-from ledger.errors import InvalidRequestError
-from ledger.events import JSON
-from ledger.times import EPOCH, parse_moment
+from ledger.core.errors import InvalidRequestError
+from ledger.core.events import JSON
+from ledger.core.times import EPOCH, parse_moment
 
 _JSON_KINDS = {
     list: "an array",
@@ -55,7 +55,7 @@ def aware_datetime(
 
 def moment_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A time as ISO 8601 or a span ago (``7d``, ``12h``, ``30m``, ``45s``): its spelling is
-    checked now (a usage error); :func:`ledger.times.parse_moment` resolves it once the ledger
+    checked now (a usage error); :func:`ledger.core.times.parse_moment` resolves it once the ledger
     is open, so ``7d`` means seven days before that ledger's clock."""
     if value is not None:
         try:

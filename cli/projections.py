@@ -11,10 +11,10 @@ import click
 from cli.database import Settings, open_ledger
 from cli.progress import ProgressBars
 from cli.render import MISSING, compact_json, echo_json, json_option, plain, table
-from projections.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
-from projections.diff import VerifyReport, ViewReport
-from projections.follower import Follower
-from projections.tracked import CatchUp
+from projections.rules.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
+from projections.rules.diff import VerifyReport, ViewReport
+from projections.runners.follower import Follower
+from projections.runners.tracked import CatchUp
 
 NAMES = click.Choice(list(BY_NAME))
 DRIFT_EXIT = 1

@@ -17,7 +17,7 @@ from cli.render import (
     table,
     when,
 )
-from ledger.reaper import DeferredError, ReapedLease, Reaper, ReaperConfig, ReapReport
+from ledger.maintenance.reaper import DeferredError, ReapedLease, Reaper, ReaperConfig, ReapReport
 
 _DEFAULTS = ReaperConfig()
 

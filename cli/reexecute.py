@@ -18,11 +18,12 @@ import msgspec
 from cli.job_history import fold_records, job_records
 from cli.render import MISSING, compact_json, echo_json, fields, plain
 from cli.worker import load_registry
-from ledger import InvalidRequestError, JobState, Ledger
-from ledger.decide import check_output
-from ledger.events import Failure, JobStatus, Stage
-from ledger.handlers import INVALID_OUTPUT_CODE, HandlerSpec, JobContext, Result, classify
-from ledger.state import Lease
+from ledger.api.ledger import Ledger
+from ledger.core.decide import check_output
+from ledger.core.errors import InvalidRequestError
+from ledger.core.events import Failure, JobStatus, Stage
+from ledger.core.state import JobState, Lease
+from ledger.runtime.handlers import INVALID_OUTPUT_CODE, HandlerSpec, JobContext, Result, classify
 
 REPLAY_WORKER = "replay-local"
 """The worker id a re-executed job's context reports (no lease exists in the ledger)."""

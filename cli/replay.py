@@ -2,7 +2,7 @@
 
 Three meanings, kept apart: *state replay* (``replay JOB --to-event N`` / ``--at TIME``, and
 ``timeline JOB``) folds a prefix of the history; *decision replay* (``replay --check``) re-runs
-the current decisions over recorded histories (:mod:`ledger.decision_replay`) and exits
+the current decisions over recorded histories (:mod:`ledger.core.decision_replay`) and exits
 non-zero on any difference, so it can gate a deploy; *re-execution* (``replay JOB --run``)
 runs the job's handler locally on its recorded payload and writes nothing to the ledger.
 """
@@ -21,9 +21,12 @@ from cli.job_history import fold_records, job_records
 from cli.jobs import _state_lines, state_json
 from cli.reexecute import run_handler
 from cli.render import echo_json, fields, json_option, plain, when
-from ledger import InvalidRequestError, JobState, Ledger, Record
-from ledger.decision_replay import ReplayFinding, ReplaySummary
-from ledger.events import JSON
+from ledger.api.ledger import Ledger
+from ledger.core.codec import Record
+from ledger.core.decision_replay import ReplayFinding, ReplaySummary
+from ledger.core.errors import InvalidRequestError
+from ledger.core.events import JSON
+from ledger.core.state import JobState
 
 
 class FindingsError(CliError):

@@ -6,7 +6,7 @@ import click
 
 from cli.database import Settings, open_ledger
 from cli.render import MISSING, echo_json, json_option, plain, table
-from projections.stats import Stats
+from projections.runners.stats import Stats
 
 
 def _seconds(value: float | None) -> str:

@@ -6,7 +6,7 @@ import click
 
 from cli.database import Settings, open_ledger
 from cli.render import MISSING, echo_json, json_option, plain, table, when
-from projections.sync_state import SyncState
+from projections.rules.sync_state import SyncState
 
 
 def _row(row: SyncState) -> list[str]:

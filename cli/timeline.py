@@ -13,9 +13,8 @@ from cli import params
 from cli.database import Settings, open_ledger
 from cli.job_history import job_records
 from cli.render import MISSING, compact_json, echo_json, json_option, plain, table, when
-from ledger import JobState
-from ledger.events import JobEvent
-from ledger.state import evolve
+from ledger.core.events import JobEvent
+from ledger.core.state import JobState, evolve
 
 VALUE_PREVIEW = 80
 """Characters of a JSON value (checkpoint, output, error) a timeline line shows."""

@@ -14,9 +14,9 @@ import click
 from cli.database import Settings, describe
 from cli.errors import CliError
 from cli.render import echo_json, json_option, plain
-from ledger import Ledger
-from ledger.handlers import Registry
-from ledger.worker import PoolStats, WorkerPool
+from ledger.api.ledger import Ledger
+from ledger.runtime.handlers import Registry
+from ledger.runtime.pool import PoolStats, WorkerPool
 
 
 class DeadJobsError(CliError):
@@ -42,7 +42,7 @@ def load_registry(app: str) -> Registry:
     registry = getattr(module, attr, None)
     if not isinstance(registry, Registry):
         raise click.BadParameter(
-            f"{app!r} is {type(registry).__name__}, not a ledger.handlers.Registry",
+            f"{app!r} is {type(registry).__name__}, not a ledger.runtime.handlers.Registry",
             param_hint="--app",
         )
     return registry

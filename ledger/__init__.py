@@ -2,39 +2,63 @@
 
 A durable job queue on SQLite or PostgreSQL in which every state change of every job is an
 appended event, and every view is a projection of that history.
+
+The public names below are loaded lazily (PEP 562): ``import ledger.core.events`` (or any pure
+module) loads no database driver, while ``from ledger import Ledger`` loads the store it needs.
 """
 
-from ledger.clock import Clock, FakeClock, SystemClock
-from ledger.codec import Record
-from ledger.errors import (
-    ConcurrencyConflictError,
-    DatabaseBusyError,
-    DatabaseNotInitialisedError,
-    DatabaseUnusableError,
-    DefinitionNotFoundError,
-    IdempotencyConflictError,
-    InvalidRequestError,
-    InvalidTransitionError,
-    JobNotFoundError,
-    LeaseOwnerMismatchError,
-    LedgerError,
-    StoreError,
-)
-from ledger.events import (
-    BackoffPolicy,
-    EnqueueRequest,
-    Failure,
-    FailureKind,
-    JobDefinition,
-    JobStatus,
-    Stage,
-    Subject,
-    SubjectOp,
-)
-from ledger.ledger import BatchResult, Completion, FailureReport, Ledger
-from ledger.state import IllegalTransitionError, JobState, Lease
-from projections.audit_query import AuditPage, AuditQuery, AuditRow
-from projections.job_list import JobPage, ListedJob
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "AuditPage": "projections.rules.audit_query",
+    "AuditQuery": "projections.rules.audit_query",
+    "AuditRow": "projections.rules.audit_query",
+    "BackoffPolicy": "ledger.core.events",
+    "BatchResult": "ledger.api.ledger",
+    "Clock": "ledger.clock",
+    "Completion": "ledger.api.ledger",
+    "ConcurrencyConflictError": "ledger.core.errors",
+    "DatabaseBusyError": "ledger.core.errors",
+    "DatabaseNotInitialisedError": "ledger.core.errors",
+    "DatabaseUnusableError": "ledger.core.errors",
+    "DefinitionNotFoundError": "ledger.core.errors",
+    "EnqueueRequest": "ledger.core.events",
+    "Failure": "ledger.core.events",
+    "FailureKind": "ledger.core.events",
+    "FailureReport": "ledger.api.ledger",
+    "FakeClock": "ledger.clock",
+    "Health": "ledger.runtime.pool",
+    "IdempotencyConflictError": "ledger.core.errors",
+    "IllegalTransitionError": "ledger.core.state",
+    "InvalidRequestError": "ledger.core.errors",
+    "InvalidTransitionError": "ledger.core.errors",
+    "JobContext": "ledger.runtime.handlers",
+    "JobDefinition": "ledger.core.events",
+    "JobNotFoundError": "ledger.core.errors",
+    "JobPage": "projections.rules.job_list",
+    "JobState": "ledger.core.state",
+    "JobStatus": "ledger.core.events",
+    "Lease": "ledger.core.state",
+    "LeaseOwnerMismatchError": "ledger.core.errors",
+    "Ledger": "ledger.api.ledger",
+    "LedgerError": "ledger.core.errors",
+    "ListedJob": "projections.rules.job_list",
+    "PermanentError": "ledger.runtime.handlers",
+    "PoolStats": "ledger.runtime.pool",
+    "Record": "ledger.core.codec",
+    "Registry": "ledger.runtime.handlers",
+    "Result": "ledger.runtime.handlers",
+    "Stage": "ledger.core.events",
+    "StoreError": "ledger.core.errors",
+    "Subject": "ledger.core.events",
+    "SubjectOp": "ledger.core.events",
+    "SystemClock": "ledger.clock",
+    "TransientError": "ledger.runtime.handlers",
+    "WorkerPool": "ledger.runtime.pool",
+}
 
 __all__ = [
     "AuditPage",
@@ -54,10 +78,12 @@ __all__ = [
     "FailureKind",
     "FailureReport",
     "FakeClock",
+    "Health",
     "IdempotencyConflictError",
     "IllegalTransitionError",
     "InvalidRequestError",
     "InvalidTransitionError",
+    "JobContext",
     "JobDefinition",
     "JobNotFoundError",
     "JobPage",
@@ -68,10 +94,65 @@ __all__ = [
     "Ledger",
     "LedgerError",
     "ListedJob",
+    "PermanentError",
+    "PoolStats",
     "Record",
+    "Registry",
+    "Result",
     "Stage",
     "StoreError",
     "Subject",
     "SubjectOp",
     "SystemClock",
+    "TransientError",
+    "WorkerPool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ledger' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # what type checkers and editors see; never executed
+    from ledger.api.ledger import BatchResult, Completion, FailureReport, Ledger
+    from ledger.clock import Clock, FakeClock, SystemClock
+    from ledger.core.codec import Record
+    from ledger.core.errors import (
+        ConcurrencyConflictError,
+        DatabaseBusyError,
+        DatabaseNotInitialisedError,
+        DatabaseUnusableError,
+        DefinitionNotFoundError,
+        IdempotencyConflictError,
+        InvalidRequestError,
+        InvalidTransitionError,
+        JobNotFoundError,
+        LeaseOwnerMismatchError,
+        LedgerError,
+        StoreError,
+    )
+    from ledger.core.events import (
+        BackoffPolicy,
+        EnqueueRequest,
+        Failure,
+        FailureKind,
+        JobDefinition,
+        JobStatus,
+        Stage,
+        Subject,
+        SubjectOp,
+    )
+    from ledger.core.state import IllegalTransitionError, JobState, Lease
+    from ledger.runtime.handlers import JobContext, PermanentError, Registry, Result, TransientError
+    from ledger.runtime.pool import Health, PoolStats, WorkerPool
+    from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow
+    from projections.rules.job_list import JobPage, ListedJob

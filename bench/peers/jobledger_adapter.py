@@ -24,7 +24,7 @@ from typing import Any
 import harness
 
 from ledger import EnqueueRequest, Ledger
-from ledger.worker import JobContext, Registry, WorkerPool
+from ledger.runtime.pool import JobContext, Registry, WorkerPool
 
 SYSTEM = "jobledger"
 JOB_TYPE = "bench.noop"

@@ -1,6 +1,6 @@
 """Audit queries on the store: compose one SQL statement from named fragments, read one page.
 
-The fragments live in ``ledger/sql/<backend>_audit.sql``; :func:`audit_sql` only chooses which
+The fragments live in ``ledger/store/sql/<backend>_audit.sql``; :func:`audit_sql` only chooses which
 to join, and every value is a bound parameter. The shape keeps each typical question on one
 index: an equality on type, org, worker, code or job, then position order (the keyset), with
 the time bounds checked inside the type/org/worker indexes (their third column), so a page
@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
+from ledger.core.times import from_us, to_us
 from ledger.store.base import Store
 from ledger.store.queries import load
-from ledger.times import from_us, to_us
-from projections.audit_query import AuditPage, AuditQuery, AuditRow, page
+from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow, page
 
 RETRY = "job_retry_scheduled"
 

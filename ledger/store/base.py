@@ -23,9 +23,9 @@ from uuid import UUID, uuid5
 
 from eventsourcing.persistence import StoredEvent
 
-from ledger.codec import DEFAULT_CODEC, EventCodec, Record
-from ledger.errors import DatabaseNotInitialisedError, DatabaseUnusableError
-from ledger.events import (
+from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
+from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
+from ledger.core.events import (
     Event,
     JobEnqueued,
     JobEvent,
@@ -33,15 +33,15 @@ from ledger.events import (
     JobRequeued,
     JobRetryScheduled,
 )
-from ledger.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.core.times import from_us, to_us
 from ledger.store.views import ViewTables
-from ledger.times import from_us, to_us
-from projections import dead_letters, sync_state
-from projections.dead_letters import DeadLetter
-from projections.definitions import decode_definition, definition_row
-from projections.queue import decode_state, queue_row
-from projections.sync_state import SyncState
-from projections.writes import ViewWrite
+from projections.rules import dead_letters, sync_state
+from projections.rules.dead_letters import DeadLetter
+from projections.rules.definitions import decode_definition, definition_row
+from projections.rules.queue import decode_state, queue_row
+from projections.rules.sync_state import SyncState
+from projections.rules.writes import ViewWrite
 
 SCHEMA_VERSION = "1"
 """The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""

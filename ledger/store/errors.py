@@ -7,7 +7,7 @@ import sqlite3
 
 import psycopg
 
-from ledger.errors import (
+from ledger.core.errors import (
     ConcurrencyConflictError,
     DatabaseBusyError,
     DatabaseUnusableError,

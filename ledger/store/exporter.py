@@ -17,8 +17,8 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.errors import JobNotFoundError
-from ledger.exchange import Selection, StreamKind, event_line, header_line, stored_fields
+from ledger.core.errors import JobNotFoundError
+from ledger.core.exchange import Selection, StreamKind, event_line, header_line, stored_fields
 from ledger.store.base import Store, job_type_stream_id
 from ledger.store.views import ViewTables
 

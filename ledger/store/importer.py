@@ -2,12 +2,12 @@
 
 Three passes over the file (which is why it is opened by a callable that can open it again):
 
-1. **validate** every line without touching the database (:func:`ledger.exchange.read_streams`:
+1. **validate** every line without touching the database (:func:`ledger.core.exchange.read_streams`:
    header, shapes, fields, order, each stream's fold), so a bad file writes nothing;
 2. **check** each stream against the target in one read snapshot: a stream the target
    already holds must be the same events (then it is skipped); any other difference, or a
    new job whose idempotency key or live sync subject a target job holds (the queue view's
-   unique indexes), is an :class:`~ledger.exchange.ImportConflictError` and nothing is
+   unique indexes), is an :class:`~ledger.core.exchange.ImportConflictError` and nothing is
    written;
 3. **append** the new streams in batches of whole streams (definitions first), each batch one
    unit of work, i.e. through the same fold and inline view writes as the live commands, with
@@ -28,11 +28,11 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.codec import DEFAULT_CODEC, EventCodec, Record
-from ledger.errors import ConcurrencyConflictError
-from ledger.events import JobEvent
-from ledger.exchange import ImportConflictError, Stream, StreamKind, read_streams, same_history
-from ledger.state import fold
+from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
+from ledger.core.errors import ConcurrencyConflictError
+from ledger.core.events import JobEvent
+from ledger.core.exchange import ImportConflictError, Stream, StreamKind, read_streams, same_history
+from ledger.core.state import fold
 from ledger.store.base import Store, job_type_stream_id
 from ledger.store.views import ViewTables
 

@@ -1,7 +1,7 @@
 """The store's side of the job views: a page of the live queue, and the queue at a past time.
 
 The live listing is one named query on ``jl_queue`` (``queue_list_page``). The listing at a
-time is :class:`projections.time_travel.QueueAt` fed with the stored events in notification
+time is :class:`projections.rules.time_travel.QueueAt` fed with the stored events in notification
 order, read in batches from one read-only snapshot (:meth:`Store.view_tables`), so memory
 holds one batch of events and the per-job states, never the whole history.
 """
@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from ledger.store.base import Store
-from projections.job_list import JobPage, JobQuery, ListedJob, page_of
-from projections.queue import decode_state
-from projections.time_travel import QueueAt
+from projections.rules.job_list import JobPage, JobQuery, ListedJob, page_of
+from projections.rules.queue import decode_state
+from projections.rules.time_travel import QueueAt
 
 EVENT_BATCH = 5_000
 """Events read per round trip when folding the history (a few MB of decoded events)."""
@@ -52,7 +52,8 @@ def jobs_at(
     batch: int = EVENT_BATCH,
     progress: Progress | None = None,
 ) -> JobPage:
-    """The jobs the query asks for as they were at ``at`` (see :mod:`projections.time_travel`),
+    """The jobs the query asks for as they were at ``at`` (see
+    :mod:`projections.rules.time_travel`),
     folded from every event up to the head of one read-only snapshot."""
     fold = QueueAt(at, query)
     with store.view_tables(write=False) as tables:

@@ -30,9 +30,9 @@ from psycopg.copy import QueuedLibpqWriter
 from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Composable, Identifier, Literal, Placeholder
 
-from ledger.codec import EventCodec
-from ledger.errors import LedgerError, StoreError
-from ledger.state import DefinitionState
+from ledger.core.codec import EventCodec
+from ledger.core.errors import LedgerError, StoreError
+from ledger.core.state import DefinitionState
 from ledger.store.base import (
     EVENTS_TABLE,
     SCHEMA_VERSION,
@@ -51,10 +51,10 @@ from ledger.store.views import (
     shadow,
     to_shadow,
 )
-from projections.catalog import AUDIT, Projection
-from projections.queue import decode_state
-from projections.replay import Key, Row
-from projections.writes import ViewWrite
+from projections.rules.catalog import AUDIT, Projection
+from projections.rules.queue import decode_state
+from projections.rules.replay import Key, Row
+from projections.rules.writes import ViewWrite
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 

@@ -1,6 +1,7 @@
 """Named SQL queries, loaded from the ``.sql`` files shipped with the package.
 
-Each query in ``ledger/sql/<backend>.sql`` (and in ``ledger/sql/<backend>_<feature>.sql``, the
+Each query in ``ledger/store/sql/<backend>.sql`` (and in
+``ledger/store/sql/<backend>_<feature>.sql``, the
 queries of one feature, read after it in name order) starts with ``-- name: <entity>_<verb>``
 and a one-line comment saying what it returns and which index it relies on.
 """
@@ -17,7 +18,7 @@ _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$")
 @cache
 def load(backend: str) -> dict[str, str]:
     """All queries of ``backend`` ("postgres" or "sqlite"), by name, in file order."""
-    directory = files("ledger").joinpath("sql")
+    directory = files("ledger.store").joinpath("sql")
     features = sorted(
         entry.name
         for entry in directory.iterdir()

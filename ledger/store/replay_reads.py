@@ -4,7 +4,7 @@
 type) from one read-only snapshot: a page of job ids by primary key (``replay_job_ids``), then
 that page's histories in one query (``events_of_streams``), so memory holds one page of
 histories at a time and a failure is never split from its outcome. The checking itself is
-:func:`ledger.decision_replay.check_history`, pure.
+:func:`ledger.core.decision_replay.check_history`, pure.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Iterator
 from datetime import datetime
 from uuid import UUID
 
-from ledger.codec import Record
-from ledger.decision_replay import JobReplay, check_history, definitions_of
-from ledger.errors import JobNotFoundError
-from ledger.events import JobDefinition, JobEnqueued
+from ledger.core.codec import Record
+from ledger.core.decision_replay import JobReplay, check_history, definitions_of
+from ledger.core.errors import JobNotFoundError
+from ledger.core.events import JobDefinition, JobEnqueued
 from ledger.store.base import Store, job_type_stream_id
 from ledger.store.views import ViewTables
 

@@ -20,14 +20,14 @@ from uuid import UUID
 from eventsourcing.persistence import PersistenceError, StoredEvent
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteDatastore
 
-from ledger.codec import EventCodec
-from ledger.errors import (
+from ledger.core.codec import EventCodec
+from ledger.core.errors import (
     DatabaseBusyError,
     DatabaseNotInitialisedError,
     DatabaseUnusableError,
     LedgerError,
 )
-from ledger.state import DefinitionState
+from ledger.core.state import DefinitionState
 from ledger.store.base import (
     EVENTS_TABLE,
     SCHEMA_VERSION,
@@ -48,10 +48,10 @@ from ledger.store.views import (
     shadow,
     to_shadow,
 )
-from projections.catalog import Projection
-from projections.queue import decode_state
-from projections.replay import Key, Row
-from projections.writes import ViewWrite
+from projections.rules.catalog import Projection
+from projections.rules.queue import decode_state
+from projections.rules.replay import Key, Row
+from projections.rules.writes import ViewWrite
 
 BUSY_TIMEOUT_S = 30
 

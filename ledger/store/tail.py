@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterator
 from typing import Literal
 from uuid import UUID
 
-from ledger.codec import Record
-from ledger.errors import JobNotFoundError
-from ledger.events import JobEvent, JobStatus
-from ledger.state import JobState, evolve
+from ledger.core.codec import Record
+from ledger.core.errors import JobNotFoundError
+from ledger.core.events import JobEvent, JobStatus
+from ledger.core.state import JobState, evolve
 from ledger.store.base import Store
 from ledger.store.follow import EventWaiter, event_waiter
 

@@ -2,7 +2,7 @@
 
 :class:`ViewTables` pages through the events in notification order, reads a view's live rows
 (normalised to the replay's Python types), and writes and swaps shadow tables. The rules that
-decide the rows live in :mod:`projections.replay`; this is only I/O.
+decide the rows live in :mod:`projections.rules.replay`; this is only I/O.
 
 Shadow DDL is derived from the live table's own ``schema_*`` statements in ``ledger/sql``, with
 the table and index names suffixed ``__rebuild`` (whole-word substitution, names from the
@@ -17,10 +17,10 @@ from collections.abc import Iterator, Sequence
 from typing import Any, ClassVar
 from uuid import UUID
 
-from ledger.codec import EventCodec
+from ledger.core.codec import EventCodec
 from ledger.store.queries import load
-from projections.catalog import SHADOW_SUFFIX, Projection
-from projections.replay import Key, Row, StreamEvent
+from projections.rules.catalog import SHADOW_SUFFIX, Projection
+from projections.rules.replay import Key, Row, StreamEvent
 
 _INDEX_NAME = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 _SAFE_NAME = re.compile(r"^jl_[a-z_]+$")
@@ -198,7 +198,7 @@ class ViewTables(ABC):
     def lock_for_swap(self, projections: Sequence[Projection], timeout_s: float) -> None:
         """Exclude every appender and every user of the live tables until commit.
 
-        Raises :class:`~ledger.errors.DatabaseBusyError` if a live table's lock is not had
+        Raises :class:`~ledger.core.errors.DatabaseBusyError` if a live table's lock is not had
         within ``timeout_s``; the transaction is then unusable and must be retried."""
 
     @abstractmethod

@@ -8,13 +8,13 @@ from uuid import uuid4
 
 import pytest
 
-from ledger.errors import InvalidRequestError
-from ledger.events import Failure, FailureKind, JobDeadLettered, JobFailed, JobRetryScheduled
+from ledger.core.errors import InvalidRequestError
+from ledger.core.events import Failure, FailureKind, JobDeadLettered, JobFailed, JobRetryScheduled
+from ledger.core.times import parse_moment
 from ledger.store.audit_reads import audit_sql
 from ledger.store.queries import load
-from ledger.times import parse_moment
-from projections.audit import COLUMNS, audit_row
-from projections.audit_query import (
+from projections.rules.audit import COLUMNS, audit_row
+from projections.rules.audit_query import (
     AuditQuery,
     AuditRow,
     CursorError,

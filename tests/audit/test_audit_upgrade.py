@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from cli.main import cli
 from ledger import AuditQuery, Ledger
-from projections.catalog import AUDIT, version_key
+from projections.rules.catalog import AUDIT, version_key
 
 V1_TABLE = """CREATE TABLE jl_audit (
     position bigint PRIMARY KEY,

@@ -15,8 +15,8 @@ import psycopg
 from cli_helpers import Run, assert_one_error_line, event_count, invoke
 
 from ledger import FakeClock, JobStatus, Ledger
-from ledger.events import JobDeadLettered, JobFailed, JobRetryScheduled
-from ledger.reaper import DeferredError, ReapedLease
+from ledger.core.events import JobDeadLettered, JobFailed, JobRetryScheduled
+from ledger.maintenance.reaper import DeferredError, ReapedLease
 from ledger.store.base import job_type_stream_id
 
 PAST = datetime(2020, 1, 1, tzinfo=UTC)

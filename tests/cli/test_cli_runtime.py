@@ -20,7 +20,7 @@ from ledger import JobStatus, Ledger
 APP = textwrap.dedent(
     """
     import asyncio
-    from ledger.handlers import PermanentError, Registry
+    from ledger.runtime.handlers import PermanentError, Registry
 
     registry = Registry()
     not_a_registry = 42
@@ -77,7 +77,7 @@ def test_burst_worker_exits_3_when_a_job_ended_dead(db_url: str, app_module: str
     [
         ("no_colon", "is not MODULE:ATTR"),
         ("jl_missing_module_xyz:registry", "cannot import"),
-        ("{module}:not_a_registry", "not a ledger.handlers.Registry"),
+        ("{module}:not_a_registry", "not a ledger.runtime.handlers.Registry"),
     ],
 )
 def test_a_bad_app_is_a_one_line_usage_error(

@@ -9,7 +9,7 @@ import pytest
 from cli_helpers import Run, assert_one_error_line, event_count
 
 from ledger import Failure, FailureKind, FakeClock, JobStatus, Ledger, Subject, SubjectOp
-from ledger.events import JobRequeued
+from ledger.core.events import JobRequeued
 
 SOME_ID = "0b7c0e8e-2b8f-4a53-9c8e-3f1d2c556a11"
 PERMANENT = Failure(kind=FailureKind.TERMINAL, code="doc.missing", message="File does not exist")

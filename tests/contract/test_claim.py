@@ -9,7 +9,7 @@ from uuid import UUID
 import pytest
 
 from ledger import EnqueueRequest, FakeClock, JobStatus, Ledger, Stage
-from ledger.events import JobLeased
+from ledger.core.events import JobLeased
 
 
 def test_claim_orders_by_priority_then_run_at_then_enqueue_order(

@@ -8,9 +8,9 @@ import psycopg
 import pytest
 
 from ledger import DatabaseNotInitialisedError, DatabaseUnusableError, Ledger
-from ledger.config import resolve_url, sqlite_path
-from ledger.errors import InvalidRequestError
+from ledger.core.errors import InvalidRequestError
 from ledger.store.base import SCHEMA_VERSION
+from ledger.store.config import resolve_url, sqlite_path
 
 
 def test_init_is_idempotent_on_sqlite(tmp_path: Path) -> None:

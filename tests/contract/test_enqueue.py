@@ -17,7 +17,7 @@ from ledger import (
     Subject,
     SubjectOp,
 )
-from ledger.events import JobEnqueued
+from ledger.core.events import JobEnqueued
 
 
 def test_enqueue_resolves_defaults_from_the_job_type(ledger: Ledger) -> None:

@@ -15,7 +15,7 @@ from ledger import (
     JobStatus,
     Ledger,
 )
-from ledger.events import (
+from ledger.core.events import (
     JobDeadLettered,
     JobFailed,
     JobReleased,

@@ -16,7 +16,7 @@ from ledger import (
     Ledger,
     LedgerError,
 )
-from ledger.events import (
+from ledger.core.events import (
     JobCancelled,
     JobEnqueued,
     JobEvent,
@@ -30,7 +30,7 @@ from ledger.events import (
     JobStageChanged,
     JobSucceeded,
 )
-from ledger.state import JobState, fold
+from ledger.core.state import JobState, fold
 
 
 def kinds(ledger: Ledger, job_id: UUID) -> list[type[object]]:

@@ -23,8 +23,8 @@ from ledger import (
     Ledger,
     Subject,
 )
-from ledger.errors import DatabaseBusyError, DatabaseUnusableError, StoreError
-from ledger.events import JobEnqueued, JobTypeDefined
+from ledger.core.errors import DatabaseBusyError, DatabaseUnusableError, StoreError
+from ledger.core.events import JobEnqueued, JobTypeDefined
 from ledger.store.errors import from_postgres, from_sqlite
 
 

@@ -22,8 +22,8 @@ from ledger import (
     Subject,
     SubjectOp,
 )
-from ledger.sources import SourceAction
-from ledger.state import JobState
+from ledger.core.sources import SourceAction
+from ledger.core.state import JobState
 
 PERMANENT = Failure(kind=FailureKind.TERMINAL, code="doc.missing", message="File does not exist")
 RETRYABLE = Failure(kind=FailureKind.RETRYABLE, code="net.down", message="try later")

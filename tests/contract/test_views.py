@@ -5,7 +5,7 @@ from __future__ import annotations
 import psycopg
 
 from ledger import Failure, FailureKind, FakeClock, Ledger, Subject, SubjectOp
-from ledger.state import JobState
+from ledger.core.state import JobState
 
 PERMANENT = Failure(kind=FailureKind.TERMINAL, code="doc.missing", message="File does not exist")
 

@@ -17,7 +17,7 @@ from ledger import (
     LeaseOwnerMismatchError,
     Ledger,
 )
-from ledger.state import JobState
+from ledger.core.state import JobState
 
 TRANSIENT = Failure(kind=FailureKind.RETRYABLE, code="downstream.unavailable", message="blip")
 

@@ -8,8 +8,8 @@ from uuid import UUID, uuid4
 
 import pytest
 
-from ledger.codec import DEFAULT_CODEC, EventCodec
-from ledger.events import (
+from ledger.core.codec import DEFAULT_CODEC, EventCodec
+from ledger.core.events import (
     ALL_EVENTS,
     BackoffPolicy,
     EnqueueRequest,
@@ -19,7 +19,7 @@ from ledger.events import (
     JobEnqueued,
     JobTypeDefined,
 )
-from ledger.exchange import (
+from ledger.core.exchange import (
     ImportBadLineError,
     StreamKind,
     event_line,

@@ -10,7 +10,7 @@ from uuid import UUID
 import psycopg
 
 from ledger import Failure, FailureKind, FakeClock, Ledger
-from ledger.events import Subject, SubjectOp
+from ledger.core.events import Subject, SubjectOp
 
 
 def raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

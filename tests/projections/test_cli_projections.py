@@ -8,7 +8,7 @@ from click.testing import CliRunner, Result
 from projection_helpers import populate, raw
 
 from cli.main import cli
-from projections.catalog import PROJECTIONS, version_key
+from projections.rules.catalog import PROJECTIONS, version_key
 
 
 def run(url: str, *args: str) -> Result:

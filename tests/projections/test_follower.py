@@ -21,9 +21,9 @@ import pytest
 from projection_helpers import raw
 
 from ledger import Completion, EnqueueRequest, Ledger
-from ledger.handlers import Registry
-from ledger.worker import WorkerPool
-from projections.follower import Follower
+from ledger.runtime.handlers import Registry
+from ledger.runtime.pool import WorkerPool
+from projections.runners.follower import Follower
 
 BOUND_S = 10.0
 CONSOLE_SCRIPT = str(Path(sys.executable).with_name("jobledger"))

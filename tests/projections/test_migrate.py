@@ -10,7 +10,7 @@ from projection_helpers import populate, raw
 
 from cli.main import cli
 from ledger import Ledger
-from projections.catalog import version_key
+from projections.rules.catalog import version_key
 
 
 def run(url: str, *args: str) -> tuple[int, str, str]:

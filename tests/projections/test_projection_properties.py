@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from projection_helpers import populate, raw
 
 from ledger import Completion, EnqueueRequest, Failure, FailureKind, FakeClock, Ledger, LedgerError
-from ledger.events import Subject, SubjectOp
-from projections.rebuilder import Rebuilder
+from ledger.core.events import Subject, SubjectOp
+from projections.runners.rebuilder import Rebuilder
 
 
 def job_event_count(url: str) -> int:

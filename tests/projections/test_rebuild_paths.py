@@ -9,9 +9,9 @@ from projection_helpers import populate
 
 from ledger import Ledger
 from ledger.store.views import StoredRow, upto
-from projections.catalog import PROJECTIONS
-from projections.rebuilder import Rebuilder
-from projections.replay import Replay
+from projections.rules.catalog import PROJECTIONS
+from projections.rules.replay import Replay
+from projections.runners.rebuilder import Rebuilder
 
 
 def test_pages_read_what_one_read_does_and_stop_at_the_end(db_url: str) -> None:

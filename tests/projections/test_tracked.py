@@ -12,10 +12,10 @@ from projection_helpers import as_uuid, populate, raw
 
 from cli.main import cli
 from ledger import Failure, FailureKind, FakeClock, Ledger
-from ledger.events import JobEvent
+from ledger.core.events import JobEvent
 from ledger.store.views import ViewTables
-from projections.catalog import AUDIT
-from projections.tracked import TrackedRunner
+from projections.rules.catalog import AUDIT
+from projections.runners.tracked import TrackedRunner
 
 COLUMNS = "position, job_id, job_type, org, event, worker_id, run_number, attempt, at"
 

@@ -14,9 +14,9 @@ from datetime import timedelta
 import psycopg
 
 from ledger import FakeClock, JobStatus, Ledger
-from ledger.config import is_postgres
-from ledger.events import JobDeadLettered, JobEnqueued, JobFailed, JobLeased, JobRetryScheduled
-from ledger.reaper import Reaper, ReaperConfig
+from ledger.core.events import JobDeadLettered, JobEnqueued, JobFailed, JobLeased, JobRetryScheduled
+from ledger.maintenance.reaper import Reaper, ReaperConfig
+from ledger.store.config import is_postgres
 
 
 def event_types(ledger: Ledger, job_id: object) -> list[type[object]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledger.handlers import JobContext, PermanentError, Registry, Result, TransientError
+from ledger.runtime.handlers import JobContext, PermanentError, Registry, Result, TransientError
 
 registry = Registry()
 

@@ -12,9 +12,9 @@ from eventsourcing.persistence import StoredEvent
 
 from cli.main import cli
 from ledger import BackoffPolicy, Failure, FailureKind, FakeClock, JobState, Ledger, Record
-from ledger.events import JobEvent, Subject
-from ledger.reaper import Reaper
-from ledger.state import Lease, fold
+from ledger.core.events import JobEvent, Subject
+from ledger.core.state import Lease, fold
+from ledger.maintenance.reaper import Reaper
 
 RETRYABLE = Failure(kind=FailureKind.RETRYABLE, code="http.503", message="busy")
 TERMINAL = Failure(kind=FailureKind.TERMINAL, code="bad.input", message="no")

@@ -19,9 +19,9 @@ from replay_helpers import (
 )
 
 from ledger import BackoffPolicy, FailureKind, FakeClock, Ledger
-from ledger.decide import LEASE_EXPIRED_CODE
-from ledger.decision_replay import ReplayFinding, ReplaySummary
-from ledger.events import (
+from ledger.core.decide import LEASE_EXPIRED_CODE
+from ledger.core.decision_replay import ReplayFinding, ReplaySummary
+from ledger.core.events import (
     Failure,
     JobDeadLettered,
     JobFailed,

@@ -10,13 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from ledger import decide
-from ledger.backoff import delay_bounds
-from ledger.codec import Record
-from ledger.decision_replay import check_history
-from ledger.diagnostics import started_without_renewal_heartbeat
-from ledger.errors import LedgerError
-from ledger.events import (
+from ledger.core import decide
+from ledger.core.backoff import delay_bounds
+from ledger.core.codec import Record
+from ledger.core.decision_replay import check_history
+from ledger.core.diagnostics import started_without_renewal_heartbeat
+from ledger.core.errors import LedgerError
+from ledger.core.events import (
     BackoffPolicy,
     EnqueueRequest,
     Failure,
@@ -26,7 +26,7 @@ from ledger.events import (
     JobFailed,
     JobRetryScheduled,
 )
-from ledger.state import JobState, Lease, evolve
+from ledger.core.state import JobState, Lease, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(

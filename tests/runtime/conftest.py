@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from ledger import BackoffPolicy, FakeClock, Ledger
-from ledger.handlers import JobContext, Registry, Result
-from ledger.worker import WorkerPool
+from ledger.runtime.handlers import JobContext, Registry, Result
+from ledger.runtime.pool import WorkerPool
 
 INGEST = "ingest"
 

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ledger import EnqueueRequest, FakeClock, JobStatus, Ledger, Subject
-from ledger.breaker import CircuitBreaker
-from ledger.completer import BatchCompleter
-from ledger.handlers import JobContext, Registry, classify
-from ledger.heartbeater import Heartbeater
-from ledger.ledger import Completion
-from ledger.worker import WorkerPool
+from ledger.api.ledger import Completion
+from ledger.runtime.breaker import CircuitBreaker
+from ledger.runtime.completer import BatchCompleter
+from ledger.runtime.handlers import JobContext, Registry, classify
+from ledger.runtime.heartbeater import Heartbeater
+from ledger.runtime.pool import WorkerPool
 
 MakePool = Callable[..., WorkerPool]
 
@@ -174,7 +174,7 @@ async def test_burst_mode_works_until_idle_and_counts_outcomes(
     sync_ledger: Ledger, make_pool: MakePool, downstream: Any
 ) -> None:
     """run_until_idle processes what is due, then stops; stats count the outcomes."""
-    from ledger.handlers import PermanentError
+    from ledger.runtime.handlers import PermanentError
 
     sync_ledger.enqueue_many(
         [
@@ -221,8 +221,8 @@ WORKER_SCRIPT = textwrap.dedent(
     """
     import asyncio, sys, time
     from ledger import Ledger
-    from ledger.handlers import Registry
-    from ledger.worker import WorkerPool
+    from ledger.runtime.handlers import Registry
+    from ledger.runtime.pool import WorkerPool
 
     registry = Registry()
 

@@ -24,8 +24,8 @@ from ledger import (
     Subject,
     SubjectOp,
 )
-from ledger.handlers import JobContext, PermanentError, TransientError
-from ledger.worker import WorkerPool, process_worker_id
+from ledger.runtime.handlers import JobContext, PermanentError, TransientError
+from ledger.runtime.pool import WorkerPool, process_worker_id
 
 INGEST = "ingest"
 MakePool = Callable[..., WorkerPool]

@@ -9,9 +9,9 @@ from uuid import uuid4
 import msgspec
 import pytest
 
-from ledger.codec import DEFAULT_CODEC, EventCodec, parse_topic, topic_of
-from ledger.errors import UnknownEventError
-from ledger.events import (
+from ledger.core.codec import DEFAULT_CODEC, EventCodec, parse_topic, topic_of
+from ledger.core.errors import UnknownEventError
+from ledger.core.events import (
     ALL_EVENTS,
     BackoffPolicy,
     EnqueueRequest,
@@ -127,7 +127,7 @@ def test_failure_kinds_classify_retryable_ones() -> None:
 
 def test_definitions_round_trip() -> None:
     """Job-type definition events keep every field."""
-    from ledger.events import JobTypeDefined
+    from ledger.core.events import JobTypeDefined
 
     event = JobTypeDefined(at=AT, definition=JobDefinition(job_type="t", enabled=False))
     assert DEFAULT_CODEC.decode(*DEFAULT_CODEC.encode(event)) == event

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
-from ledger import decide
-from ledger.codec import Record
-from ledger.diagnostics import (
+from ledger.core import decide
+from ledger.core.codec import Record
+from ledger.core.diagnostics import (
     diagnose,
     leases_lost,
     longest_heartbeat_gap,
@@ -16,7 +16,7 @@ from ledger.diagnostics import (
     started_without_renewal_heartbeat,
     time_to_first_lease,
 )
-from ledger.events import (
+from ledger.core.events import (
     BackoffPolicy,
     EnqueueRequest,
     Failure,
@@ -24,7 +24,7 @@ from ledger.events import (
     JobDefinition,
     JobEvent,
 )
-from ledger.state import JobState, evolve
+from ledger.core.state import JobState, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(job_type="t", backoff=BackoffPolicy(base_s=10, max_s=100, jitter=0))

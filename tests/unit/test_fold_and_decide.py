@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger import decide
-from ledger.errors import (
+from ledger.core import decide
+from ledger.core.errors import (
     DefinitionNotFoundError,
     InvalidRequestError,
     InvalidTransitionError,
     LeaseOwnerMismatchError,
     LedgerError,
 )
-from ledger.events import (
+from ledger.core.events import (
     BackoffPolicy,
     EnqueueRequest,
     Failure,
@@ -34,7 +34,7 @@ from ledger.events import (
     JobStatus,
     Stage,
 )
-from ledger.state import IllegalTransitionError, JobState, Lease, evolve, fold
+from ledger.core.state import IllegalTransitionError, JobState, Lease, evolve, fold
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(job_type="t", backoff=BackoffPolicy(base_s=10, max_s=100, jitter=0))

@@ -15,7 +15,7 @@ from typing import IO
 from views_helpers import define_types, enqueue, invoke
 
 from ledger import FakeClock, Ledger
-from ledger.state import Lease
+from ledger.core.state import Lease
 
 JOBLEDGER = Path(sys.executable).parent / "jobledger"
 LINE_WAIT_S = 20.0

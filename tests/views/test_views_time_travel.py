@@ -9,7 +9,7 @@ from views_helpers import RETRYABLE, define_types, enqueue, invoke, work_a_mix
 
 from ledger import FakeClock, JobStatus, Ledger
 from ledger.store.job_views import jobs_at
-from projections.job_list import JobQuery
+from projections.rules.job_list import JobQuery
 
 QUERIES: list[dict[str, object]] = [
     {},

@@ -1,0 +1,1 @@
+"""The Python API: the ledger's commands and its reader."""

@@ -1,0 +1,1 @@
+"""The pure core: events, the fold, decisions and the rules over them."""

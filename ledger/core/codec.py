@@ -1,0 +1,103 @@
+"""Event encoding: msgspec msgpack, stable topics, upcasting.
+
+A stored event's topic is ``"<name>.v<version>"`` (``job_enqueued.v1``), never a Python class
+path, so classes can move freely. The state is the msgpack map of all the event's fields (defaults
+included). Reading an event stored under an older version decodes it to a plain map, runs the
+registered upcasters ``v1 -> v2 -> …`` and only then converts it to the current class.
+
+A custom mapper rather than eventsourcing's transcoder: swapping only the transcoder loses
+UUID and datetime types on decode, and msgspec is ~2.5x faster and 40% smaller than JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
+from uuid import UUID
+
+import msgspec
+
+from ledger.core.errors import UnknownEventError
+from ledger.core.events import ALL_EVENTS, Event
+from ledger.core.upcasters import UPCASTERS, Upcaster
+
+
+class Record(NamedTuple):
+    """One event in its stream: the envelope around the pure event."""
+
+    originator_id: UUID
+    originator_version: int
+    event: Event
+
+
+def topic_of(event_type: type[Event]) -> str:
+    return f"{event_type.name}.v{event_type.version}"
+
+
+def parse_topic(topic: str) -> tuple[str, int]:
+    name, _, version = topic.rpartition(".v")
+    if not name or not version.isdigit():
+        raise UnknownEventError(f"malformed event topic {topic!r}")
+    return name, int(version)
+
+
+class EventCodec:
+    """Turns events into (topic, bytes) and back, upcasting old schema versions."""
+
+    def __init__(
+        self,
+        event_types: Iterable[type[Event]] = ALL_EVENTS,
+        upcasters: Mapping[tuple[str, int], Upcaster] = UPCASTERS,
+    ) -> None:
+        self._by_name: dict[str, type[Event]] = {}
+        for cls in event_types:
+            if cls.name in self._by_name:
+                raise ValueError(f"two event classes named {cls.name!r}")
+            self._by_name[cls.name] = cls
+        self._topics = {cls: topic_of(cls) for cls in self._by_name.values()}
+        self._decoders = {
+            topic_of(cls): msgspec.msgpack.Decoder(cls) for cls in self._by_name.values()
+        }
+        self._upcasters: dict[tuple[str, int], Upcaster] = dict(upcasters)
+        self._encoder = msgspec.msgpack.Encoder()
+
+    def register_upcaster(self, name: str, from_version: int, upcast: Upcaster) -> None:
+        """Register ``upcast`` to turn ``name.v<from_version>`` state into the next version."""
+        self._upcasters[(name, from_version)] = upcast
+
+    def encode(self, event: Event) -> tuple[str, bytes]:
+        return self._topics[type(event)], self._encoder.encode(event)
+
+    def current_decoders(self) -> dict[str, Callable[[bytes | memoryview], Event]]:
+        """The decode function of each current topic, for loops over many events that look
+        it up themselves rather than call :meth:`decode` (whose frame costs as much as a small
+        event's decoding); any other topic goes through :meth:`decode`."""
+        return {topic: decoder.decode for topic, decoder in self._decoders.items()}
+
+    def decode(self, topic: str, state: bytes | memoryview) -> Event:
+        decoder = self._decoders.get(topic)
+        if decoder is not None:
+            event: Event = decoder.decode(state)
+            return event
+        return self._decode_old(topic, state)
+
+    def _decode_old(self, topic: str, state: bytes | memoryview) -> Event:
+        name, version = parse_topic(topic)
+        cls = self._by_name.get(name)
+        if cls is None:
+            raise UnknownEventError(f"unknown event {name!r} (topic {topic!r})")
+        if version > cls.version:
+            raise UnknownEventError(
+                f"{topic!r} is newer than this code reads (v{cls.version}); upgrade jobledger"
+            )
+        fields: dict[str, Any] = msgspec.msgpack.decode(state)
+        while version < cls.version:
+            upcast = self._upcasters.get((name, version))
+            if upcast is None:
+                raise UnknownEventError(f"no upcaster from {name}.v{version}")
+            fields = upcast(fields)
+            version += 1
+        return msgspec.convert(fields, cls)
+
+
+DEFAULT_CODEC = EventCodec()

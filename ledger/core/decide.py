@@ -1,0 +1,485 @@
+"""Decisions: pure functions from (current state, command, now) to the events to append.
+
+Each returns events or raises a :class:`~ledger.core.errors.LedgerError` with a stable code. They
+never read a clock, a random source or a store: the shell passes ``now`` and any random draw
+in, which is what lets ``replay --check`` re-run them over recorded history.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+from uuid import UUID
+
+import msgspec
+
+from ledger.core.backoff import retry_delay
+from ledger.core.errors import (
+    DefinitionNotFoundError,
+    InvalidRequestError,
+    InvalidTransitionError,
+    LeaseOwnerMismatchError,
+)
+from ledger.core.events import (
+    JSON,
+    EnqueueRequest,
+    Failure,
+    FailureKind,
+    JobCancelled,
+    JobDeadLettered,
+    JobDefinition,
+    JobEnqueued,
+    JobEvent,
+    JobFailed,
+    JobHeartbeated,
+    JobLeased,
+    JobProgressed,
+    JobReleased,
+    JobRequeued,
+    JobRetryScheduled,
+    JobStageChanged,
+    JobStatus,
+    JobSucceeded,
+)
+from ledger.core.state import JobState, Lease
+
+MAX_PAYLOAD_BYTES = 1024 * 1024
+"""The largest payload (as JSON) an enqueue accepts; larger data belongs in a blob store."""
+
+MAX_NAME_LENGTH = 200
+INT32 = 2**31
+
+LEASE_EXPIRED_CODE = "job.lease_expired"
+
+T = TypeVar("T")
+
+
+# --- validation -----------------------------------------------------------------------------
+
+
+def _name(value: object, what: str, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequestError(f"{what} must be a non-empty string")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidRequestError(f"{what} is longer than {MAX_NAME_LENGTH} characters")
+
+
+def _aware(value: datetime, what: str) -> datetime:
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidRequestError(f"{what} must carry a time zone")
+    return value.astimezone(UTC)
+
+
+def _typed(value: T, cls: type[T], what: str) -> T:
+    """Check every field's type. msgspec checks types when it decodes, not when Python code
+    builds a struct, and a wrongly typed value that got stored could never be read back."""
+    try:
+        return msgspec.convert(msgspec.to_builtins(value, builtin_types=(datetime,)), cls)
+    except msgspec.ValidationError as exc:
+        raise InvalidRequestError(f"{what}: {exc}") from None
+
+
+def canonical(request: EnqueueRequest) -> bytes:
+    """A request's canonical JSON (object keys sorted): equal bytes, same request."""
+    return msgspec.json.encode(msgspec.to_builtins(request), order="sorted")
+
+
+def validate_definition(definition: JobDefinition) -> JobDefinition:
+    """Reject a definition no job could run under; returns it type-checked."""
+    definition = _typed(definition, JobDefinition, "job definition")
+    _name(definition.job_type, "job_type")
+    if definition.version < 1:
+        raise InvalidRequestError("version must be >= 1")
+    if definition.max_attempts < 1:
+        raise InvalidRequestError("max_attempts must be >= 1")
+    if not definition.default_timeout_s > 0 or not math.isfinite(definition.default_timeout_s):
+        raise InvalidRequestError("default_timeout_s must be a positive number")
+    if not -INT32 <= definition.default_priority < INT32:
+        raise InvalidRequestError("default_priority must fit in 32 bits")
+    backoff = definition.backoff
+    if backoff.base_s < 0 or backoff.max_s < backoff.base_s or not 0 <= backoff.jitter < 1:
+        raise InvalidRequestError("backoff needs 0 <= base_s <= max_s and 0 <= jitter < 1")
+    return definition
+
+
+def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
+    """Validate an enqueue request; returns it with every field type-checked, its payload
+    as plain JSON values (a tuple becomes a list) and its times in UTC.
+
+    Raises InvalidRequestError; nothing that passes can fail to decode later."""
+    if not isinstance(request.payload, dict):
+        raise InvalidRequestError("payload must be a JSON object")
+    try:
+        encoded = msgspec.json.encode(request.payload)
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise InvalidRequestError(f"payload is not JSON-serialisable: {exc}") from None
+    if len(encoded) > MAX_PAYLOAD_BYTES:
+        raise InvalidRequestError(
+            f"payload is {len(encoded)} bytes; the limit is {MAX_PAYLOAD_BYTES}"
+        )
+    request = _typed(
+        msgspec.structs.replace(request, payload=msgspec.json.decode(encoded)),
+        EnqueueRequest,
+        "enqueue request",
+    )
+    _name(request.job_type, "job_type")
+    if request.priority is not None and not -INT32 <= request.priority < INT32:
+        raise InvalidRequestError("priority must fit in 32 bits")
+    if request.max_attempts is not None and request.max_attempts < 1:
+        raise InvalidRequestError("max_attempts must be >= 1")
+    if request.timeout_s is not None and not (
+        request.timeout_s > 0 and math.isfinite(request.timeout_s)
+    ):
+        raise InvalidRequestError("timeout_s must be a positive number")
+    if request.delay_s is not None and not (
+        request.delay_s >= 0 and math.isfinite(request.delay_s)
+    ):
+        raise InvalidRequestError("delay_s must be a non-negative number")
+    if request.run_at is not None and request.delay_s is not None:
+        raise InvalidRequestError("give run_at or delay_s, not both")
+    _name(request.org, "org", optional=True)
+    _name(request.queue, "queue", optional=True)
+    _name(request.idempotency_key, "idempotency_key", optional=True)
+    if request.subject is not None:
+        _name(request.subject.source_id, "subject.source_id")
+        if not isinstance(request.subject.uri, str) or not request.subject.uri:
+            raise InvalidRequestError("subject.uri must be a non-empty string")
+    if request.run_at is not None:
+        return msgspec.structs.replace(request, run_at=_aware(request.run_at, "run_at"))
+    return request
+
+
+def same_request(existing: EnqueueRequest, request: EnqueueRequest) -> bool:
+    """Whether ``request`` repeats ``existing`` field for field, as requested (not as
+    resolved), compared canonically: key order does not matter, ``1`` is not ``1.0``."""
+    return canonical(existing) == canonical(request)
+
+
+# --- enqueue --------------------------------------------------------------------------------
+
+
+def decide_enqueue(
+    job_id: UUID, request: EnqueueRequest, definition: JobDefinition | None, now: datetime
+) -> JobEnqueued:
+    """Resolve a (normalised) request against its job type's definition."""
+    if definition is None or not definition.enabled:
+        state = "disabled" if definition is not None else "not defined"
+        raise DefinitionNotFoundError(f"job type {request.job_type!r} is {state}")
+    if request.run_at is not None:
+        run_at = request.run_at
+    elif request.delay_s is not None:
+        run_at = now + timedelta(seconds=request.delay_s)
+    else:
+        run_at = now
+    return JobEnqueued(
+        at=now,
+        job_id=job_id,
+        request=request,
+        definition_version=definition.version,
+        priority=request.priority if request.priority is not None else definition.default_priority,
+        run_at=run_at,
+        max_attempts=request.max_attempts or definition.max_attempts,
+        timeout_s=request.timeout_s or definition.default_timeout_s,
+        backoff=definition.backoff,
+    )
+
+
+# --- worker writes (fenced) -----------------------------------------------------------------
+
+
+def decide_lease(state: JobState, worker_id: str, lease_s: float, now: datetime) -> JobLeased:
+    """Claim a pending, due job for ``worker_id`` until ``now + lease_s``."""
+    if state.status is not JobStatus.PENDING or state.run_at > now:
+        raise InvalidTransitionError(f"job {state.job_id} is not claimable")
+    return JobLeased(
+        at=now,
+        run_number=state.run_number,
+        attempt=state.attempt + 1,
+        worker_id=worker_id,
+        lease_expires_at=now + timedelta(seconds=lease_s),
+    )
+
+
+def check_fence(state: JobState, lease: Lease, now: datetime) -> None:
+    """Raise LeaseOwnerMismatchError unless ``lease`` is the job's live lease at ``now``."""
+    if state.status is not JobStatus.LEASED:
+        raise LeaseOwnerMismatchError(f"job {state.job_id} is {state.status}, not leased")
+    current = (state.run_number, state.attempt, state.worker_id)
+    presented = (lease.run_number, lease.attempt, lease.worker_id)
+    if current != presented:
+        raise LeaseOwnerMismatchError(
+            f"job {state.job_id} is leased to run {current[0]} attempt {current[1]} "
+            f"worker {current[2]!r}, not run {presented[0]} attempt {presented[1]} "
+            f"worker {presented[2]!r}"
+        )
+    if state.lease_expires_at is None or now > state.lease_expires_at:
+        raise LeaseOwnerMismatchError(f"the lease on job {state.job_id} has expired")
+
+
+def check_output(output: JSON | None, what: str = "output") -> None:
+    """Refuse a value that is not JSON: it could not be stored or read back."""
+    try:
+        msgspec.json.encode(output)
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise InvalidRequestError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def _reason(reason: object) -> None:
+    if not isinstance(reason, str):
+        raise InvalidRequestError("reason must be a string")
+
+
+def decide_heartbeat(
+    state: JobState, lease: Lease, lease_s: float, now: datetime
+) -> JobHeartbeated:
+    """Renew the lease until ``now + lease_s``."""
+    check_fence(state, lease, now)
+    return JobHeartbeated(
+        at=now,
+        run_number=lease.run_number,
+        attempt=lease.attempt,
+        worker_id=lease.worker_id,
+        lease_expires_at=now + timedelta(seconds=lease_s),
+    )
+
+
+def decide_progress(
+    state: JobState,
+    lease: Lease,
+    now: datetime,
+    *,
+    stage: str | None = None,
+    done: int | None = None,
+    total: int | None = None,
+    checkpoint: JSON | None = None,
+) -> list[JobEvent]:
+    """Record a stage change and/or progress. Neither extends the lease."""
+    check_fence(state, lease, now)
+    if stage is not None:
+        _name(stage, "stage")
+    for count, what in ((done, "done"), (total, "total")):
+        if count is not None and (type(count) is not int or count < 0):
+            raise InvalidRequestError(f"progress {what} must be a whole number >= 0")
+    if checkpoint is not None:
+        check_output(checkpoint, "checkpoint")
+    events: list[JobEvent] = []
+    if stage is not None and stage != state.stage:
+        events.append(
+            JobStageChanged(at=now, run_number=lease.run_number, attempt=lease.attempt, stage=stage)
+        )
+    if done is not None or total is not None or checkpoint is not None:
+        events.append(
+            JobProgressed(
+                at=now,
+                run_number=lease.run_number,
+                attempt=lease.attempt,
+                done=done,
+                total=total,
+                checkpoint=checkpoint,
+            )
+        )
+    return events
+
+
+def decide_succeed(
+    state: JobState,
+    lease: Lease,
+    now: datetime,
+    *,
+    output: JSON | None = None,
+    revision: str | None = None,
+    content_hash: str | None = None,
+) -> JobSucceeded:
+    """Finish the attempt successfully. ``output`` must be JSON."""
+    check_fence(state, lease, now)
+    check_output(output)
+    for value, what in ((revision, "revision"), (content_hash, "content_hash")):
+        if value is not None and not isinstance(value, str):
+            raise InvalidRequestError(f"{what} must be a string")
+    return JobSucceeded(
+        at=now,
+        run_number=lease.run_number,
+        attempt=lease.attempt,
+        worker_id=lease.worker_id,
+        output=output,
+        revision=revision,
+        content_hash=content_hash,
+    )
+
+
+def _failure_outcome(
+    state: JobState,
+    now: datetime,
+    failure: Failure,
+    *,
+    jitter_draw: float,
+    not_before: datetime | None,
+    fixed_delay_s: float | None,
+    started_without_renewal_heartbeat: bool | None,
+) -> JobRetryScheduled | JobDeadLettered:
+    gives_up = not failure.kind.is_retryable or state.attempt >= state.max_attempts
+    if gives_up:
+        return JobDeadLettered(
+            at=now,
+            run_number=state.run_number,
+            attempt=state.attempt,
+            failure=failure,
+            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
+        )
+    if fixed_delay_s is not None:
+        delay = fixed_delay_s
+    else:
+        delay = retry_delay(state.backoff, state.attempt, jitter_draw)
+    next_run_at = now + timedelta(seconds=delay)
+    if not_before is not None and not_before > next_run_at:
+        # A handler may push its retry later, never earlier than the policy allows.
+        next_run_at = not_before
+        delay = (next_run_at - now).total_seconds()
+    return JobRetryScheduled(
+        at=now,
+        run_number=state.run_number,
+        attempt=state.attempt,
+        delay_s=delay,
+        next_run_at=next_run_at,
+        started_without_renewal_heartbeat=started_without_renewal_heartbeat,
+        not_before=not_before,
+    )
+
+
+def decide_fail(
+    state: JobState,
+    lease: Lease,
+    now: datetime,
+    failure: Failure,
+    *,
+    jitter_draw: float,
+    not_before: datetime | None = None,
+) -> list[JobEvent]:
+    """Record a failed attempt, then a retry (backoff) or a dead letter."""
+    check_fence(state, lease, now)
+    failure = _typed(failure, Failure, "failure")
+    if not_before is not None:
+        not_before = _aware(not_before, "not_before")
+    return [
+        JobFailed(
+            at=now,
+            run_number=lease.run_number,
+            attempt=lease.attempt,
+            worker_id=lease.worker_id,
+            failure=failure,
+        ),
+        _failure_outcome(
+            state,
+            now,
+            failure,
+            jitter_draw=jitter_draw,
+            not_before=not_before,
+            fixed_delay_s=None,
+            started_without_renewal_heartbeat=None,
+        ),
+    ]
+
+
+def decide_release(state: JobState, lease: Lease, now: datetime, reason: str) -> JobReleased:
+    """Hand the job back unfinished; the attempt is not consumed."""
+    check_fence(state, lease, now)
+    _reason(reason)
+    return JobReleased(
+        at=now,
+        run_number=lease.run_number,
+        attempt=lease.attempt,
+        worker_id=lease.worker_id,
+        reason=reason,
+    )
+
+
+# --- reaper and operators (not fenced: they act on the job, not on a lease) -----------------
+
+
+def lease_is_expired(state: JobState, now: datetime) -> bool:
+    """Expired means strictly before ``now``; a lease ending exactly now is still live."""
+    return (
+        state.status is JobStatus.LEASED
+        and state.lease_expires_at is not None
+        and state.lease_expires_at < now
+    )
+
+
+def decide_reap(
+    state: JobState,
+    now: datetime,
+    *,
+    retry_delay_s: float,
+    started_without_renewal_heartbeat: bool | None = None,
+) -> list[JobEvent]:
+    """Fail an expired lease as ``lease_expired``: a fixed-delay retry, or a dead letter."""
+    if not lease_is_expired(state, now):
+        raise InvalidTransitionError(f"the lease on job {state.job_id} has not expired")
+    assert state.worker_id is not None
+    failure = Failure(
+        kind=FailureKind.LEASE_EXPIRED,
+        code=LEASE_EXPIRED_CODE,
+        message=f"lease held by {state.worker_id} expired at "
+        f"{state.lease_expires_at.isoformat() if state.lease_expires_at else '?'}",
+    )
+    return [
+        JobFailed(
+            at=now,
+            run_number=state.run_number,
+            attempt=state.attempt,
+            worker_id=state.worker_id,
+            failure=failure,
+            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
+        ),
+        _failure_outcome(
+            state,
+            now,
+            failure,
+            jitter_draw=0.5,
+            not_before=None,
+            fixed_delay_s=retry_delay_s,
+            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
+        ),
+    ]
+
+
+def decide_release_stale(state: JobState, now: datetime, reason: str) -> JobReleased:
+    """Release a claim left by a dead process (boot reap): its attempt is not consumed."""
+    if state.status is not JobStatus.LEASED or state.worker_id is None:
+        raise InvalidTransitionError(f"job {state.job_id} is {state.status}, not leased")
+    return JobReleased(
+        at=now,
+        run_number=state.run_number,
+        attempt=state.attempt,
+        worker_id=state.worker_id,
+        reason=reason,
+    )
+
+
+def decide_cancel(state: JobState, now: datetime, reason: str) -> JobCancelled:
+    """Cancel a pending or leased job; its worker's later writes fail the fence."""
+    _reason(reason)
+    if not state.status.is_live:
+        raise InvalidTransitionError(f"job {state.job_id} is {state.status}; only live jobs cancel")
+    return JobCancelled(at=now, run_number=state.run_number, reason=reason)
+
+
+def decide_requeue(
+    state: JobState, now: datetime, reason: str, *, live_subject_job: UUID | None = None
+) -> JobRequeued:
+    """Start a new run of a dead or cancelled job, unless its sync subject already has a
+    live job (``live_subject_job``): a subject has at most one live job."""
+    _reason(reason)
+    if state.status not in (JobStatus.DEAD, JobStatus.CANCELLED):
+        raise InvalidTransitionError(
+            f"job {state.job_id} is {state.status}; only dead or cancelled jobs requeue"
+        )
+    if live_subject_job is not None:
+        raise InvalidTransitionError(
+            f"job {state.job_id}'s subject has a live job, {live_subject_job}; requeue it "
+            "once that one has ended"
+        )
+    return JobRequeued(at=now, run_number=state.run_number + 1, reason=reason)

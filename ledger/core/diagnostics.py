@@ -1,0 +1,237 @@
+"""Diagnostics derived from a job's event history — pure functions, no store, no clock.
+
+Each diagnostic names the events (by stream version) it was derived from, so an operator can
+check the reasoning in ``jobledger history``. The reaper records
+``started_without_renewal_heartbeat`` in the events it appends; the rest serve debugging
+(``jobledger diagnose``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from itertools import pairwise
+
+import msgspec
+
+from ledger.core.codec import Record
+from ledger.core.events import (
+    FailureKind,
+    JobCancelled,
+    JobEnqueued,
+    JobEvent,
+    JobFailed,
+    JobHeartbeated,
+    JobLeased,
+    JobReleased,
+    JobRetryScheduled,
+    JobStageChanged,
+    JobSucceeded,
+    Stage,
+)
+from ledger.core.state import JobState, fold
+
+# Events that end an attempt (the failure, success, release or cancel that closes it).
+_ATTEMPT_ENDS = (JobFailed, JobSucceeded, JobReleased, JobCancelled)
+
+
+class Finding(msgspec.Struct, frozen=True):
+    """One diagnostic: its value, a sentence saying what it means, the events behind it."""
+
+    name: str
+    value: bool | int | float | None
+    explanation: str
+    evidence: list[int]
+
+
+def _job_events(records: Sequence[Record]) -> list[tuple[int, JobEvent]]:
+    return [
+        (record.originator_version, record.event)
+        for record in records
+        if isinstance(record.event, JobEvent)
+    ]
+
+
+def _attempt_events(
+    events: list[tuple[int, JobEvent]], run_number: int, attempt: int
+) -> list[tuple[int, JobEvent]]:
+    """The events of one execution: from its job_leased to the end of the history."""
+    start = None
+    for index, (_, event) in enumerate(events):
+        if isinstance(event, JobLeased) and (event.run_number, event.attempt) == (
+            run_number,
+            attempt,
+        ):
+            start = index
+    return [] if start is None else events[start:]
+
+
+def started_without_renewal_heartbeat(records: Sequence[Record]) -> Finding:
+    """True when the current attempt started running and no heartbeat came strictly after.
+
+    False unless the job's stage is ``running``; the start is the attempt's first
+    ``job_stage_changed`` to running; a heartbeat stamped at the very same time as the start
+    is not a renewal.
+    """
+    name = "started_without_renewal_heartbeat"
+    events = _job_events(records)
+    state = fold(event for _, event in events)
+    if state is None or state.stage != Stage.RUNNING:
+        stage = state.stage if state else "none"
+        return Finding(name, False, f"the job's stage is {stage}, not running", [])
+    current = _attempt_events(events, state.run_number, state.attempt)
+    started = next(
+        (
+            (version, event)
+            for version, event in current
+            if isinstance(event, JobStageChanged) and event.stage == Stage.RUNNING
+        ),
+        None,
+    )
+    if started is None:
+        return Finding(name, False, "the attempt never recorded a start of running", [])
+    start_version, start_event = started
+    renewals = [
+        version
+        for version, event in current
+        if isinstance(event, JobHeartbeated) and event.at > start_event.at
+    ]
+    if renewals:
+        return Finding(
+            name,
+            False,
+            f"{len(renewals)} heartbeat(s) renewed the lease after running started",
+            [start_version, *renewals],
+        )
+    return Finding(
+        name,
+        True,
+        "running started and no heartbeat came after it: the worker likely died or hung "
+        "right after starting",
+        [start_version],
+    )
+
+
+def longest_heartbeat_gap(records: Sequence[Record], now: datetime | None = None) -> Finding:
+    """The current attempt's longest silence between lease renewals (the claim counts as the
+    first), against its lease length; with ``now``, the silence since the last one too."""
+    name = "longest_heartbeat_gap_s"
+    events = _job_events(records)
+    state = fold(event for _, event in events)
+    if state is None or state.attempt == 0:
+        return Finding(name, None, "the job was never leased", [])
+    current = _attempt_events(events, state.run_number, state.attempt)
+    beats = [(v, e) for v, e in current if isinstance(e, JobLeased | JobHeartbeated)]
+    if not beats:
+        return Finding(name, None, "the attempt has no lease events", [])
+    lease_length = _lease_length(beats[0][1])
+    times = [event.at for _, event in beats]
+    versions = [version for version, _ in beats]
+    ended = next(
+        (
+            (version, event)
+            for version, event in current
+            if isinstance(event, _ATTEMPT_ENDS) and event.at >= times[-1]
+        ),
+        None,
+    )
+    if ended is not None:
+        # The silence that ended the attempt counts too: for a reaped lease it is the point.
+        times.append(ended[1].at)
+        versions.append(ended[0])
+    elif now is not None and state.lease is not None:
+        times.append(now)
+    gaps = [(later - earlier, i) for i, (earlier, later) in enumerate(pairwise(times))]
+    if not gaps:
+        return Finding(name, 0.0, "only the claim so far; no gap to measure", [beats[0][0]])
+    gap, index = max(gaps)
+    evidence = versions[index : index + 2]
+    ratio = gap / lease_length if lease_length else 0.0
+    return Finding(
+        name,
+        gap.total_seconds(),
+        f"longest silence {gap.total_seconds():g}s = {ratio:.2f} of the "
+        f"{lease_length.total_seconds():g}s lease",
+        evidence,
+    )
+
+
+def _lease_length(event: JobEvent) -> timedelta:
+    assert isinstance(event, JobLeased | JobHeartbeated)
+    return event.lease_expires_at - event.at
+
+
+def recorded_started_without_renewal_heartbeat(records: Sequence[Record]) -> Finding:
+    """What the reaper recorded for the flag when it last failed this job's lease (the live
+    diagnostic above reads the *current* attempt, which may have moved on since)."""
+    name = "recorded_started_without_renewal_heartbeat"
+    for version, event in reversed(_job_events(records)):
+        if isinstance(event, JobFailed) and event.started_without_renewal_heartbeat is not None:
+            return Finding(
+                name,
+                event.started_without_renewal_heartbeat,
+                f"recorded by the reaper when it failed attempt {event.attempt}",
+                [version],
+            )
+    return Finding(name, None, "the reaper never failed this job's lease", [])
+
+
+def leases_lost(records: Sequence[Record]) -> Finding:
+    """How many attempts ended because their lease expired (the worker vanished or hung)."""
+    lost = [
+        version
+        for version, event in _job_events(records)
+        if isinstance(event, JobFailed) and event.failure.kind is FailureKind.LEASE_EXPIRED
+    ]
+    return Finding(
+        "leases_lost", len(lost), f"{len(lost)} attempt(s) lost their lease to the reaper", lost
+    )
+
+
+def retries(records: Sequence[Record]) -> Finding:
+    """How many retries were scheduled and how long they were set to wait in total."""
+    scheduled = [
+        (version, event)
+        for version, event in _job_events(records)
+        if isinstance(event, JobRetryScheduled)
+    ]
+    waited = sum(event.delay_s for _, event in scheduled)
+    return Finding(
+        "retries",
+        len(scheduled),
+        f"{len(scheduled)} retr{'y' if len(scheduled) == 1 else 'ies'}, "
+        f"{waited:g}s of backoff in total",
+        [version for version, _ in scheduled],
+    )
+
+
+def time_to_first_lease(records: Sequence[Record]) -> Finding:
+    """Seconds from enqueue to the first claim (queueing delay), or None if never claimed."""
+    events = _job_events(records)
+    enqueued = next(((v, e) for v, e in events if isinstance(e, JobEnqueued)), None)
+    leased = next(((v, e) for v, e in events if isinstance(e, JobLeased)), None)
+    if enqueued is None or leased is None:
+        return Finding("time_to_first_lease_s", None, "the job was never claimed", [])
+    waited = (leased[1].at - enqueued[1].at).total_seconds()
+    return Finding(
+        "time_to_first_lease_s",
+        waited,
+        f"claimed {waited:g}s after it was enqueued",
+        [enqueued[0], leased[0]],
+    )
+
+
+def diagnose(records: Sequence[Record], now: datetime | None = None) -> list[Finding]:
+    """Every diagnostic of one job's history."""
+    return [
+        started_without_renewal_heartbeat(records),
+        recorded_started_without_renewal_heartbeat(records),
+        longest_heartbeat_gap(records, now),
+        leases_lost(records),
+        retries(records),
+        time_to_first_lease(records),
+    ]
+
+
+def current_state(records: Sequence[Record]) -> JobState | None:
+    return fold(event for _, event in _job_events(records))

@@ -1,0 +1,313 @@
+"""The event catalogue: every fact the ledger records.
+
+Events are past-tense facts named ``Job<Participle>``. Each has a stable stored ``name`` (never
+a Python path) and a schema ``version``; the pair forms the stored topic ``name.vN`` (see
+:mod:`ledger.core.codec`). Changing a field means a new version plus an upcaster, never an edit:
+old events stay readable forever. ``docs/events.md`` documents each one.
+
+This module is pure: no store, driver or clock.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+from uuid import UUID
+
+import msgspec
+
+JSON = Any
+"""A JSON value (object, array, string, number, bool or null)."""
+
+
+class JobStatus(StrEnum):
+    """Where a job is in its life. Terminal: succeeded, dead, cancelled."""
+
+    PENDING = "pending"
+    LEASED = "leased"
+    SUCCEEDED = "succeeded"
+    DEAD = "dead"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_live(self) -> bool:
+        return self in (JobStatus.PENDING, JobStatus.LEASED)
+
+
+class FailureKind(StrEnum):
+    """Why an attempt failed. Retryable kinds: retryable, timeout, lease_expired."""
+
+    RETRYABLE = "retryable"
+    TERMINAL = "terminal"
+    TIMEOUT = "timeout"
+    PANICKED = "panicked"
+    LEASE_EXPIRED = "lease_expired"
+
+    @property
+    def is_retryable(self) -> bool:
+        return self in (FailureKind.RETRYABLE, FailureKind.TIMEOUT, FailureKind.LEASE_EXPIRED)
+
+
+class SubjectOp(StrEnum):
+    """What a sync-subject job does to its ``(source_id, uri)``."""
+
+    UPSERT = "upsert"
+    DELETE = "delete"
+
+
+class Stage:
+    """Stages with a meaning to the ledger. Handlers may report any other stage name."""
+
+    QUEUED = "queued"
+    CLAIMED = "claimed"
+    RUNNING = "running"
+    COMPLETED = "completed"
+
+
+class _Value(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of immutable value objects that travel inside events."""
+
+
+class Subject(_Value, frozen=True):
+    """The external thing a sync job is about: one document of one source."""
+
+    source_id: str
+    uri: str
+    op: SubjectOp = SubjectOp.UPSERT
+    revision: str | None = None
+
+
+class Failure(_Value, frozen=True):
+    """One failed attempt: its kind, a stable code and a human message."""
+
+    kind: FailureKind
+    code: str
+    message: str
+
+
+class BackoffPolicy(_Value, frozen=True):
+    """Exponential backoff: ``min(base_s * 2**(attempt-1), max_s)`` times ``1 ± jitter``."""
+
+    base_s: float = 2.0
+    max_s: float = 3600.0
+    jitter: float = 0.25
+
+
+class JobDefinition(_Value, frozen=True):
+    """How jobs of one type are run, unless an enqueue request says otherwise."""
+
+    job_type: str
+    version: int = 1
+    max_attempts: int = 8
+    default_timeout_s: float = 900.0
+    default_priority: int = 100
+    enabled: bool = True
+    backoff: BackoffPolicy = BackoffPolicy()
+
+
+class EnqueueRequest(_Value, frozen=True):
+    """An enqueue request exactly as the caller made it (unset fields stay ``None``).
+
+    Kept verbatim in :class:`JobEnqueued` so that an idempotent repeat is compared with what
+    was *asked*, not with what defaults resolved it to.
+    """
+
+    job_type: str
+    payload: dict[str, JSON] = {}
+    priority: int | None = None
+    run_at: datetime | None = None
+    delay_s: float | None = None
+    max_attempts: int | None = None
+    timeout_s: float | None = None
+    org: str | None = None
+    queue: str | None = None
+    idempotency_key: str | None = None
+    subject: Subject | None = None
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True):
+    """Base of every stored event. ``at`` is when it happened, by the ledger's clock.
+
+    Every field is stored, defaults included: were defaults omitted, changing a default in
+    code would silently change the meaning of events already stored."""
+
+    name: ClassVar[str]
+    version: ClassVar[int] = 1
+
+    at: datetime
+
+
+# --- job definitions (stream: one per job type) ---------------------------------------------
+
+
+class JobTypeDefined(Event, frozen=True):
+    """A job type comes into being: (none) -> defined."""
+
+    name = "job_type_defined"
+    definition: JobDefinition
+
+
+class JobTypeUpdated(Event, frozen=True):
+    """A job type's definition changes (including enable/disable): defined -> defined."""
+
+    name = "job_type_updated"
+    definition: JobDefinition
+
+
+# --- jobs (stream: one per job) -------------------------------------------------------------
+
+
+class JobEvent(Event, frozen=True):
+    """Base of the events in a job's stream."""
+
+
+class JobEnqueued(JobEvent, frozen=True):
+    """A job is accepted: (none) -> pending. Carries the request verbatim and its resolution."""
+
+    name = "job_enqueued"
+    job_id: UUID
+    request: EnqueueRequest
+    definition_version: int
+    priority: int
+    run_at: datetime
+    max_attempts: int
+    timeout_s: float
+    backoff: BackoffPolicy
+
+
+class JobLeased(JobEvent, frozen=True):
+    """A worker claims the job: pending -> leased. Counts as the attempt's first heartbeat."""
+
+    name = "job_leased"
+    run_number: int
+    attempt: int
+    worker_id: str
+    lease_expires_at: datetime
+
+
+class JobHeartbeated(JobEvent, frozen=True):
+    """The lease holder renews its lease: leased -> leased."""
+
+    name = "job_heartbeated"
+    run_number: int
+    attempt: int
+    worker_id: str
+    lease_expires_at: datetime
+
+
+class JobStageChanged(JobEvent, frozen=True):
+    """The lease holder reports a new stage: leased -> leased. Not a heartbeat."""
+
+    name = "job_stage_changed"
+    run_number: int
+    attempt: int
+    stage: str
+
+
+class JobProgressed(JobEvent, frozen=True):
+    """The lease holder reports progress and/or a checkpoint: leased -> leased. Not a heartbeat."""
+
+    name = "job_progressed"
+    run_number: int
+    attempt: int
+    done: int | None = None
+    total: int | None = None
+    checkpoint: JSON | None = None
+
+
+class JobSucceeded(JobEvent, frozen=True):
+    """The attempt succeeded: leased -> succeeded. Revision/hash are the *result's*."""
+
+    name = "job_succeeded"
+    run_number: int
+    attempt: int
+    worker_id: str
+    output: JSON | None = None
+    revision: str | None = None
+    content_hash: str | None = None
+
+
+class JobFailed(JobEvent, frozen=True):
+    """The attempt failed: leased -> leased. Always followed, in the same commit, by
+    :class:`JobRetryScheduled` or :class:`JobDeadLettered`."""
+
+    name = "job_failed"
+    run_number: int
+    attempt: int
+    worker_id: str
+    failure: Failure
+    started_without_renewal_heartbeat: bool | None = None
+
+
+class JobRetryScheduled(JobEvent, frozen=True):
+    """A failed attempt will be retried: leased -> pending, not before ``next_run_at``.
+
+    v2 records ``not_before``: the earliest retry time the failure asked for (a handler's
+    ``TransientError(not_before=…)``; ``None``: none), so decision replay can tell a handler's
+    later retry from a delay no policy allows. A v1 event did not record it and is read with
+    ``not_before = next_run_at`` ("whatever was chosen was asked for"): v1 histories are
+    judged only on the lower bound, as before."""
+
+    name = "job_retry_scheduled"
+    version = 2
+    run_number: int
+    attempt: int
+    delay_s: float
+    next_run_at: datetime
+    started_without_renewal_heartbeat: bool | None = None
+    not_before: datetime | None = None
+
+
+class JobDeadLettered(JobEvent, frozen=True):
+    """The job gives up: leased -> dead. Payload and checkpoint stay in the job's state."""
+
+    name = "job_dead_lettered"
+    run_number: int
+    attempt: int
+    failure: Failure
+    started_without_renewal_heartbeat: bool | None = None
+
+
+class JobReleased(JobEvent, frozen=True):
+    """The worker hands the job back unfinished: leased -> pending; the attempt is not consumed."""
+
+    name = "job_released"
+    run_number: int
+    attempt: int
+    worker_id: str
+    reason: str
+
+
+class JobCancelled(JobEvent, frozen=True):
+    """An operator cancels the job: pending | leased -> cancelled."""
+
+    name = "job_cancelled"
+    run_number: int
+    reason: str
+
+
+class JobRequeued(JobEvent, frozen=True):
+    """An operator starts a new run: dead | cancelled -> pending, ``run_number`` + 1."""
+
+    name = "job_requeued"
+    run_number: int
+    reason: str
+
+
+DEFINITION_EVENTS: tuple[type[Event], ...] = (JobTypeDefined, JobTypeUpdated)
+JOB_EVENTS: tuple[type[JobEvent], ...] = (
+    JobEnqueued,
+    JobLeased,
+    JobHeartbeated,
+    JobStageChanged,
+    JobProgressed,
+    JobSucceeded,
+    JobFailed,
+    JobRetryScheduled,
+    JobDeadLettered,
+    JobReleased,
+    JobCancelled,
+    JobRequeued,
+)
+ALL_EVENTS: tuple[type[Event], ...] = DEFINITION_EVENTS + JOB_EVENTS

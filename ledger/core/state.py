@@ -1,0 +1,329 @@
+"""One fold: a job's state is ``fold(events)``, built by the pure :func:`evolve`.
+
+The same ``evolve`` keeps the inline queue view current, rebuilds it from zero, answers
+"what did this job look like at event N / at time T", and feeds the diagnostics. That is what
+makes ``projections verify`` (live view == replayed view) an invariant and not a hope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from uuid import UUID
+
+import msgspec
+from msgspec.structs import replace
+
+from ledger.core.errors import LedgerError
+from ledger.core.events import (
+    JSON,
+    BackoffPolicy,
+    EnqueueRequest,
+    Event,
+    Failure,
+    JobCancelled,
+    JobDeadLettered,
+    JobDefinition,
+    JobEnqueued,
+    JobEvent,
+    JobFailed,
+    JobHeartbeated,
+    JobLeased,
+    JobProgressed,
+    JobReleased,
+    JobRequeued,
+    JobRetryScheduled,
+    JobStageChanged,
+    JobStatus,
+    JobSucceeded,
+    JobTypeDefined,
+    JobTypeUpdated,
+    Stage,
+    Subject,
+)
+
+
+class IllegalTransitionError(LedgerError):
+    """An event that cannot follow the state it is applied to: a bug or a corrupt history."""
+
+    code = "history.illegal_transition"
+
+
+class Lease(msgspec.Struct, frozen=True):
+    """The fence of one execution: every worker write must present it."""
+
+    job_id: UUID
+    run_number: int
+    attempt: int
+    worker_id: str
+
+
+class JobState(msgspec.Struct, frozen=True, kw_only=True):
+    """A job as its history says it is after ``version`` events."""
+
+    job_id: UUID
+    request: EnqueueRequest
+    definition_version: int
+    priority: int
+    max_attempts: int
+    timeout_s: float
+    backoff: BackoffPolicy
+    enqueued_at: datetime
+    run_at: datetime
+    updated_at: datetime
+    version: int
+    status: JobStatus = JobStatus.PENDING
+    stage: str = Stage.QUEUED
+    run_number: int = 1
+    attempt: int = 0
+    worker_id: str | None = None
+    lease_expires_at: datetime | None = None
+    last_heartbeat_at: datetime | None = None
+    started_at: datetime | None = None
+    progress_done: int | None = None
+    progress_total: int | None = None
+    checkpoint: JSON | None = None
+    last_error: Failure | None = None
+    retries: int = 0
+    output: JSON | None = None
+    result_revision: str | None = None
+    result_content_hash: str | None = None
+    finished_at: datetime | None = None
+    reason: str | None = None
+
+    @property
+    def job_type(self) -> str:
+        return self.request.job_type
+
+    @property
+    def payload(self) -> dict[str, JSON]:
+        return self.request.payload
+
+    @property
+    def org(self) -> str | None:
+        return self.request.org
+
+    @property
+    def queue(self) -> str | None:
+        return self.request.queue
+
+    @property
+    def idempotency_key(self) -> str | None:
+        return self.request.idempotency_key
+
+    @property
+    def subject(self) -> Subject | None:
+        return self.request.subject
+
+    @property
+    def lease(self) -> Lease | None:
+        """The current execution's fence, if the job is leased."""
+        if self.status is not JobStatus.LEASED or self.worker_id is None:
+            return None
+        return Lease(self.job_id, self.run_number, self.attempt, self.worker_id)
+
+
+def _require(state: JobState | None, event: JobEvent, *allowed: JobStatus) -> JobState:
+    if state is None:
+        raise IllegalTransitionError(f"{event.name} before job_enqueued")
+    if state.status not in allowed:
+        raise IllegalTransitionError(f"{event.name} on a {state.status} job {state.job_id}")
+    return state
+
+
+def _require_execution(state: JobState, event: JobEvent, run_number: int, attempt: int) -> None:
+    if (state.run_number, state.attempt) != (run_number, attempt):
+        raise IllegalTransitionError(
+            f"{event.name} for run {run_number} attempt {attempt} on job {state.job_id} "
+            f"at run {state.run_number} attempt {state.attempt}"
+        )
+
+
+def evolve(state: JobState | None, event: JobEvent) -> JobState:
+    """Apply one event to a job's state. Pure; raises on an illegal transition."""
+    if isinstance(event, JobEnqueued):
+        if state is not None:
+            raise IllegalTransitionError(f"job {state.job_id} enqueued twice")
+        return JobState(
+            job_id=event.job_id,
+            request=event.request,
+            definition_version=event.definition_version,
+            priority=event.priority,
+            max_attempts=event.max_attempts,
+            timeout_s=event.timeout_s,
+            backoff=event.backoff,
+            enqueued_at=event.at,
+            run_at=event.run_at,
+            updated_at=event.at,
+            version=1,
+        )
+
+    version = (state.version + 1) if state is not None else 0
+    at = event.at
+    if isinstance(event, JobLeased):
+        s = _require(state, event, JobStatus.PENDING)
+        if (event.run_number, event.attempt) != (s.run_number, s.attempt + 1):
+            raise IllegalTransitionError(f"lease of job {s.job_id} skips an attempt")
+        return replace(
+            s,
+            status=JobStatus.LEASED,
+            stage=Stage.CLAIMED,
+            attempt=event.attempt,
+            worker_id=event.worker_id,
+            lease_expires_at=event.lease_expires_at,
+            last_heartbeat_at=at,
+            started_at=None,
+            updated_at=at,
+            version=version,
+        )
+    if isinstance(event, JobHeartbeated):
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        return replace(
+            s,
+            lease_expires_at=event.lease_expires_at,
+            last_heartbeat_at=at,
+            updated_at=at,
+            version=version,
+        )
+    if isinstance(event, JobStageChanged):
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        started = s.started_at
+        if event.stage == Stage.RUNNING and started is None:
+            started = at
+        return replace(s, stage=event.stage, started_at=started, updated_at=at, version=version)
+    if isinstance(event, JobProgressed):
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        return replace(
+            s,
+            progress_done=event.done if event.done is not None else s.progress_done,
+            progress_total=event.total if event.total is not None else s.progress_total,
+            checkpoint=event.checkpoint if event.checkpoint is not None else s.checkpoint,
+            updated_at=at,
+            version=version,
+        )
+    if isinstance(event, JobSucceeded):
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        return replace(
+            s,
+            status=JobStatus.SUCCEEDED,
+            stage=Stage.COMPLETED,
+            lease_expires_at=None,
+            output=event.output,
+            result_revision=event.revision,
+            result_content_hash=event.content_hash,
+            finished_at=at,
+            updated_at=at,
+            version=version,
+        )
+    if isinstance(event, JobFailed):
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        return replace(s, last_error=event.failure, updated_at=at, version=version)
+    if isinstance(event, JobRetryScheduled):
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        return replace(
+            s,
+            status=JobStatus.PENDING,
+            stage=Stage.QUEUED,
+            worker_id=None,
+            lease_expires_at=None,
+            run_at=event.next_run_at,
+            retries=s.retries + 1,
+            updated_at=at,
+            version=version,
+        )
+    if isinstance(event, JobDeadLettered):
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        return replace(
+            s,
+            status=JobStatus.DEAD,
+            lease_expires_at=None,
+            last_error=event.failure,
+            finished_at=at,
+            updated_at=at,
+            version=version,
+        )
+    if isinstance(event, JobReleased):
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        return replace(
+            s,
+            status=JobStatus.PENDING,
+            stage=Stage.QUEUED,
+            attempt=s.attempt - 1,
+            worker_id=None,
+            lease_expires_at=None,
+            started_at=None,
+            updated_at=at,
+            version=version,
+        )
+    if isinstance(event, JobCancelled):
+        s = _require(state, event, JobStatus.PENDING, JobStatus.LEASED)
+        if event.run_number != s.run_number:
+            raise IllegalTransitionError(f"cancel of job {s.job_id} names another run")
+        return replace(
+            s,
+            status=JobStatus.CANCELLED,
+            lease_expires_at=None,
+            finished_at=at,
+            reason=event.reason,
+            updated_at=at,
+            version=version,
+        )
+    if isinstance(event, JobRequeued):
+        s = _require(state, event, JobStatus.DEAD, JobStatus.CANCELLED)
+        if event.run_number != s.run_number + 1:
+            raise IllegalTransitionError(f"requeue of job {s.job_id} skips a run")
+        return replace(
+            s,
+            status=JobStatus.PENDING,
+            stage=Stage.QUEUED,
+            run_number=event.run_number,
+            attempt=0,
+            worker_id=None,
+            lease_expires_at=None,
+            last_heartbeat_at=None,
+            started_at=None,
+            progress_done=None,
+            progress_total=None,
+            output=None,
+            finished_at=None,
+            run_at=at,
+            reason=event.reason,
+            updated_at=at,
+            version=version,
+        )
+    raise IllegalTransitionError(f"not a job event: {type(event).__name__}")
+
+
+def fold(events: Iterable[JobEvent], state: JobState | None = None) -> JobState | None:
+    """Apply ``events`` in order, starting from ``state`` (``None``: from nothing)."""
+    for event in events:
+        state = evolve(state, event)
+    return state
+
+
+class DefinitionState(msgspec.Struct, frozen=True):
+    """A job type's current definition and how many events made it."""
+
+    definition: JobDefinition
+    version: int
+
+
+def evolve_definition(state: DefinitionState | None, event: Event) -> DefinitionState:
+    """Apply one job-type event. Pure."""
+    if isinstance(event, JobTypeDefined):
+        if state is not None:
+            raise IllegalTransitionError(f"job type {state.definition.job_type} defined twice")
+        return DefinitionState(event.definition, 1)
+    if isinstance(event, JobTypeUpdated):
+        if state is None:
+            raise IllegalTransitionError("job_type_updated before job_type_defined")
+        return DefinitionState(event.definition, state.version + 1)
+    raise IllegalTransitionError(f"not a definition event: {type(event).__name__}")

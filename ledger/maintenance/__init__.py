@@ -1,0 +1,1 @@
+"""Maintenance services run on intervals: the reaper."""

@@ -1,0 +1,1 @@
+"""The worker runtime: the pool and the pieces it wires together."""

@@ -1,0 +1,250 @@
+"""Handlers: the registry that maps job types to code, the context a handler receives, and
+the classification of what a handler raised.
+
+A handler is ``async def handler(ctx) -> output`` or a plain ``def`` (run in a thread so it
+cannot stall the event loop). Its return value is the job's output; return a :class:`Result`
+to also report the revision and content hash a sync subject's state should record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+from uuid import UUID
+
+from ledger.core.events import JSON, BackoffPolicy, Failure, FailureKind, Subject
+from ledger.core.state import JobState, Lease
+
+HANDLER_ERROR_CODE = "job.handler_error"
+PERMANENT_ERROR_CODE = "job.permanent_error"
+TRANSIENT_ERROR_CODE = "job.transient_error"
+TIMEOUT_CODE = "job.timeout_exceeded"
+PANIC_CODE = "job.handler_panic"
+NOT_REGISTERED_CODE = "job.handler_not_registered"
+INVALID_OUTPUT_CODE = "job.invalid_output"
+
+
+class PermanentError(Exception):
+    """Raise from a handler when retrying cannot help (bad input, unsupported document)."""
+
+    def __init__(self, message: str, *, code: str = PERMANENT_ERROR_CODE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TransientError(Exception):
+    """Raise from a handler when a later attempt may succeed (a downstream outage).
+
+    ``not_before`` asks for the retry no earlier than that time; it can delay the retry
+    beyond the backoff policy, never hasten it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = TRANSIENT_ERROR_CODE,
+        not_before: datetime | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.not_before = not_before
+
+
+@dataclass(frozen=True)
+class Result:
+    """A handler's output plus, for a sync-subject job, what the sync state should record."""
+
+    output: JSON | None = None
+    revision: str | None = None
+    content_hash: str | None = None
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """The failure a handler's exception stands for; ``None`` for the runtime's own signals.
+
+    ``KeyboardInterrupt``, ``SystemExit`` and ``CancelledError`` mean the runtime is shutting
+    down: they are never classified, they propagate, and the job stays leased for a release
+    or the reaper. An explicit PermanentError/TransientError wins; a timeout is ``timeout``;
+    any other ``Exception`` is treated as transient.
+    """
+    if isinstance(exc, KeyboardInterrupt | SystemExit | asyncio.CancelledError):
+        return None
+    if isinstance(exc, PermanentError):
+        return Failure(kind=FailureKind.TERMINAL, code=exc.code, message=str(exc))
+    if isinstance(exc, TransientError):
+        return Failure(kind=FailureKind.RETRYABLE, code=exc.code, message=str(exc))
+    if isinstance(exc, TimeoutError):
+        return Failure(kind=FailureKind.TIMEOUT, code=TIMEOUT_CODE, message=str(exc) or "timed out")
+    if isinstance(exc, Exception):
+        return Failure(
+            kind=FailureKind.RETRYABLE,
+            code=HANDLER_ERROR_CODE,
+            message=f"{type(exc).__name__}: {exc}",
+        )
+    # Any other BaseException (GeneratorExit, a custom BaseException) is a crash of the
+    # machinery rather than a verdict on the job.
+    return Failure(
+        kind=FailureKind.PANICKED, code=PANIC_CODE, message=f"{type(exc).__name__}: {exc}"
+    )
+
+
+class JobContext:
+    """What a handler sees: the job, and ways to report on it while it runs.
+
+    ``heartbeat``/``progress`` are coroutines for async handlers; sync handlers (which run in
+    a thread) use ``heartbeat_blocking``/``progress_blocking``.
+    """
+
+    def __init__(
+        self,
+        job: JobState,
+        lease: Lease,
+        report: Callable[[str, dict[str, Any]], Awaitable[None]],
+        loop: asyncio.AbstractEventLoop,
+        resources: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.job = job
+        self.lease = lease
+        self.resources: Mapping[str, Any] = resources or {}
+        """What the pool was given for its handlers (clients, configured sources…)."""
+        self._report = report
+        self._loop = loop
+
+    @property
+    def id(self) -> UUID:
+        return self.job.job_id
+
+    @property
+    def type(self) -> str:
+        return self.job.job_type
+
+    @property
+    def payload(self) -> dict[str, JSON]:
+        return self.job.payload
+
+    @property
+    def run(self) -> int:
+        return self.job.run_number
+
+    @property
+    def attempt(self) -> int:
+        return self.job.attempt
+
+    @property
+    def org(self) -> str | None:
+        return self.job.org
+
+    @property
+    def subject(self) -> Subject | None:
+        return self.job.subject
+
+    @property
+    def checkpoint(self) -> JSON | None:
+        return self.job.checkpoint
+
+    async def heartbeat(self) -> None:
+        """Renew this job's lease now (the pool also renews it periodically)."""
+        await self._report("heartbeat", {})
+
+    async def progress(
+        self,
+        *,
+        done: int | None = None,
+        total: int | None = None,
+        stage: str | None = None,
+        checkpoint: JSON | None = None,
+    ) -> None:
+        """Record progress, a stage and/or a checkpoint. Does not renew the lease."""
+        await self._report(
+            "progress", {"done": done, "total": total, "stage": stage, "checkpoint": checkpoint}
+        )
+
+    def heartbeat_blocking(self) -> None:
+        """:meth:`heartbeat` for sync handlers running in a worker thread."""
+        self._blocking(self.heartbeat())
+
+    def progress_blocking(self, **fields: Any) -> None:
+        """:meth:`progress` for sync handlers running in a worker thread."""
+        self._blocking(self.progress(**fields))
+
+    def _blocking(self, coroutine: Awaitable[None]) -> None:
+        future: Future[None] = asyncio.run_coroutine_threadsafe(
+            _as_coroutine(coroutine), self._loop
+        )
+        future.result()
+
+
+async def _as_coroutine(awaitable: Awaitable[None]) -> None:
+    await awaitable
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    """A coroutine function, or an object whose ``__call__`` is one."""
+    call = getattr(function, "__call__", None)  # noqa: B004 - we want the method itself
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
+
+
+Handler = Callable[[JobContext], Any]
+H = TypeVar("H", bound=Handler)
+
+
+@dataclass(frozen=True)
+class HandlerSpec:
+    """A registered handler and the defaults its job type is defined with."""
+
+    job_type: str
+    function: Handler
+    is_async: bool
+    max_attempts: int | None = None
+    timeout_s: float | None = None
+    backoff: BackoffPolicy | None = None
+    lease_s: float | None = None
+
+
+@dataclass
+class Registry:
+    """Job type → handler. ``@registry.handler("email.send", max_attempts=3)``."""
+
+    _handlers: dict[str, HandlerSpec] = field(default_factory=dict)
+
+    def handler(
+        self,
+        job_type: str,
+        *,
+        max_attempts: int | None = None,
+        timeout_s: float | None = None,
+        backoff: BackoffPolicy | None = None,
+        lease_s: float | None = None,
+    ) -> Callable[[H], H]:
+        """Register the decorated function for ``job_type`` with optional per-type defaults."""
+
+        def register(function: H) -> H:
+            if job_type in self._handlers:
+                raise ValueError(f"a handler for {job_type!r} is already registered")
+            self._handlers[job_type] = HandlerSpec(
+                job_type=job_type,
+                function=function,
+                is_async=_is_async(function),
+                max_attempts=max_attempts,
+                timeout_s=timeout_s,
+                backoff=backoff,
+                lease_s=lease_s,
+            )
+            return function
+
+        return register
+
+    def get(self, job_type: str) -> HandlerSpec | None:
+        return self._handlers.get(job_type)
+
+    def job_types(self) -> list[str]:
+        return sorted(self._handlers)
+
+    def specs(self) -> list[HandlerSpec]:
+        return [self._handlers[t] for t in self.job_types()]

@@ -1,0 +1,388 @@
+-- Named queries for the SQLite store. Parameters use sqlite3's :name style.
+-- Times are bigint microseconds since the Unix epoch (see ledger/core/times.py).
+-- The events table itself (jl_events) is created by eventsourcing's recorder.
+
+-- name: schema_meta
+-- Schema marker: which jobledger schema version this database holds.
+CREATE TABLE IF NOT EXISTS jl_meta (
+    key text PRIMARY KEY,
+    value text NOT NULL
+)
+
+-- name: schema_queue
+-- The queue view: one row per job, the fold of its history (projections/rules/queue.py).
+CREATE TABLE IF NOT EXISTS jl_queue (
+    job_id text PRIMARY KEY,
+    job_type text NOT NULL,
+    queue text,
+    org text,
+    status text NOT NULL,
+    stage text NOT NULL,
+    priority integer NOT NULL,
+    run_at bigint NOT NULL,
+    enqueue_seq bigint NOT NULL,
+    lease_expires_at bigint,
+    run_number integer NOT NULL,
+    attempt integer NOT NULL,
+    worker_id text,
+    idempotency_key text,
+    source_id text,
+    uri text,
+    version integer NOT NULL,
+    updated_at bigint NOT NULL,
+    state blob NOT NULL
+)
+
+-- name: schema_queue_claim_idx
+-- Claim order over pending jobs only: priority DESC, run_at, enqueue order.
+CREATE INDEX IF NOT EXISTS jl_queue_claim_idx
+    ON jl_queue (priority DESC, run_at, enqueue_seq) WHERE status = 'pending'
+
+-- name: schema_queue_lease_idx
+-- Expired-lease scans (reaper), oldest expiry first.
+CREATE INDEX IF NOT EXISTS jl_queue_lease_idx
+    ON jl_queue (lease_expires_at) WHERE status = 'leased'
+
+-- name: schema_queue_idempotency_idx
+-- One job per idempotency key per (job_type, org); global keys (no org) are their own space.
+CREATE UNIQUE INDEX IF NOT EXISTS jl_queue_idempotency_idx
+    ON jl_queue (job_type, coalesce(org, ''), idempotency_key)
+    WHERE idempotency_key IS NOT NULL
+
+-- name: schema_queue_live_subject_idx
+-- At most one live (pending or leased) job per sync subject, whatever its op.
+CREATE UNIQUE INDEX IF NOT EXISTS jl_queue_live_subject_idx
+    ON jl_queue (source_id, uri)
+    WHERE source_id IS NOT NULL AND status IN ('pending', 'leased')
+
+-- name: schema_queue_listing_idx
+-- Listings and counts by status and type.
+CREATE INDEX IF NOT EXISTS jl_queue_listing_idx ON jl_queue (status, job_type)
+
+-- name: schema_queue_listing_seq_idx
+-- `jobledger jobs`: pages newest enqueue first (a backward scan, not a sort of every row).
+CREATE INDEX IF NOT EXISTS jl_queue_listing_seq_idx ON jl_queue (enqueue_seq)
+
+-- name: schema_definitions
+-- The job-type definitions view: the fold of each job type's stream.
+CREATE TABLE IF NOT EXISTS jl_definitions (
+    job_type text PRIMARY KEY,
+    enabled integer NOT NULL,
+    version integer NOT NULL,
+    stream_version integer NOT NULL,
+    state blob NOT NULL
+)
+
+-- name: schema_sync_state
+-- The sync-state view (projections/rules/sync_state.py): one row per (source_id, uri).
+CREATE TABLE IF NOT EXISTS jl_sync_state (
+    source_id text NOT NULL,
+    uri text NOT NULL,
+    revision text,
+    content_hash text,
+    last_seen_at bigint NOT NULL,
+    last_ingested_at bigint NOT NULL,
+    PRIMARY KEY (source_id, uri)
+)
+
+-- name: schema_dead_letters
+-- The dead-letter view (projections/rules/dead_letters.py): one row per dead job.
+CREATE TABLE IF NOT EXISTS jl_dead_letters (
+    job_id text PRIMARY KEY,
+    job_type text NOT NULL,
+    org text,
+    source_id text,
+    uri text,
+    run_number integer NOT NULL,
+    attempt integer NOT NULL,
+    code text NOT NULL,
+    dead_at bigint NOT NULL,
+    snapshot blob NOT NULL
+)
+
+-- name: schema_dead_letters_subject_idx
+-- Pruning a subject's dead jobs when the subject is deleted.
+CREATE INDEX IF NOT EXISTS jl_dead_letters_subject_idx
+    ON jl_dead_letters (source_id, uri) WHERE source_id IS NOT NULL
+
+-- name: schema_tracking
+-- Tracked projections' positions: the notification id each has applied, written in the same
+-- transaction as its rows (projections/runners/tracked.py).
+CREATE TABLE IF NOT EXISTS jl_tracking (
+    name text PRIMARY KEY,
+    position bigint NOT NULL
+)
+
+-- name: schema_audit
+-- The audit view (projections/rules/audit.py, tracked): one row per job event.
+CREATE TABLE IF NOT EXISTS jl_audit (
+    position bigint PRIMARY KEY,
+    job_id text NOT NULL,
+    job_type text NOT NULL,
+    org text,
+    event text NOT NULL,
+    worker_id text,
+    run_number integer,
+    attempt integer,
+    at bigint NOT NULL,
+    code text
+)
+
+-- name: schema_audit_type_idx
+-- Audit queries by job type, newest or oldest first (position keyset; at filtered in-index).
+CREATE INDEX IF NOT EXISTS jl_audit_type_idx ON jl_audit (job_type, position, at)
+
+-- name: schema_audit_org_idx
+-- Audit queries by org, newest or oldest first (position keyset; at filtered in-index).
+CREATE INDEX IF NOT EXISTS jl_audit_org_idx ON jl_audit (org, position, at)
+
+-- name: schema_audit_event_idx
+-- Audit queries by event type over time (and the stats windows).
+CREATE INDEX IF NOT EXISTS jl_audit_event_idx ON jl_audit (event, at)
+
+-- name: schema_audit_worker_idx
+-- Audit queries by worker, newest or oldest first (position keyset; at filtered in-index).
+CREATE INDEX IF NOT EXISTS jl_audit_worker_idx ON jl_audit (worker_id, position, at)
+
+-- name: schema_audit_code_idx
+-- Audit queries by failure code (only failures and dead letters carry one), by position.
+CREATE INDEX IF NOT EXISTS jl_audit_code_idx ON jl_audit (code, position) WHERE code IS NOT NULL
+
+-- name: schema_audit_job_idx
+-- One job's audit trail in order (and the stats run-time join).
+CREATE INDEX IF NOT EXISTS jl_audit_job_idx ON jl_audit (job_id, position)
+
+-- name: meta_get
+-- One schema-marker value.
+SELECT value FROM jl_meta WHERE key = :key
+
+-- name: meta_put
+-- Write a schema-marker value once.
+INSERT INTO jl_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING
+
+-- name: tables_present
+-- Which jobledger tables exist in the current schema.
+SELECT name AS table_name FROM sqlite_master
+WHERE type = 'table' AND name LIKE 'jl\_%' ESCAPE '\'
+
+-- name: queue_lock
+-- Jobs a unit of work changes (primary key); BEGIN IMMEDIATE already serialises writers.
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+ORDER BY job_id
+
+-- name: queue_claim
+-- Due pending jobs in claim order (jl_queue_claim_idx).
+-- INDEXED BY: without statistics SQLite would sort every pending/leased row.
+SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_idx
+WHERE status = 'pending' AND run_at <= :now
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT :limit
+
+-- name: queue_claim_types
+-- As queue_claim, for some job types only (jl_queue_claim_idx, filtered).
+-- INDEXED BY: without statistics SQLite would sort every pending/leased row.
+SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_idx
+WHERE status = 'pending' AND run_at <= :now AND job_type IN (SELECT value FROM json_each(:types))
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT :limit
+
+-- name: queue_expired_leases
+-- Leased jobs whose lease ended strictly before now, oldest first, but those the reaper has
+-- INDEXED BY: without statistics SQLite would sort every pending/leased row.
+-- deferred (jl_queue_lease_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_lease_idx
+WHERE status = 'leased' AND lease_expires_at < :now
+  AND job_id NOT IN (SELECT value FROM json_each(:exclude))
+ORDER BY lease_expires_at, enqueue_seq
+LIMIT :limit
+
+-- name: queue_find_idempotent
+-- The job holding an idempotency key in its (job_type, org) namespace (jl_queue_idempotency_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE job_type = :job_type AND coalesce(org, '') = :org
+  AND idempotency_key = :idempotency_key
+
+-- name: queue_find_live_subject
+-- The live job of a sync subject, if any (jl_queue_live_subject_idx).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE source_id = :source_id AND uri = :uri AND status IN ('pending', 'leased')
+
+-- name: queue_insert
+-- A new job's row.
+INSERT INTO jl_queue (
+    job_id, job_type, queue, org, status, stage, priority, run_at, enqueue_seq,
+    lease_expires_at, run_number, attempt, worker_id, idempotency_key, source_id, uri,
+    version, updated_at, state
+) VALUES (
+    :job_id, :job_type, :queue, :org, :status, :stage, :priority,
+    :run_at, :enqueue_seq, :lease_expires_at, :run_number, :attempt,
+    :worker_id, :idempotency_key, :source_id, :uri, :version, :updated_at,
+    :state
+)
+
+-- name: queue_update
+-- A job's row after more events (primary key); enqueue_seq never changes.
+UPDATE jl_queue SET
+    status = :status, stage = :stage, priority = :priority, run_at = :run_at,
+    lease_expires_at = :lease_expires_at, run_number = :run_number,
+    attempt = :attempt, worker_id = :worker_id, version = :version,
+    updated_at = :updated_at, state = :state
+WHERE job_id = :job_id
+
+-- name: queue_counts
+-- Jobs per status (jl_queue_listing_idx).
+SELECT status, count(*) AS n FROM jl_queue GROUP BY status
+
+-- name: definitions_all
+-- Every job type's definition.
+SELECT state, stream_version FROM jl_definitions ORDER BY job_type
+
+-- name: definitions_get
+-- Some job types' definitions (primary key).
+SELECT state, stream_version FROM jl_definitions WHERE job_type IN (SELECT value FROM json_each(:job_types))
+
+-- name: definitions_upsert
+-- A job type's definition row after its events.
+INSERT INTO jl_definitions (job_type, enabled, version, stream_version, state)
+VALUES (:job_type, :enabled, :version, :stream_version, :state)
+ON CONFLICT (job_type) DO UPDATE SET
+    enabled = EXCLUDED.enabled, version = EXCLUDED.version,
+    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state
+
+-- name: queue_leased_by_prefix
+-- Leased jobs whose worker id starts with a prefix (boot reap of a restarted pool).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'leased' AND substr(worker_id, 1, length(:prefix)) = :prefix
+ORDER BY enqueue_seq
+
+-- name: sync_state_upsert
+-- Record an ingested result; a missing value keeps the stored one (never erases).
+INSERT INTO jl_sync_state AS s (source_id, uri, revision, content_hash, last_seen_at,
+                                last_ingested_at)
+VALUES (:source_id, :uri, :revision, :content_hash, :last_seen_at,
+        :last_ingested_at)
+ON CONFLICT (source_id, uri) DO UPDATE SET
+    revision = coalesce(EXCLUDED.revision, s.revision),
+    content_hash = coalesce(EXCLUDED.content_hash, s.content_hash),
+    last_seen_at = EXCLUDED.last_seen_at,
+    last_ingested_at = EXCLUDED.last_ingested_at
+
+-- name: sync_state_delete
+-- Forget a deleted document (primary key).
+DELETE FROM jl_sync_state WHERE source_id = :source_id AND uri = :uri
+
+-- name: sync_state_of_source
+-- Every row of one source (primary key prefix).
+SELECT source_id, uri, revision, content_hash, last_seen_at, last_ingested_at
+FROM jl_sync_state WHERE source_id = :source_id ORDER BY uri
+
+-- name: dead_letters_insert
+-- A job died.
+INSERT INTO jl_dead_letters (job_id, job_type, org, source_id, uri, run_number, attempt,
+                             code, dead_at, snapshot)
+VALUES (:job_id, :job_type, :org, :source_id, :uri, :run_number,
+        :attempt, :code, :dead_at, :snapshot)
+
+-- name: dead_letters_delete
+-- A dead job was requeued (primary key).
+DELETE FROM jl_dead_letters WHERE job_id = :job_id
+
+-- name: dead_letters_prune_subject
+-- A sync subject was deleted: its dead jobs are moot (jl_dead_letters_subject_idx).
+DELETE FROM jl_dead_letters WHERE source_id = :source_id AND uri = :uri
+
+-- name: dead_letters_all
+-- Every dead letter, oldest death first.
+SELECT snapshot FROM jl_dead_letters ORDER BY dead_at, job_id
+
+-- name: dead_letters_of_type
+-- The dead letters of one job type, oldest death first.
+SELECT snapshot FROM jl_dead_letters WHERE job_type = :job_type ORDER BY dead_at, job_id
+
+-- name: events_of_streams
+-- Every event of some streams, each stream in order (jl_events primary key).
+SELECT originator_id, originator_version, topic, state FROM jl_events
+WHERE originator_id IN (SELECT value FROM json_each(:originator_ids))
+ORDER BY originator_id, originator_version
+
+-- name: events_insert
+-- Append stored events (jl_events primary key); the rowid is the notification id.
+INSERT INTO jl_events (originator_id, originator_version, topic, state) VALUES (?, ?, ?, ?)
+
+-- name: queue_get_many
+-- Some jobs' folded states, read only (primary key).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+
+-- name: meta_set
+-- Write a marker value, replacing any (projection versions after a rebuild).
+INSERT INTO jl_meta (key, value) VALUES (:key, :value)
+ON CONFLICT (key) DO UPDATE SET value = excluded.value
+
+-- name: meta_all
+-- Every marker value (schema and projection versions).
+SELECT key, value FROM jl_meta ORDER BY key
+
+-- name: events_after
+-- The next stored events after a position, in notification order (jl_events rowid);
+-- rebuild and verify page through the history with it.
+SELECT rowid AS notification_id, originator_id, originator_version, topic, state
+FROM jl_events
+WHERE rowid > :position
+ORDER BY rowid
+LIMIT :limit
+
+-- name: events_head
+-- The newest notification id this transaction sees (0: none).
+SELECT coalesce(max(rowid), 0) AS head FROM jl_events
+
+-- name: tracking_init
+-- A tracked projection's position row, at 0 if it has none yet.
+INSERT INTO jl_tracking (name, position) VALUES (:name, 0) ON CONFLICT (name) DO NOTHING
+
+-- name: tracking_lock
+-- A tracked projection's position, locked until commit (one runner at a time).
+SELECT position FROM jl_tracking WHERE name = :name
+
+-- name: tracking_set
+-- Record a tracked projection's position (with its rows, in one transaction).
+INSERT INTO jl_tracking (name, position) VALUES (:name, :position)
+ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position
+
+-- name: tracking_all
+-- Every tracked projection's position.
+SELECT name, position FROM jl_tracking ORDER BY name
+
+-- name: audit_insert
+-- Audit rows; an already-applied position is left as it is (re-delivery changes nothing).
+INSERT INTO jl_audit (position, job_id, job_type, org, event, worker_id, run_number,
+                      attempt, at, code)
+VALUES (:position, :job_id, :job_type, :org, :event, :worker_id, :run_number, :attempt, :at,
+        :code)
+ON CONFLICT (position) DO NOTHING
+
+-- name: queue_origins
+-- Jobs' type and org (fixed by their enqueue event), for the audit runner (primary key).
+SELECT job_id, job_type, org FROM jl_queue WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+
+-- name: queue_counts_by_type
+-- Jobs per status and type (jl_queue_listing_idx).
+SELECT status, job_type, count(*) AS n FROM jl_queue GROUP BY status, job_type
+
+-- name: queue_oldest_due
+-- The earliest run_at of a due pending job (jl_queue_claim_idx's rows).
+SELECT min(run_at) AS run_at FROM jl_queue WHERE status = 'pending' AND run_at <= :now
+
+-- name: audit_throughput
+-- Terminal-ish events per name since a time (jl_audit_event_idx).
+SELECT event, count(*) AS n FROM jl_audit
+WHERE event IN ('job_succeeded', 'job_failed', 'job_dead_lettered') AND at >= :since
+GROUP BY event
+
+-- name: audit_run_times
+-- Successes since a time with their attempt's lease time (jl_audit_event_idx, jl_audit_job_idx).
+SELECT s.job_type, s.at - l.at AS micros FROM jl_audit AS s
+JOIN jl_audit AS l ON l.job_id = s.job_id AND l.event = 'job_leased'
+    AND l.run_number = s.run_number AND l.attempt = s.attempt AND l.position < s.position
+WHERE s.event = 'job_succeeded' AND s.at >= :since

@@ -1,0 +1,1 @@
+"""Pure projection rules and query shapes: rows from events, no I/O."""

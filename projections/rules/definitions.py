@@ -1,0 +1,33 @@
+"""The job-type view: one row per job type, the fold of its definition stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ledger.core.events import JobDefinition
+from ledger.core.state import DefinitionState
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(JobDefinition)
+
+
+def encode_definition(definition: JobDefinition) -> bytes:
+    return _encoder.encode(definition)
+
+
+def decode_definition(blob: bytes) -> JobDefinition:
+    return _decoder.decode(blob)
+
+
+def definition_row(state: DefinitionState) -> dict[str, Any]:
+    """The view row for a job type; ``version`` is the definition's, ``stream_version`` the
+    number of events in the type's stream."""
+    return {
+        "job_type": state.definition.job_type,
+        "enabled": state.definition.enabled,
+        "version": state.definition.version,
+        "stream_version": state.version,
+        "state": encode_definition(state.definition),
+    }

@@ -1,0 +1,1 @@
+"""The projection runners that do I/O: rebuild, verify, follow, stats."""

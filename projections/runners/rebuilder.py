@@ -1,0 +1,331 @@
+"""Rebuild, verify and status of the inline views: the shell around the pure replay.
+
+- :meth:`Rebuilder.verify` replays the whole history in one read snapshot and diffs each view's
+  live rows against the replay's (:mod:`projections.rules.diff`).
+- :meth:`Rebuilder.rebuild` replays from position 0 in a snapshot, bulk-loads shadow tables
+  in chunks (one short transaction each, so writers keep going; largest table first, each
+  one's indexes built on another connection while the next loads, where the backend allows),
+  catches up without locks, then — in one transaction holding the events-table lock, so no
+  event can be appended meanwhile — applies the last events, swaps the shadows in and
+  records the versions.
+- :meth:`Rebuilder.status` reports each projection's code and recorded schema versions.
+
+Verify and rebuild run with Python's cyclic garbage collector paused
+(:func:`_collector_paused`).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from itertools import islice
+
+import msgspec
+
+from ledger.core.errors import DatabaseBusyError
+from ledger.store.base import Store
+from ledger.store.views import ViewTables
+from projections.rules.catalog import BY_NAME, PROJECTIONS, Projection, tracked, version_key
+from projections.rules.diff import VerifyReport, diff_view
+from projections.rules.replay import Replay, Row
+
+log = logging.getLogger("jobledger.projections")
+
+Progress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: phases ``replay``, ``load <name>``, ``catch-up``, ``swap``,
+``verify``. It is called inside transactions (the ``swap`` one holds the events-table lock):
+it must not wait for other writers."""
+
+BATCH = 20_000
+"""Events read per query."""
+CHUNK = 5_000
+"""Rows written per statement (and per transaction while loading)."""
+CATCH_UP_LOCKED_BELOW = 1_000
+"""Catch up without locks until fewer events than this remain, then lock and swap."""
+CATCH_UP_ROUNDS = 10
+"""…or until this many unlocked rounds have run, if writers keep up with the catch-up."""
+
+
+class ProjectionStatus(msgspec.Struct, frozen=True):
+    """One projection's state: versions, mode, position and lag."""
+
+    name: str
+    mode: str
+    tables: list[str]
+    code_version: int
+    recorded_version: int | None
+    stale: bool
+    position: int
+    lag: int
+
+
+class RebuildReport(msgspec.Struct, frozen=True):
+    """What a rebuild did."""
+
+    names: list[str]
+    position: int
+    events: int
+    rows: dict[str, int]
+    seconds: float
+    swap_attempts: int
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    """Report nothing."""
+
+
+def _chunks(rows: Iterator[Row], size: int) -> Iterator[list[Row]]:
+    while chunk := list(islice(rows, size)):
+        yield chunk
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector (process-wide) for a replay.
+
+    A replay allocates millions of objects it keeps (states, rows), and each allocation
+    burst triggers a collection that traverses all of them again: with the collector on, a
+    1,000,000-event replay spent more than half its time there. What it builds has no
+    cycles (reference counting frees it all), so nothing waits for the collector meanwhile
+    but other threads' cyclic garbage, collected once this ends."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def resolve(names: Sequence[str] | None) -> list[Projection]:
+    """The projections named (all of them for ``None``), in catalogue order."""
+    if names is None:
+        return list(PROJECTIONS)
+    unknown = [name for name in names if name not in BY_NAME]
+    if unknown:
+        raise KeyError(f"unknown projection {unknown[0]!r}; known: {', '.join(BY_NAME)}")
+    return [p for p in PROJECTIONS if p.name in names]
+
+
+class Rebuilder:
+    """Rebuild, verify and report the inline projections of one store."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        progress: Progress | None = None,
+        batch: int = BATCH,
+        chunk: int = CHUNK,
+        lock_timeout_s: float = 0.5,
+        swap_attempts: int = 50,
+        catch_up_locked_below: int = CATCH_UP_LOCKED_BELOW,
+    ) -> None:
+        self.store = store
+        self.progress = progress or _no_progress
+        self.batch = batch
+        self.chunk = chunk
+        self.lock_timeout_s = lock_timeout_s
+        self.swap_attempts = swap_attempts
+        self.catch_up_locked_below = catch_up_locked_below
+
+    # --- reading history --------------------------------------------------------------------
+
+    def _replay(
+        self, replay: Replay, tables: ViewTables, phase: str, head: int | None = None
+    ) -> None:
+        """Fold every event after ``replay.position`` (up to ``head``) that ``tables`` sees."""
+        start = replay.position
+        end = head if head is not None else tables.head()
+        total = max(0, end - start)
+        for events in tables.pages(start, end, self.batch):
+            replay.apply(events)
+            self.progress(phase, min(replay.position - start, total), total)
+
+    # --- verify -----------------------------------------------------------------------------
+
+    def verify(self, names: Sequence[str] | None = None) -> VerifyReport:
+        """Replay the history and diff the named views (all by default) against it, all in
+        one consistent read snapshot. A tracked view is compared with the history up to its
+        recorded position (the replay stops there first), the inline ones with all of it."""
+        with _collector_paused():
+            return self._verify(resolve(names))
+
+    def _verify(self, projections: list[Projection]) -> VerifyReport:
+        replay = Replay(audit=bool(tracked(projections)), dirty=False)
+        with self.store.view_tables(write=False) as tables:
+            head = tables.head()
+            positions = tables.tracking()
+            stops = sorted({positions.get(p.name, 0) for p in tracked(projections)} | {head})
+            reports = {}
+            for stop in stops:
+                self._replay(replay, tables, "replay", stop)
+                for projection in projections:
+                    at = positions.get(projection.name, 0) if projection.mode == "tracked" else head
+                    if at == stop:
+                        live = tables.live_rows(projection)
+                        reports[projection.name] = diff_view(projection, replay, live)
+                        self.progress("verify", len(reports), len(projections))
+        views = [reports[p.name] for p in projections]
+        return VerifyReport(position=replay.position, events=replay.applied, views=views)
+
+    # --- rebuild ----------------------------------------------------------------------------
+
+    def rebuild(self, names: Sequence[str] | None = None) -> RebuildReport:
+        """Rebuild the named views (all by default) from position 0 and swap them in."""
+        projections = resolve(names)
+        with _collector_paused():
+            return self._rebuild(projections)
+
+    def _rebuild(self, projections: list[Projection]) -> RebuildReport:
+        started = time.perf_counter()
+        # The first pass writes every row: no need to note which ones each event touched.
+        replay = Replay(audit=bool(tracked(projections)), dirty=False)
+        with self.store.view_tables(write=False) as tables:
+            self._replay(replay, tables, "replay")
+        replay.track_dirty = True
+        with ThreadPoolExecutor(1, thread_name_prefix="jl-index") as indexer:
+            # Where the backend allows concurrent writers, a shadow's indexes are built (by
+            # the server) while the next shadow loads (mostly work of this process): the
+            # largest first, so that only the smaller ones' builds are left to wait for.
+            largest_first = sorted(projections, key=lambda p: -replay.count(p.name))
+            builds = [self._load(p, replay, indexer) for p in largest_first]
+            for build in builds:
+                if build is not None:
+                    build.result()
+        rows = {p.name: replay.count(p.name) for p in projections}
+        # Catch up without locks while much is left, so the locked step stays short.
+        for _ in range(CATCH_UP_ROUNDS):
+            with self.store.view_tables(write=False) as tables:
+                left = tables.head() - replay.position
+                if left < self.catch_up_locked_below:
+                    break
+                self._replay(replay, tables, "catch-up")
+            with self.store.view_tables(write=True) as tables:
+                self._write_dirty(tables, projections, replay)
+        attempts = self._swap(projections, replay)
+        seconds = time.perf_counter() - started
+        for p in projections:
+            rows[p.name] = replay.count(p.name)
+        log.info("rebuilt %s to position %d", ", ".join(rows), replay.position)
+        return RebuildReport(
+            names=[p.name for p in projections],
+            position=replay.position,
+            events=replay.applied,
+            rows=rows,
+            seconds=seconds,
+            swap_attempts=attempts,
+        )
+
+    def _load(
+        self, projection: Projection, replay: Replay, indexer: ThreadPoolExecutor
+    ) -> Future[None] | None:
+        """Bulk-load the replay's rows into a fresh shadow table, a chunk per transaction,
+        then index it: on ``indexer`` if the backend takes concurrent writers (the future
+        returned), else here."""
+        with self.store.view_tables(write=True) as tables:
+            tables.create_shadow(projection)
+            concurrent = tables.concurrent_writers
+        total = replay.count(projection.name)
+        done = 0
+        for chunk in _chunks(replay.rows(projection.name), self.chunk):
+            with self.store.view_tables(write=True) as tables:
+                tables.insert_shadow(projection, chunk)
+            done += len(chunk)
+            self.progress(f"load {projection.name}", done, total)
+        if concurrent:
+            return indexer.submit(self._index, projection)
+        self._index(projection)
+        return None
+
+    def _index(self, projection: Projection) -> None:
+        with self.store.view_tables(write=True) as tables:
+            tables.index_shadow(projection)
+
+    def _write_dirty(
+        self, tables: ViewTables, projections: Sequence[Projection], replay: Replay
+    ) -> None:
+        """Bring the shadows up to the replay: rewrite every row touched since the last call."""
+        for name in BY_NAME:
+            dirty = sorted(replay.take_dirty(name), key=str)
+            projection = BY_NAME[name]
+            if projection not in projections or not dirty:
+                continue
+            for start in range(0, len(dirty), self.chunk):
+                keys = dirty[start : start + self.chunk]
+                tables.delete_shadow(projection, keys)
+                present = [row for key in keys if (row := replay.row(name, key)) is not None]
+                tables.insert_shadow(projection, present)
+
+    def _swap(self, projections: Sequence[Projection], replay: Replay) -> int:
+        """Lock, apply the last events, swap and record versions: one transaction."""
+        position = replay.position
+        for attempt in range(1, self.swap_attempts + 1):
+            try:
+                with self.store.view_tables(write=True) as tables:
+                    tables.lock_for_swap(projections, self.lock_timeout_s)
+                    # From here nothing can be appended: replay to the true head.
+                    self._replay(replay, tables, "swap")
+                    self._write_dirty(tables, projections, replay)
+                    for projection in projections:
+                        tables.swap(projection)
+                        tables.set_meta(version_key(projection.name), str(projection.version))
+                        if projection.mode == "tracked":
+                            # Its rows are now those of every event to the head: record that
+                            # position with them.
+                            tables.set_tracking(projection.name, replay.position)
+                return attempt
+            except DatabaseBusyError:
+                # The locks timed out before anything was replayed: retry. (Anything later
+                # would leave the replay ahead of the shadows: give up.)
+                if attempt == self.swap_attempts or replay.position != position:
+                    raise
+                time.sleep(min(0.05 * attempt, 1.0))
+        raise AssertionError("unreachable")
+
+    # --- status -----------------------------------------------------------------------------
+
+    def status(self) -> list[ProjectionStatus]:
+        """Each projection's versions (code and recorded), position and lag."""
+        with self.store.view_tables(write=False) as tables:
+            meta = tables.meta()
+            head = tables.head()
+            positions = tables.tracking()
+        statuses = []
+        for p in PROJECTIONS:
+            recorded = meta.get(version_key(p.name))
+            recorded_version = int(recorded) if recorded is not None else None
+            # inline: written with the events; tracked: where its runner got to
+            position = positions.get(p.name, 0) if p.mode == "tracked" else head
+            statuses.append(
+                ProjectionStatus(
+                    name=p.name,
+                    mode=p.mode,
+                    tables=[p.table],
+                    code_version=p.version,
+                    recorded_version=recorded_version,
+                    stale=recorded_version is not None and recorded_version != p.version,
+                    position=position,
+                    lag=head - position,
+                )
+            )
+        return statuses
+
+    def refresh(self) -> list[str]:
+        """Record the version of each projection that has none (its table was built by this
+        schema), and rebuild those whose recorded version differs from the code's. Returns
+        the names rebuilt."""
+        stale = [s.name for s in self.status() if s.stale]
+        with self.store.view_tables(write=True) as tables:
+            meta = tables.meta()
+            for p in PROJECTIONS:
+                if version_key(p.name) not in meta:
+                    tables.set_meta(version_key(p.name), str(p.version))
+        if stale:
+            log.warning("rebuilding stale projections: %s", ", ".join(stale))
+            self.rebuild(stale)
+        return stale

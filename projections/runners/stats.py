@@ -1,0 +1,144 @@
+"""``stats``: queue counts, throughput windows, oldest due job, run-time percentiles.
+
+Computed on read, not a stored projection: every figure is a small aggregate over an indexed
+view (counts by status and type from ``jl_queue``; the windows and run times from the tracked
+``jl_audit``, through its ``(event, at)`` and ``(job_id, position)`` indexes), and windows
+relative to *now* cannot be kept current by events alone. All reads share one snapshot.
+:func:`summarise` is the pure part.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from datetime import datetime
+
+import msgspec
+
+from ledger.core.times import to_us
+from ledger.store.base import Store
+from projections.rules.catalog import AUDIT
+
+WINDOWS_S = (300, 3600)
+"""Throughput windows: the last 5 minutes and the last hour."""
+RUN_TIME_WINDOW_S = 3600
+"""Run-time percentiles are over the successes of the last hour."""
+
+
+class Window(msgspec.Struct, frozen=True):
+    """Events in the last ``seconds``: successes, failed attempts, dead-lettered jobs."""
+
+    seconds: int
+    succeeded: int
+    failed: int
+    dead: int
+
+
+class RunTime(msgspec.Struct, frozen=True):
+    """One job type's run time (lease → success of the same attempt), nearest-rank."""
+
+    job_type: str
+    count: int
+    p50_s: float
+    p95_s: float
+
+
+class Stats(msgspec.Struct, frozen=True):
+    """The ledger's figures at ``at`` (audit-derived ones as of ``audit_position``)."""
+
+    at: datetime
+    by_status: dict[str, int]
+    by_type: dict[str, dict[str, int]]
+    windows: list[Window]
+    oldest_pending_age_s: float | None
+    run_times: list[RunTime]
+    run_time_window_s: int
+    audit_position: int
+    audit_lag: int
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank ``q`` percentile (0 < q ≤ 1) of non-empty ``values``."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def summarise(
+    now: datetime,
+    *,
+    counts: Iterable[tuple[str, str, int]],
+    windows: dict[int, dict[str, int]],
+    oldest_due_us: int | None,
+    run_times_us: Iterable[tuple[str, int]],
+    audit_position: int,
+    head: int,
+) -> Stats:
+    """Assemble the figures from the rows read (pure)."""
+    by_status: dict[str, int] = {}
+    by_type: dict[str, dict[str, int]] = {}
+    for status, job_type, n in counts:
+        by_status[status] = by_status.get(status, 0) + n
+        by_type.setdefault(job_type, {})[status] = n
+    durations: dict[str, list[float]] = {}
+    for job_type, micros in run_times_us:
+        durations.setdefault(job_type, []).append(micros / 1e6)
+    return Stats(
+        at=now,
+        by_status=dict(sorted(by_status.items())),
+        by_type={t: dict(sorted(s.items())) for t, s in sorted(by_type.items())},
+        windows=[
+            Window(
+                seconds,
+                events.get("job_succeeded", 0),
+                events.get("job_failed", 0),
+                events.get("job_dead_lettered", 0),
+            )
+            for seconds, events in sorted(windows.items())
+        ],
+        oldest_pending_age_s=(
+            None if oldest_due_us is None else (to_us(now) - oldest_due_us) / 1e6
+        ),
+        run_times=[
+            RunTime(t, len(v), percentile(v, 0.5), percentile(v, 0.95))
+            for t, v in sorted(durations.items())
+        ],
+        run_time_window_s=RUN_TIME_WINDOW_S,
+        audit_position=audit_position,
+        audit_lag=head - audit_position,
+    )
+
+
+def collect(store: Store, now: datetime) -> Stats:
+    """Read the figures in one snapshot of ``store`` (the audit as far as it is caught up)."""
+    now_us = to_us(now)
+    with store.view_tables(write=False) as tables:
+        head = tables.head()
+        position = tables.tracking().get(AUDIT.name, 0)
+        counts = [
+            (row["status"], row["job_type"], int(row["n"]))
+            for row in tables.fetch("queue_counts_by_type")
+        ]
+        windows = {
+            seconds: {
+                row["event"]: int(row["n"])
+                for row in tables.fetch("audit_throughput", {"since": now_us - seconds * 10**6})
+            }
+            for seconds in WINDOWS_S
+        }
+        [oldest] = tables.fetch("queue_oldest_due", {"now": now_us})
+        run_times = [
+            (row["job_type"], int(row["micros"]))
+            for row in tables.fetch(
+                "audit_run_times", {"since": now_us - RUN_TIME_WINDOW_S * 10**6}
+            )
+        ]
+    oldest_us = None if oldest["run_at"] is None else int(oldest["run_at"])
+    return summarise(
+        now,
+        counts=counts,
+        windows=windows,
+        oldest_due_us=oldest_us,
+        run_times_us=run_times,
+        audit_position=position,
+        head=head,
+    )
