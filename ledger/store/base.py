@@ -36,10 +36,10 @@ from ledger.core.events import (
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
 from ledger.core.times import from_us, to_us
 from ledger.store.views import ViewTables
-from projections.rules import dead_letters, sync_state
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.definitions import decode_definition, definition_row
 from projections.rules.queue import decode_state, queue_row
+from projections.rules.registry import view_writes
 from projections.rules.sync_state import SyncState
 from projections.rules.writes import ViewWrite
 
@@ -308,8 +308,7 @@ class UnitOfWork(ABC):
             for job_event in job_events:
                 state = evolve(state, job_event)
                 fold.records.append((job_id, state.version, job_event))
-                fold.view_writes.extend(sync_state.writes(job_event, state))
-                fold.view_writes.extend(dead_letters.writes(job_event, state))
+                fold.view_writes += view_writes(job_event, state)
                 if isinstance(job_event, _MAKES_CLAIMABLE):
                     fold.makes_claimable = True
             assert state is not None
