@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 from typing import Any, NamedTuple
 from uuid import UUID, uuid5
 
@@ -33,13 +34,15 @@ from ledger.core.events import (
     JobRequeued,
     JobRetryScheduled,
 )
+from ledger.core.policy import Policy, Trigger
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
 from ledger.core.times import from_us, to_us
+from ledger.store.policies import follow_policies
 from ledger.store.views import ViewTables
-from projections.rules import dead_letters, sync_state
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.definitions import decode_definition, definition_row
 from projections.rules.queue import decode_state, queue_row
+from projections.rules.registry import view_writes
 from projections.rules.sync_state import SyncState
 from projections.rules.writes import ViewWrite
 
@@ -87,10 +90,15 @@ class _Fold:
     states: dict[UUID, JobState] = field(default_factory=dict)
     view_writes: list[ViewWrite] = field(default_factory=list)
     makes_claimable: bool = False
+    triggers: list[Trigger] | None = None
+    """Each job event with the state after it, for the policies (``None``: there are none)."""
 
 
 class UnitOfWork(ABC):
     """One transaction: read what will change, decide elsewhere, then :meth:`append`."""
+
+    policies: tuple[Policy, ...] = ()
+    """The store's policies (:mod:`ledger.store.policies`), set by :meth:`Store.unit_of_work`."""
 
     def __init__(self, codec: EventCodec) -> None:
         self._codec = codec
@@ -263,9 +271,15 @@ class UnitOfWork(ABC):
         event is ``job_enqueued``. Returns the jobs' new states.
         """
         # Definitions first: a job_type_defined must precede the jobs enqueued under it.
-        fold = _Fold()
+        fold = _Fold(triggers=[] if self.policies else None)
         new_definitions = self._fold_definitions(definition_changes, fold.records)
         self._fold_jobs(job_changes, fold)
+        asked: list[UUID] | None = None
+        if fold.triggers:
+            asked = list(fold.states)  # follow-ups' jobs are not the caller's to see
+            follow_policies(
+                self.policies, fold.triggers, fold.states, self, partial(self._fold_jobs, fold=fold)
+            )
         if not fold.records:
             return {}
         stored = [
@@ -294,7 +308,7 @@ class UnitOfWork(ABC):
                 self.jobs_became_available = True
             if new_definitions:
                 self._write_definition_rows(new_definitions)
-        return fold.states
+        return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
 
     def _fold_jobs(
         self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]], fold: _Fold
@@ -308,8 +322,9 @@ class UnitOfWork(ABC):
             for job_event in job_events:
                 state = evolve(state, job_event)
                 fold.records.append((job_id, state.version, job_event))
-                fold.view_writes.extend(sync_state.writes(job_event, state))
-                fold.view_writes.extend(dead_letters.writes(job_event, state))
+                fold.view_writes += view_writes(job_event, state)
+                if fold.triggers is not None:
+                    fold.triggers.append(Trigger(job_id, job_event, state))
                 if isinstance(job_event, _MAKES_CLAIMABLE):
                     fold.makes_claimable = True
             assert state is not None
@@ -362,6 +377,9 @@ class Store(ABC):
     codec: EventCodec = DEFAULT_CODEC
     recorder: Any
     """The eventsourcing application recorder that appends and reads the events table."""
+    policies: tuple[Policy, ...] = ()
+    """Rules that append follow-up events in the unit of work of their trigger
+    (:mod:`ledger.core.policy`); none by default, and then appends pay nothing for them."""
     _listeners: list[Callable[[], None]]
     _listeners_lock: threading.Lock
 
@@ -378,6 +396,7 @@ class Store(ABC):
         """A write transaction; after it commits, wake this process's idle workers if it
         may have made jobs claimable (other processes learn it from the database)."""
         with self._transaction() as uow:
+            uow.policies = self.policies
             yield uow
         if uow.jobs_became_available:
             with self._listeners_lock:

@@ -19,6 +19,7 @@ from uuid import UUID
 
 from ledger.core.events import Failure, JobEvent
 from ledger.core.times import to_us
+from projections.rules.view import ALL_JOB_EVENTS, Projection
 
 COLUMNS = (
     "position",
@@ -31,6 +32,18 @@ COLUMNS = (
     "attempt",
     "at",
     "code",
+)
+
+PROJECTION = Projection(
+    "audit",
+    2,
+    "jl_audit",
+    ("position",),
+    COLUMNS,
+    "schema_audit",
+    ALL_JOB_EVENTS,
+    mode="tracked",
+    description="one row per job event, indexed for audit queries (tracked)",
 )
 
 

@@ -1,8 +1,9 @@
 """The projection catalogue: every view jobledger derives from the history, by name.
 
 A projection names its schema version, its table and the table's key and columns, and the
-events that may change its rows (its rules, in the modules named after it, apply them; a test
-replays real histories event by event to hold the two together). The version is the one thing
+events that may change its rows (its rules, in the module named after it, declare the entry and
+apply them; a test replays real histories event by event to hold the two together). The inline
+ones come from :mod:`projections.rules.registry`. The version is the one thing
 a change to a projection's rules or columns must bump: a database whose recorded version
 (``jl_meta`` key ``projection:<name>:version``) differs is *stale*, and ``jobledger migrate``
 (or ``init``) rebuilds it from the history.
@@ -10,104 +11,38 @@ a change to a projection's rules or columns must bump: a database whose recorded
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from projections.rules import audit, registry
+from projections.rules.view import ALL_JOB_EVENTS, Mode, Projection
 
-from ledger.core.events import (
-    DEFINITION_EVENTS,
-    JOB_EVENTS,
-    JobDeadLettered,
-    JobRequeued,
-    JobSucceeded,
-)
-from projections.rules.audit import COLUMNS as AUDIT_COLUMNS
-from projections.rules.queue import COLUMNS as QUEUE_COLUMNS
+__all__ = [
+    "ALL_JOB_EVENTS",
+    "AUDIT",
+    "BY_NAME",
+    "DEAD_LETTERS",
+    "DEFINITIONS",
+    "PROJECTIONS",
+    "QUEUE",
+    "SHADOW_SUFFIX",
+    "SYNC_STATE",
+    "Mode",
+    "Projection",
+    "get",
+    "tracked",
+    "version_key",
+]
 
-Mode = Literal["inline", "tracked"]
+TRACKED: tuple[Projection, ...] = (audit.PROJECTION,)
+"""Views kept by a follower (:mod:`projections.runners.tracked`), behind the events."""
 
-
-class Projection(NamedTuple):
-    name: str
-    version: int
-    table: str
-    key: tuple[str, ...]
-    columns: tuple[str, ...]
-    schema_prefix: str
-    """Its ``schema_*`` statements in ``ledger/sql``: this name and names starting ``<it>_``."""
-    events: tuple[str, ...] = ()
-    """The events whose application may change its rows (by name); any other event leaves
-    them as they are (tested against the replay)."""
-    mode: Mode = "inline"
-    description: str = ""
-
-
-ALL_JOB_EVENTS = tuple(cls.name for cls in JOB_EVENTS)
-
-QUEUE = Projection(
-    "queue",
-    1,
-    "jl_queue",
-    ("job_id",),
-    QUEUE_COLUMNS,
-    "schema_queue",
-    ALL_JOB_EVENTS,
-    description="one row per job: the fold of its history (what claims read)",
-)
-DEFINITIONS = Projection(
-    "definitions",
-    1,
-    "jl_definitions",
-    ("job_type",),
-    ("job_type", "enabled", "version", "stream_version", "state"),
-    "schema_definitions",
-    tuple(cls.name for cls in DEFINITION_EVENTS),
-    description="one row per job type: the fold of its definition stream",
-)
-SYNC_STATE = Projection(
-    "sync_state",
-    1,
-    "jl_sync_state",
-    ("source_id", "uri"),
-    ("source_id", "uri", "revision", "content_hash", "last_seen_at", "last_ingested_at"),
-    "schema_sync_state",
-    (JobSucceeded.name,),
-    description="one row per (source_id, uri): what was last ingested",
-)
-DEAD_LETTERS = Projection(
-    "dead_letters",
-    1,
-    "jl_dead_letters",
-    ("job_id",),
-    (
-        "job_id",
-        "job_type",
-        "org",
-        "source_id",
-        "uri",
-        "run_number",
-        "attempt",
-        "code",
-        "dead_at",
-        "snapshot",
-    ),
-    "schema_dead_letters",
-    (JobDeadLettered.name, JobRequeued.name, JobSucceeded.name),
-    description="one row per dead job, with its state at death",
-)
-
-AUDIT = Projection(
-    "audit",
-    2,
-    "jl_audit",
-    ("position",),
-    AUDIT_COLUMNS,
-    "schema_audit",
-    ALL_JOB_EVENTS,
-    mode="tracked",
-    description="one row per job event, indexed for audit queries (tracked)",
-)
-
-PROJECTIONS: tuple[Projection, ...] = (QUEUE, DEFINITIONS, SYNC_STATE, DEAD_LETTERS, AUDIT)
+PROJECTIONS: tuple[Projection, ...] = (*registry.INLINE, *TRACKED)
+"""Every view, the inline ones (from the registry) first."""
 BY_NAME: dict[str, Projection] = {p.name: p for p in PROJECTIONS}
+
+QUEUE = BY_NAME["queue"]
+DEFINITIONS = BY_NAME["definitions"]
+SYNC_STATE = BY_NAME["sync_state"]
+DEAD_LETTERS = BY_NAME["dead_letters"]
+AUDIT = BY_NAME["audit"]
 
 SHADOW_SUFFIX = "__rebuild"
 """A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap."""

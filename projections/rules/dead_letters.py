@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from uuid import UUID
 
@@ -23,8 +24,32 @@ from ledger.core.events import (
 )
 from ledger.core.state import JobState
 from ledger.core.times import to_us
-from projections.rules.queue import encode_state
+from projections.rules.queue import decode_state, encode_state
+from projections.rules.view import Key, MemoryTable, Params, Projection, WrittenView
 from projections.rules.writes import ViewWrite
+
+PROJECTION = Projection(
+    "dead_letters",
+    1,
+    "jl_dead_letters",
+    ("job_id",),
+    (
+        "job_id",
+        "job_type",
+        "org",
+        "source_id",
+        "uri",
+        "run_number",
+        "attempt",
+        "code",
+        "dead_at",
+        "snapshot",
+    ),
+    "schema_dead_letters",
+    (JobDeadLettered.name, JobRequeued.name, JobSucceeded.name),
+    description="one row per dead job, with its state at death",
+    blobs=(("snapshot", decode_state),),
+)
 
 
 class DeadLetter(msgspec.Struct, frozen=True):
@@ -43,7 +68,7 @@ def writes(event: JobEvent, state: JobState) -> list[ViewWrite]:
         subject = state.subject
         return [
             ViewWrite(
-                "dead_letters_insert",
+                INSERT,
                 {
                     "job_id": state.job_id,
                     "job_type": state.job_type,
@@ -59,12 +84,68 @@ def writes(event: JobEvent, state: JobState) -> list[ViewWrite]:
             )
         ]
     if isinstance(event, JobRequeued):
-        return [ViewWrite("dead_letters_delete", {"job_id": state.job_id})]
+        return [ViewWrite(DELETE, {"job_id": state.job_id})]
     subject = state.subject
     if isinstance(event, JobSucceeded) and subject is not None and subject.op is SubjectOp.DELETE:
-        return [
-            ViewWrite(
-                "dead_letters_prune_subject", {"source_id": subject.source_id, "uri": subject.uri}
-            )
-        ]
+        return [ViewWrite(PRUNE_SUBJECT, {"source_id": subject.source_id, "uri": subject.uri})]
     return []
+
+
+# --- the named writes (ledger/store/sql/<backend>.sql) and their in-memory twins -----------
+
+INSERT = "dead_letters_insert"
+DELETE = "dead_letters_delete"
+PRUNE_SUBJECT = "dead_letters_prune_subject"
+
+
+class DeadLetterTable(MemoryTable):
+    """The rows, and the keys of each subject's rows (what ``jl_dead_letters_subject_idx``
+    gives the prune)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_subject: dict[Key, set[Key]] = {}
+
+    def drop(self, key: Key) -> None:
+        row = self.rows.pop(key, None)
+        if row is None or row["source_id"] is None:
+            return
+        subject = (row["source_id"], row["uri"])
+        keys = self.by_subject.get(subject)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self.by_subject[subject]
+
+
+def _apply_insert(table: DeadLetterTable, params: Params) -> Collection[Key]:
+    """A plain ``INSERT`` (a duplicate key would have failed the live transaction, so a
+    stored history never holds one)."""
+    key = (params["job_id"],)
+    table.rows[key] = dict(params)
+    if params["source_id"] is not None:
+        table.by_subject.setdefault((params["source_id"], params["uri"]), set()).add(key)
+    return (key,)
+
+
+def _apply_delete(table: DeadLetterTable, params: Params) -> Collection[Key]:
+    """``DELETE`` by ``job_id``."""
+    key = (params["job_id"],)
+    table.drop(key)
+    return (key,)
+
+
+def _apply_prune_subject(table: DeadLetterTable, params: Params) -> Collection[Key]:
+    """``DELETE … WHERE source_id = … AND uri = …``."""
+    keys = table.by_subject.pop((params["source_id"], params["uri"]), set())
+    for key in keys:
+        table.drop(key)
+    return keys
+
+
+VIEW = WrittenView(
+    projection=PROJECTION,
+    writes=writes,
+    applies={INSERT: _apply_insert, DELETE: _apply_delete, PRUNE_SUBJECT: _apply_prune_subject},
+    new_table=DeadLetterTable,
+)

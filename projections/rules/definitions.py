@@ -6,8 +6,9 @@ from typing import Any
 
 import msgspec
 
-from ledger.core.events import JobDefinition
+from ledger.core.events import DEFINITION_EVENTS, JobDefinition
 from ledger.core.state import DefinitionState
+from projections.rules.view import Projection
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(JobDefinition)
@@ -19,6 +20,19 @@ def encode_definition(definition: JobDefinition) -> bytes:
 
 def decode_definition(blob: bytes) -> JobDefinition:
     return _decoder.decode(blob)
+
+
+PROJECTION = Projection(
+    "definitions",
+    1,
+    "jl_definitions",
+    ("job_type",),
+    ("job_type", "enabled", "version", "stream_version", "state"),
+    "schema_definitions",
+    tuple(cls.name for cls in DEFINITION_EVENTS),
+    description="one row per job type: the fold of its definition stream",
+    blobs=(("state", decode_definition),),
+)
 
 
 def definition_row(state: DefinitionState) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Comparing a view's live rows with the rows a replay expects: the verify report.
 
-Blob columns are compared as the structs they encode, field by field, so a report names
-``state.status`` rather than two unequal byte strings.
+Blob columns (each view declares its own, :attr:`~projections.rules.view.Projection.blobs`)
+are compared as the structs they encode, field by field, so a report names ``state.status``
+rather than two unequal byte strings.
 """
 
 from __future__ import annotations
@@ -12,18 +13,10 @@ from typing import Any, Literal
 import msgspec
 
 from projections.rules.catalog import Projection
-from projections.rules.definitions import decode_definition
-from projections.rules.queue import decode_state
 from projections.rules.replay import Key, Replay, Row
 
 DRIFT_SHOWN = 50
 """At most this many drifting rows per view are kept in a report (all are counted)."""
-
-BLOB_DECODERS: dict[tuple[str, str], Callable[[bytes], msgspec.Struct]] = {
-    ("queue", "state"): decode_state,
-    ("dead_letters", "snapshot"): decode_state,
-    ("definitions", "state"): decode_definition,
-}
 
 
 class ColumnDrift(msgspec.Struct, frozen=True):
@@ -91,9 +84,10 @@ def _blob_drift(column: str, expected: msgspec.Struct, live: msgspec.Struct) -> 
 def row_drift(projection: Projection, expected: Row, live: Row) -> list[ColumnDrift]:
     """The columns in which ``live`` differs from ``expected`` (empty: equal)."""
     drift: list[ColumnDrift] = []
+    decoders = dict(projection.blobs)
     for column in projection.columns:
         want, have = expected[column], live[column]
-        decoder = BLOB_DECODERS.get((projection.name, column))
+        decoder = decoders.get(column)
         if decoder is not None:
             if want != have:
                 try:

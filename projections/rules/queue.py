@@ -15,6 +15,7 @@ import msgspec
 
 from ledger.core.state import JobState
 from ledger.core.times import opt_us, to_us
+from projections.rules.view import ALL_JOB_EVENTS, Projection
 
 COLUMNS: tuple[str, ...] = (
     "job_id",
@@ -48,6 +49,19 @@ def encode_state(state: JobState) -> bytes:
 
 def decode_state(blob: bytes) -> JobState:
     return _decoder.decode(blob)
+
+
+PROJECTION = Projection(
+    "queue",
+    1,
+    "jl_queue",
+    ("job_id",),
+    COLUMNS,
+    "schema_queue",
+    ALL_JOB_EVENTS,
+    description="one row per job: the fold of its history (what claims read)",
+    blobs=(("state", decode_state),),
+)
 
 
 def queue_row(state: JobState, enqueue_seq: int, job_key: Any) -> dict[str, Any]:

@@ -3,10 +3,10 @@
 :class:`Replay` folds the ordered stream of stored events with the same rules the live path
 uses — :func:`ledger.core.state.evolve` / :func:`~ledger.core.state.evolve_definition`,
 :func:`projections.rules.queue.queue_row` (``enqueue_seq`` = the position of the job's first event),
-:func:`projections.rules.definitions.definition_row`, and the
-:class:`~projections.rules.writes.ViewWrite`
-rules of :mod:`projections.rules.sync_state` and :mod:`projections.rules.dead_letters` applied to
-in-memory tables keyed by primary key. Pure: no driver, no clock.
+:func:`projections.rules.definitions.definition_row`, and the written views' rules
+(:data:`projections.rules.registry.WRITTEN`), whose named writes are applied to in-memory
+tables keyed by primary key by the apply each view declares beside the query's name. Pure: no
+driver, no clock.
 
 Like a tracking recorder it remembers the last position it applied; an event at or before it
 is a re-delivery and changes nothing.
@@ -26,15 +26,15 @@ from ledger.core.state import (
     evolve,
     evolve_definition,
 )
-from projections.rules import dead_letters, sync_state
 from projections.rules.audit import audit_row
 from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
+from projections.rules.registry import APPLIES, WRITTEN, view_writes
+from projections.rules.view import Key, MemoryTable, Row
 from projections.rules.writes import ViewWrite
 
-Row = dict[str, Any]
-Key = tuple[Any, ...]
+__all__ = ["Key", "Replay", "Row", "StreamEvent"]
 
 
 class StreamEvent(NamedTuple):
@@ -58,9 +58,10 @@ class Replay:
         self._jobs: dict[int, JobState] = {}
         self._enqueue_seq: dict[int, int] = {}
         self._definitions: dict[str, DefinitionState] = {}
-        self._sync_state: dict[Key, Row] = {}
-        self._dead_letters: dict[Key, Row] = {}
-        self._dead_by_subject: dict[Key, set[Key]] = {}
+        self._tables: dict[str, MemoryTable] = {
+            view.projection.name: view.new_table() for view in WRITTEN
+        }
+        """The written views' expected rows, by view name."""
         self._dirty: dict[str, set[Key]] = {name: set() for name in BY_NAME}
         self.track_dirty = dirty
         """Record the keys each event touches (for :meth:`take_dirty`); off while nobody will
@@ -104,9 +105,7 @@ class Replay:
             self._audit[item.position] = row
             if self.track_dirty:
                 self._dirty["audit"].add((item.position,))
-        for write in sync_state.writes(event, state):
-            self._apply_write(write)
-        for write in dead_letters.writes(event, state):
+        for write in view_writes(event, state):
             self._apply_write(write)
 
     def _apply_definition(self, item: StreamEvent, event: Event) -> None:
@@ -124,65 +123,16 @@ class Replay:
             self._dirty["definitions"].add((job_type,))
 
     def _apply_write(self, write: ViewWrite) -> None:
-        """Apply one named view write to the in-memory tables, as its SQL does.
-
-        This mirrors the named queries of ``ledger/store/sql/*.sql`` exactly and no further; a new
-        write query must be added here too (unknown ones raise):
-
-        - ``sync_state_upsert``: ``INSERT … ON CONFLICT (source_id, uri) DO UPDATE`` with
-          ``revision``/``content_hash`` = ``coalesce(new, stored)`` (never erases), the two
-          times replaced;
-        - ``sync_state_delete``: ``DELETE`` by primary key;
-        - ``dead_letters_insert``: a plain ``INSERT`` (a duplicate key would have failed the
-          live transaction, so a stored history never holds one);
-        - ``dead_letters_delete``: ``DELETE`` by ``job_id``;
-        - ``dead_letters_prune_subject``: ``DELETE … WHERE source_id = … AND uri = …``.
-        """
+        """Apply one named view write to its view's in-memory table, as its SQL does (by the
+        apply the view declares for that query; an undeclared one raises)."""
         query, params = write
-        key: Key
-        if query == "sync_state_upsert":
-            key = (params["source_id"], params["uri"])
-            row = dict(params)
-            stored = self._sync_state.get(key)
-            if stored is not None:
-                for column in ("revision", "content_hash"):
-                    if row[column] is None:
-                        row[column] = stored[column]
-            self._sync_state[key] = row
-            self._touch("sync_state", key)
-        elif query == "sync_state_delete":
-            key = (params["source_id"], params["uri"])
-            self._sync_state.pop(key, None)
-            self._touch("sync_state", key)
-        elif query == "dead_letters_insert":
-            job_key: Key = (params["job_id"],)
-            self._dead_letters[job_key] = dict(params)
-            if params["source_id"] is not None:
-                subject = (params["source_id"], params["uri"])
-                self._dead_by_subject.setdefault(subject, set()).add(job_key)
-            self._touch("dead_letters", job_key)
-        elif query == "dead_letters_delete":
-            self._drop_dead_letter((params["job_id"],))
-        elif query == "dead_letters_prune_subject":
-            for key in self._dead_by_subject.pop((params["source_id"], params["uri"]), set()):
-                self._drop_dead_letter(key)
-        else:
-            raise ValueError(f"replay does not know the view write {query!r}")
-
-    def _touch(self, name: str, key: Key) -> None:
+        try:
+            name, apply = APPLIES[query]
+        except KeyError:
+            raise ValueError(f"replay does not know the view write {query!r}") from None
+        touched = apply(self._tables[name], params)
         if self.track_dirty:
-            self._dirty[name].add(key)
-
-    def _drop_dead_letter(self, key: Key) -> None:
-        row = self._dead_letters.pop(key, None)
-        self._touch("dead_letters", key)
-        if row is not None and row["source_id"] is not None:
-            subject = (row["source_id"], row["uri"])
-            keys = self._dead_by_subject.get(subject)
-            if keys is not None:
-                keys.discard(key)
-                if not keys:
-                    del self._dead_by_subject[subject]
+            self._dirty[name].update(touched)
 
     # --- the rows ---------------------------------------------------------------------------
 
@@ -197,13 +147,9 @@ class Replay:
         if name == "definitions":
             definition = self._definitions.get(key[0])
             return None if definition is None else definition_row(definition)
-        if name == "sync_state":
-            return self._sync_state.get(key)
-        if name == "dead_letters":
-            return self._dead_letters.get(key)
         if name == "audit":
             return self._audit.get(key[0])
-        raise KeyError(name)
+        return self._tables[name].rows.get(key)
 
     def keys(self, name: str) -> list[Key]:
         """Every primary key view ``name`` should hold."""
@@ -211,13 +157,9 @@ class Replay:
             return [(state.job_id,) for state in self._jobs.values()]
         if name == "definitions":
             return [(job_type,) for job_type in self._definitions]
-        if name == "sync_state":
-            return list(self._sync_state)
-        if name == "dead_letters":
-            return list(self._dead_letters)
         if name == "audit":
             return [(position,) for position in self._audit]
-        raise KeyError(name)
+        return list(self._tables[name].rows)
 
     def rows(self, name: str) -> Iterator[Row]:
         """Every expected row of view ``name``."""
@@ -225,23 +167,30 @@ class Replay:
             seq = self._enqueue_seq
             for job, state in self._jobs.items():
                 yield queue_row(state, seq[job], state.job_id)
+        elif name == "definitions":
+            for definition in self._definitions.values():
+                yield definition_row(definition)
         elif name == "audit":
             yield from self._audit.values()
         else:
-            for key in self.keys(name):
-                row = self.row(name, key)
-                assert row is not None
-                yield row
+            yield from self._tables[name].rows.values()
 
     def count(self, name: str) -> int:
-        tables: dict[str, dict[Any, Any]] = {
-            "queue": self._jobs,
-            "definitions": self._definitions,
-            "sync_state": self._sync_state,
-            "dead_letters": self._dead_letters,
-            "audit": self._audit,
-        }
-        return len(tables[name])
+        return len(self._rows_by_key(name))
+
+    @property
+    def views(self) -> tuple[str, ...]:
+        """The views this replay derives rows for, in catalogue order."""
+        return ("queue", "definitions", *self._tables, "audit")
+
+    def _rows_by_key(self, name: str) -> dict[Any, Any]:
+        if name == "queue":
+            return self._jobs
+        if name == "definitions":
+            return self._definitions
+        if name == "audit":
+            return self._audit
+        return self._tables[name].rows
 
     def take_dirty(self, name: str) -> set[Key]:
         """The keys of view ``name`` touched since the last call (present or deleted)."""

@@ -13,6 +13,7 @@ known URIs are every row's.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 import msgspec
@@ -20,7 +21,19 @@ import msgspec
 from ledger.core.events import JobEvent, JobSucceeded, SubjectOp
 from ledger.core.state import JobState
 from ledger.core.times import to_us
+from projections.rules.view import Key, MemoryTable, Params, Projection, WrittenView
 from projections.rules.writes import ViewWrite
+
+PROJECTION = Projection(
+    "sync_state",
+    1,
+    "jl_sync_state",
+    ("source_id", "uri"),
+    ("source_id", "uri", "revision", "content_hash", "last_seen_at", "last_ingested_at"),
+    "schema_sync_state",
+    (JobSucceeded.name,),
+    description="one row per (source_id, uri): what was last ingested",
+)
 
 
 class SyncState(msgspec.Struct, frozen=True):
@@ -41,11 +54,11 @@ def writes(event: JobEvent, state: JobState) -> list[ViewWrite]:
         return []
     key = {"source_id": subject.source_id, "uri": subject.uri}
     if subject.op is SubjectOp.DELETE:
-        return [ViewWrite("sync_state_delete", key)]
+        return [ViewWrite(DELETE, key)]
     at = to_us(event.at)
     return [
         ViewWrite(
-            "sync_state_upsert",
+            UPSERT,
             {
                 **key,
                 "revision": event.revision,
@@ -55,3 +68,39 @@ def writes(event: JobEvent, state: JobState) -> list[ViewWrite]:
             },
         )
     ]
+
+
+# --- the named writes (ledger/store/sql/<backend>.sql) and their in-memory twins -----------
+
+UPSERT = "sync_state_upsert"
+DELETE = "sync_state_delete"
+
+
+def _apply_upsert(table: MemoryTable, params: Params) -> Collection[Key]:
+    """``INSERT … ON CONFLICT (source_id, uri) DO UPDATE``: ``revision`` and
+    ``content_hash`` become ``coalesce(new, stored)`` (an upsert never erases), the two times
+    are replaced."""
+    key = (params["source_id"], params["uri"])
+    row = dict(params)
+    stored = table.rows.get(key)
+    if stored is not None:
+        for column in ("revision", "content_hash"):
+            if row[column] is None:
+                row[column] = stored[column]
+    table.rows[key] = row
+    return (key,)
+
+
+def _apply_delete(table: MemoryTable, params: Params) -> Collection[Key]:
+    """``DELETE`` by primary key."""
+    key = (params["source_id"], params["uri"])
+    table.rows.pop(key, None)
+    return (key,)
+
+
+VIEW = WrittenView(
+    projection=PROJECTION,
+    writes=writes,
+    applies={UPSERT: _apply_upsert, DELETE: _apply_delete},
+    new_table=MemoryTable,
+)

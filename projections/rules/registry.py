@@ -1,0 +1,57 @@
+"""The inline views, registered once: what the store writes with the events, what the replay
+rebuilds and verifies, and what the catalogue lists.
+
+There are two kinds:
+
+- **folded** views (:data:`FOLDED`): the queue and the job definitions, whose rows are the
+  fold of each stream (one row per job / job type), written from the folded states;
+- **written** views (:data:`WRITTEN`): each a rules module declaring a
+  :class:`~projections.rules.view.WrittenView` — its catalogue entry, its pure
+  ``writes(event, state)`` and, for every named SQL write it uses, the in-memory apply the
+  replay runs instead.
+
+A new inline view is one rules module (with its ``schema_<name>`` and write queries in
+``ledger/store/sql/<backend>.sql``) added to :data:`WRITTEN`; the store
+(:func:`view_writes`), the replay and the catalogue take it from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.core.events import JobEvent
+from ledger.core.state import JobState
+from projections.rules import dead_letters, definitions, queue, sync_state
+from projections.rules.view import Apply, Projection, WrittenView
+from projections.rules.writes import ViewWrite
+
+FOLDED: tuple[Projection, ...] = (queue.PROJECTION, definitions.PROJECTION)
+WRITTEN: tuple[WrittenView[Any], ...] = (sync_state.VIEW, dead_letters.VIEW)
+
+INLINE: tuple[Projection, ...] = (*FOLDED, *(view.projection for view in WRITTEN))
+"""Every inline view's catalogue entry, in catalogue order."""
+
+_RULES = tuple(view.writes for view in WRITTEN)
+
+
+def view_writes(event: JobEvent, state: JobState) -> list[ViewWrite]:
+    """Every written view's writes for ``event`` (given the job's state after it), in
+    registry order: the order the store runs them and the replay applies them."""
+    found: list[ViewWrite] = []
+    for rule in _RULES:
+        found += rule(event, state)
+    return found
+
+
+def _applies() -> dict[str, tuple[str, Apply[Any]]]:
+    found: dict[str, tuple[str, Apply[Any]]] = {}
+    for view in WRITTEN:
+        for query, apply in view.applies.items():
+            if query in found:
+                raise ValueError(f"view write {query!r} is declared by two views")
+            found[query] = (view.projection.name, apply)
+    return found
+
+
+APPLIES: dict[str, tuple[str, Apply[Any]]] = _applies()
+"""Each named write: the view it belongs to and its in-memory apply."""

@@ -1,0 +1,74 @@
+"""The inline-view registry is the one list: the store, the replay and the catalogue agree."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from projection_helpers import populate
+
+from ledger import Ledger
+from ledger.core.events import JobEvent
+from ledger.core.state import JobState, evolve
+from ledger.store.queries import load
+from projections.rules import registry
+from projections.rules.catalog import BY_NAME, PROJECTIONS
+from projections.rules.replay import Replay
+
+BACKENDS = ("postgres", "sqlite")
+_WRITES_TABLE = re.compile(r"^\s*(?:INSERT\s+INTO|DELETE\s+FROM|UPDATE)\s+(\w+)", re.I)
+
+
+def test_registry_catalogue_and_replay_agree_on_the_views() -> None:
+    """Every inline view of the catalogue is registered, every registered view is in the
+    catalogue (once, inline), and the replay derives rows for exactly the catalogue's views."""
+    inline = [p.name for p in PROJECTIONS if p.mode == "inline"]
+    assert [p.name for p in registry.INLINE] == inline
+    assert len(set(inline)) == len(inline)
+    assert all(BY_NAME[p.name] is p for p in registry.INLINE)
+    assert Replay().views == tuple(p.name for p in PROJECTIONS)
+    for view in registry.WRITTEN:
+        assert view.projection.mode == "inline"
+        assert Replay().count(view.projection.name) == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_declared_write_has_an_apply_and_sql_in_the_backend(backend: str) -> None:
+    """Each named write a view declares has its in-memory apply and a query of that name in
+    the backend's SQL files, and every named SQL statement that writes a written view's table
+    is one the view declares (a write added only to SQL would not be replayed)."""
+    sql = load(backend)
+    for view in registry.WRITTEN:
+        for query, apply in view.applies.items():
+            assert callable(apply)
+            assert query in sql, (backend, query)
+            assert registry.APPLIES[query][0] == view.projection.name
+        writers = {
+            name
+            for name, statement in sql.items()
+            if (match := _WRITES_TABLE.match(statement))
+            and match.group(1) == view.projection.table
+            and not name.startswith("schema_")
+        }
+        assert writers == set(view.applies), (backend, view.projection.name)
+
+
+def test_a_real_history_uses_exactly_the_declared_writes(db_url: str) -> None:
+    """Folding a history that exercises every view produces only declared writes, and each
+    declared write at least once (so the declarations are neither short nor stale)."""
+    populate(db_url)
+    with Ledger.open(db_url) as ledger:
+        [dead] = [d.job_id for d in ledger.dead_letters() if d.snapshot.subject is None]
+        ledger.requeue(dead)
+        with ledger.store.view_tables(write=False) as tables:
+            events = tables.events_after(0, 100_000)
+    states: dict[object, JobState] = {}
+    used: dict[str, set[str]] = {view.projection.name: set() for view in registry.WRITTEN}
+    for item in events:
+        if not isinstance(item.event, JobEvent):
+            continue
+        state = states[item.originator_id] = evolve(states.get(item.originator_id), item.event)
+        for view in registry.WRITTEN:
+            used[view.projection.name] |= {w.query for w in view.writes(item.event, state)}
+    for view in registry.WRITTEN:
+        assert used[view.projection.name] == set(view.applies), view.projection.name
