@@ -47,8 +47,6 @@ __all__ = [  # the outcome and lease types are imported from here by the runtime
     "Outcome",
 ]
 
-DEFAULT_REAPER_RETRY_DELAY_S = 60.0
-
 
 class Ledger(WorkerCommands):
     """An open ledger: the reads, a worker's writes (:class:`WorkerCommands`) and the
@@ -229,7 +227,10 @@ class Ledger(WorkerCommands):
         return reap(self.store, self.clock, config or ReaperConfig(), deferred=memory, now=now)
 
     def reap_expired(
-        self, *, limit: int = 500, retry_delay_s: float = DEFAULT_REAPER_RETRY_DELAY_S
+        self,
+        *,
+        limit: int = ReaperConfig.limit,
+        retry_delay_s: float = ReaperConfig.retry_delay_s,
     ) -> list[JobState]:
         """One reaper pass (:meth:`reap`); the reaped jobs' new states."""
         report = self.reap(ReaperConfig(limit=limit, retry_delay_s=retry_delay_s))

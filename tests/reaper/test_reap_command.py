@@ -98,3 +98,22 @@ async def test_the_service_runner_runs_the_reaper(defined: Ledger, clock: FakeCl
     assert runner.stats["reaper"].runs == 1
     state = defined.get(job_id)
     assert state is not None and state.status is JobStatus.PENDING and state.attempt == 1
+
+
+async def test_the_reapers_own_loop_reaps_at_once_and_ends_when_stopped(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """Reaper.run: the first pass runs at start (its commit wakes listeners); stop ends the
+    hour-long pause that follows at once."""
+    defined.enqueue("t")
+    defined.claim("w", lease_s=1)
+    clock.advance(2)
+    loop = asyncio.get_running_loop()
+    reaped = asyncio.Event()
+    defined.on_jobs_available(lambda: loop.call_soon_threadsafe(reaped.set))
+    stop = asyncio.Event()
+    running = asyncio.create_task(Reaper(defined, ReaperConfig(interval_s=3600)).run(stop))
+    await asyncio.wait_for(reaped.wait(), 30)
+    stop.set()
+    await asyncio.wait_for(running, 30)
+    assert defined.counts() == {"pending": 1}
