@@ -17,9 +17,9 @@ _EXPORTS: dict[str, str] = {
     "AuditQuery": "projections.rules.audit_query",
     "AuditRow": "projections.rules.audit_query",
     "BackoffPolicy": "ledger.core.events",
-    "BatchResult": "ledger.api.ledger",
+    "BatchResult": "ledger.api.outcomes",
     "Clock": "ledger.clock",
-    "Completion": "ledger.api.ledger",
+    "Completion": "ledger.api.outcomes",
     "ConcurrencyConflictError": "ledger.core.errors",
     "DatabaseBusyError": "ledger.core.errors",
     "DatabaseNotInitialisedError": "ledger.core.errors",
@@ -28,7 +28,7 @@ _EXPORTS: dict[str, str] = {
     "EnqueueRequest": "ledger.core.events",
     "Failure": "ledger.core.events",
     "FailureKind": "ledger.core.events",
-    "FailureReport": "ledger.api.ledger",
+    "FailureReport": "ledger.api.outcomes",
     "FakeClock": "ledger.clock",
     "Health": "ledger.runtime.pool",
     "IdempotencyConflictError": "ledger.core.errors",
@@ -123,7 +123,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see; never executed
-    from ledger.api.ledger import BatchResult, Completion, FailureReport, Ledger
+    from ledger.api.ledger import Ledger
+    from ledger.api.outcomes import BatchResult, Completion, FailureReport
     from ledger.clock import Clock, FakeClock, SystemClock
     from ledger.core.codec import Record
     from ledger.core.errors import (

@@ -1,1 +1,1 @@
-"""Maintenance services run on intervals: the reaper."""
+"""Maintenance services (the reaper) and the runner that runs them on their intervals."""

@@ -7,16 +7,15 @@ the injectable clock and record real events: history is never edited.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from datetime import timedelta
 
 import psycopg
+from reaper_helpers import plant_conflicting_dead_letter
 
 from ledger import FakeClock, JobStatus, Ledger
 from ledger.core.events import JobDeadLettered, JobEnqueued, JobFailed, JobLeased, JobRetryScheduled
 from ledger.maintenance.reaper import Reaper, ReaperConfig
-from ledger.store.config import is_postgres
 
 
 def event_types(ledger: Ledger, job_id: object) -> list[type[object]]:
@@ -175,18 +174,8 @@ def test_a_constraint_error_defers_only_its_job(ledger: Ledger, clock: FakeClock
     fine = ledger.enqueue("t", {"n": 2})
     ledger.claim("w", limit=2, lease_s=1)
     clock.advance(5)
-    url = ledger.store.conninfo if is_postgres(getattr(ledger.store, "conninfo", "")) else None
-    row = (
-        "INSERT INTO jl_dead_letters (job_id, job_type, run_number, attempt, code, dead_at, "
-        "snapshot) VALUES ({}, 't', 1, 1, 'x', 0, {})"
-    )
-    if url is not None:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(row.format("%s", "%s"), (broken, b"x"))
-    else:
-        path = ledger.store.path  # type: ignore[attr-defined]
-        with sqlite3.connect(path) as conn:
-            conn.execute(row.format("?", "?"), (broken.hex, b"x"))  # type: ignore[union-attr]
+    assert broken is not None
+    plant_conflicting_dead_letter(ledger, broken)
     report = Reaper(ledger, ReaperConfig(limit=10)).run_once()
     assert report.processed == 1 and [r.job_id for r in report.reaped] == [fine]
     [deferred] = report.deferred_errors

@@ -1,0 +1,112 @@
+"""The batch enqueue's transaction (read what the plan needs, plan, append), and the sync of
+a source's listing, which is one batch enqueue.
+
+The decision is :func:`ledger.core.enqueue_plan.plan_enqueue` (pure, tested without a
+database); this shell only normalises the requests, serialises the appends when the plan
+depends on what the store holds, looks that up, and appends the plan in the same transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from uuid import UUID
+
+from ledger.clock import Clock
+from ledger.core import decide
+from ledger.core.enqueue_plan import (
+    IdempotencyKey,
+    KeyedJob,
+    SubjectKey,
+    idempotency_key,
+    plan_enqueue,
+    subject_key,
+)
+from ledger.core.events import EnqueueRequest
+from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
+from ledger.store.base import Store, UnitOfWork
+
+Enqueue = Callable[[Sequence[EnqueueRequest]], list[UUID | None]]
+"""A batch enqueue: one result per request (a job id, or ``None`` if deduplicated)."""
+
+
+def enqueue_batch(
+    store: Store,
+    clock: Clock,
+    requests: Sequence[EnqueueRequest],
+    *,
+    auto_define: bool,
+    new_id: Callable[[], UUID],
+) -> list[UUID | None]:
+    """Enqueue ``requests`` in one transaction, all or none; one result per request."""
+    normalised = [decide.normalise_request(request) for request in requests]
+    if not normalised:
+        return []
+    with store.unit_of_work() as uow:
+        if auto_define or any(r.idempotency_key or r.subject for r in normalised):
+            # What decides this batch (keys, live subjects, definitions to create) must
+            # not change before it commits.
+            uow.serialise_appends()
+        now = clock.now()
+        types = sorted({r.job_type for r in normalised})
+        plan = plan_enqueue(
+            normalised,
+            {t: s.definition for t, s in uow.definitions(types).items()},
+            stored_keys=_stored_keys(uow, normalised),
+            live_subjects=_live_subjects(uow, normalised),
+            now=now,
+            auto_define=auto_define,
+            new_id=new_id,
+        )
+        uow.append(plan.job_changes, plan.definition_changes)
+    return plan.results
+
+
+def _stored_keys(
+    uow: UnitOfWork, requests: Sequence[EnqueueRequest]
+) -> dict[IdempotencyKey, KeyedJob]:
+    """The jobs already holding the batch's idempotency keys (one lookup per distinct key)."""
+    wanted = dict.fromkeys(k for k in map(idempotency_key, requests) if k is not None)
+    found: dict[IdempotencyKey, KeyedJob] = {}
+    for key in wanted:
+        holder = uow.find_idempotent(*key)
+        if holder is not None:
+            found[key] = KeyedJob(holder.job_id, holder.request)
+    return found
+
+
+def _live_subjects(uow: UnitOfWork, requests: Sequence[EnqueueRequest]) -> set[SubjectKey]:
+    """The batch's sync subjects that already have a live job (one lookup per subject)."""
+    wanted = dict.fromkeys(s for s in map(subject_key, requests) if s is not None)
+    return {subject for subject in wanted if uow.find_live_subject(*subject) is not None}
+
+
+def sync_listing(
+    store: Store,
+    enqueue: Enqueue,
+    source_id: str,
+    listing: Listing,
+    *,
+    job_type: str,
+    org: str | None,
+) -> SourceSync:
+    """Diff ``listing`` against the source's sync state and ``enqueue`` the changes in one
+    batch (see :meth:`ledger.api.ledger.Ledger.sync_source` for the contract)."""
+    rows = store.sync_state(source_id)  # one read: snapshot and known URIs agree
+    diff = diff_source(
+        source_id,
+        listing,
+        snapshot={row.uri: row.revision for row in rows if row.revision is not None},
+        known={row.uri for row in rows},
+    )
+    requests = [
+        EnqueueRequest(job_type=job_type, org=org, subject=decision.subject(source_id))
+        for decision in diff.changes
+    ]
+    enqueued: list[SyncJob] = []
+    skipped: list[SourceDecision] = []
+    for decision, job_id in zip(diff.changes, enqueue(requests), strict=True):
+        if job_id is None:
+            skipped.append(decision)
+        else:
+            enqueued.append(SyncJob(decision, job_id))
+    return SourceSync(diff, enqueued, skipped)

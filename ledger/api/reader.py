@@ -1,0 +1,222 @@
+"""The ledger's reads: jobs, histories, views, audit, stats, replay checks and export.
+
+:class:`Reader` is what a front end that only reads takes (the CLI's queries, the HTTP API,
+the dashboard); :class:`~ledger.api.ledger.Ledger` is a reader with the commands. Every read
+is its own transaction (or snapshot) on a pooled connection, so a reader is thread-safe.
+Reads never append, with one kind of exception: bringing a *tracked* projection to the head
+(:meth:`Reader.catch_up`, and ``audit``/``stats`` by default) writes its rows, which are
+derived from the history alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from uuid import UUID
+
+from ledger.clock import Clock, SystemClock
+from ledger.core.codec import Record
+from ledger.core.decision_replay import JobReplay
+from ledger.core.events import JobDefinition, JobEvent, JobStatus
+from ledger.core.exchange import Selection
+from ledger.core.state import JobState, evolve
+from ledger.store import replay_reads
+from ledger.store.audit_reads import read_page
+from ledger.store.base import Store
+from ledger.store.exporter import Exporter, ExportProgress, ExportReport, Write
+from ledger.store.job_views import jobs_at, list_jobs
+from ledger.store.tail import HistoryFollower
+from projections.rules.audit_query import AuditPage, AuditQuery
+from projections.rules.catalog import tracked
+from projections.rules.dead_letters import DeadLetter
+from projections.rules.job_list import DEFAULT_LIMIT, JobPage, job_query
+from projections.rules.sync_state import SyncState
+from projections.runners.rebuilder import Progress, Rebuilder, resolve
+from projections.runners.stats import Stats, collect
+from projections.runners.tracked import CatchUp, TrackedRunner
+
+
+class Reader:
+    """The reads over one store; ``clock`` gives "now" where a read needs one (stats)."""
+
+    def __init__(self, store: Store, *, clock: Clock | None = None) -> None:
+        self.store = store
+        self.clock: Clock = clock or SystemClock()
+
+    # --- jobs and their histories -------------------------------------------------------------
+
+    def get(self, job_id: UUID) -> JobState | None:
+        """A job's current state (from the queue view)."""
+        return self.store.get_job(job_id)
+
+    def get_many(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
+        """Many jobs' current states in one read; unknown ids are left out."""
+        return self.store.get_jobs(job_ids)
+
+    def history(self, job_id: UUID) -> list[Record]:
+        """Every event of a job, in order (empty if there is no such job)."""
+        records = self.store.history(job_id)
+        if records and not isinstance(records[0].event, JobEvent):
+            return []  # a job type's definition stream, not a job
+        return records
+
+    def state_at(
+        self, job_id: UUID, *, version: int | None = None, at: datetime | None = None
+    ) -> JobState | None:
+        """The job as it was after event ``version``, or at time ``at`` (``None`` before it
+        existed): the fold of the matching prefix of its history."""
+        state: JobState | None = None
+        for record in self.history(job_id):
+            event = record.event
+            assert isinstance(event, JobEvent)
+            if version is not None and record.originator_version > version:
+                break
+            if at is not None and event.at > at:
+                break
+            state = evolve(state, event)
+        return state
+
+    def follow_history(
+        self,
+        job_id: UUID,
+        *,
+        poll_s: float = 0.5,
+        linger_s: float = 1.0,
+        timeout_s: float | None = None,
+    ) -> HistoryFollower:
+        """A follower of the job's events, old then new as they commit, until the job is
+        terminal and quiet for ``linger_s`` or ``timeout_s`` passes (see
+        :mod:`ledger.store.tail`)."""
+        return HistoryFollower(
+            self.store, job_id, poll_s=poll_s, linger_s=linger_s, timeout_s=timeout_s
+        )
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per status."""
+        return self.store.count_by_status()
+
+    def jobs(
+        self,
+        *,
+        statuses: Iterable[JobStatus] = (),
+        job_type: str | None = None,
+        org: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: int | None = None,
+    ) -> JobPage:
+        """One page of the current jobs, newest enqueue first (any status if ``statuses`` is
+        empty). Pass a page's ``next_cursor`` as ``cursor`` for the next one."""
+        query = job_query(statuses, job_type, org, limit, cursor)
+        return list_jobs(self.store, query)
+
+    def jobs_at(
+        self,
+        at: datetime,
+        *,
+        statuses: Iterable[JobStatus] = (),
+        job_type: str | None = None,
+        org: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        cursor: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> JobPage:
+        """:meth:`jobs` as it was at ``at``: each job folded from its history up to its first
+        event later than ``at`` (as :meth:`state_at`); jobs enqueued later are absent. Reads
+        the whole history in batches; ``progress(position, head)`` follows it."""
+        query = job_query(statuses, job_type, org, limit, cursor)
+        return jobs_at(self.store, at, query, progress=progress)
+
+    # --- job types, sync state, dead letters -------------------------------------------------
+
+    def definition(self, job_type: str) -> JobDefinition | None:
+        """The current definition of ``job_type`` (``None`` if it is not defined)."""
+        for state in self.store.all_definitions():
+            if state.definition.job_type == job_type:
+                return state.definition
+        return None
+
+    def definitions(self) -> list[JobDefinition]:
+        """Every job type's current definition."""
+        return [state.definition for state in self.store.all_definitions()]
+
+    def sync_state(self, source_id: str) -> list[SyncState]:
+        """The sync-state rows of one source."""
+        return self.store.sync_state(source_id)
+
+    def revision_snapshot(self, source_id: str) -> dict[str, str]:
+        """``{uri: revision}`` for the source's rows that have a revision."""
+        return {
+            row.uri: row.revision
+            for row in self.store.sync_state(source_id)
+            if row.revision is not None
+        }
+
+    def known_uris(self, source_id: str) -> set[str]:
+        """Every URI the source's sync state has a row for."""
+        return {row.uri for row in self.store.sync_state(source_id)}
+
+    def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
+        """Dead jobs (optionally of one type), oldest death first."""
+        return self.store.dead_letters(job_type)
+
+    # --- projections, audit and stats ---------------------------------------------------------
+
+    def projections(self, *, progress: Progress | None = None) -> Rebuilder:
+        """Rebuild, verify and status of the views (see :mod:`projections.runners.rebuilder`);
+        ``progress(phase, done, total)`` is called as the work advances."""
+        return Rebuilder(self.store, progress=progress)
+
+    def catch_up(self, names: Sequence[str] | None = None) -> list[CatchUp]:
+        """Run the tracked projections named (all by default) to the head of the history."""
+        return [TrackedRunner(self.store, p).catch_up() for p in tracked(resolve(names))]
+
+    def audit(self, query: AuditQuery, *, catch_up: bool = True) -> AuditPage:
+        """One page of audit rows (``query.cursor``: the page after a previous one) and the
+        next page's cursor; with ``catch_up`` the audit view is first brought to the head, so
+        the rows include every event committed before the call."""
+        if catch_up:
+            self.catch_up(["audit"])
+        return read_page(self.store, query)
+
+    def stats(self, now: datetime | None = None, *, catch_up: bool = True) -> Stats:
+        """Counts, throughput windows, oldest due job and run times at ``now`` (the clock's
+        by default); with ``catch_up`` the audit view is first brought to the head."""
+        if catch_up:
+            self.catch_up(["audit"])
+        return collect(self.store, now or self.clock.now())
+
+    # --- decision replay (jobledger replay --check; see ledger/core/decision_replay.py) -------
+
+    def replay_check(self, job_id: UUID) -> JobReplay:
+        """Re-run the current decisions over one job's history and report what differs."""
+        return replay_reads.check_job(self.store, job_id)
+
+    def replay_check_all(
+        self, *, job_type: str | None = None, batch_size: int = 500
+    ) -> Iterator[JobReplay]:
+        """:meth:`replay_check` for every job (or every job of ``job_type``), streamed from one
+        read snapshot, ``batch_size`` jobs at a time (see :mod:`ledger.store.replay_reads`)."""
+        return replay_reads.check_all(self.store, job_type=job_type, batch_size=batch_size)
+
+    # --- export (ledger/core/exchange.py, docs/export-format.md) ------------------------------
+
+    def export_history(
+        self,
+        write: Write,
+        selection: Selection | None = None,
+        *,
+        progress: ExportProgress | None = None,
+    ) -> ExportReport:
+        """Write the whole histories of the selected jobs (all by default), after the
+        definition streams they use, as exchange-format lines through ``write``; one snapshot."""
+        return Exporter(self.store).export(write, selection or Selection(), progress)
+
+    # --- wake-ups -----------------------------------------------------------------------------
+
+    def on_jobs_available(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` after this process commits work that may be claimable."""
+        self.store.add_listener(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        """Stop calling a listener given to :meth:`on_jobs_available`."""
+        self.store.remove_listener(listener)

@@ -1,0 +1,130 @@
+"""The writes a worker makes: the claim, and the writes fenced by its lease.
+
+:class:`WorkerCommands` is a :class:`~ledger.api.reader.Reader` with these commands;
+:class:`~ledger.api.ledger.Ledger` adds the producers' and operators' commands. A single-job
+write whose fence fails raises :class:`~ledger.core.errors.LeaseOwnerMismatchError`; a batch
+write reports it per job in :class:`~ledger.api.outcomes.BatchResult`. Either way nothing is
+appended for that job. The transactions are in :mod:`ledger.api.worker_writes`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from uuid import UUID
+
+from ledger.api import worker_writes
+from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
+from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
+from ledger.api.reader import Reader
+from ledger.clock import Clock
+from ledger.core import decide
+from ledger.core.events import JSON, Failure
+from ledger.core.state import JobState, Lease
+from ledger.store.base import Store
+
+
+class WorkerCommands(Reader):
+    """Reads plus a worker's writes over one store. ``jitter`` draws the backoff jitter of a
+    failure (uniform in [0, 1); injectable so tests and replays are deterministic)."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        super().__init__(store, clock=clock)
+        self._jitter = jitter
+
+    def claim(
+        self,
+        worker_id: str,
+        *,
+        limit: int = 1,
+        types: Sequence[str] | None = None,
+        lease_s: LeaseLength = DEFAULT_LEASE_S,
+    ) -> list[JobState]:
+        """Lease up to ``limit`` due pending jobs, in claim order, to ``worker_id``.
+
+        ``types=None`` claims any type; an empty ``types`` claims nothing. ``lease_s`` may
+        map job types to their own lease lengths.
+        """
+        return worker_writes.claim(
+            self.store, self.clock, worker_id, limit=limit, types=types, lease_s=lease_s
+        )
+
+    def heartbeat(self, lease: Lease, *, lease_s: LeaseLength = DEFAULT_LEASE_S) -> JobState:
+        """Renew a lease until now + ``lease_s``."""
+        return self._fenced(lease.job_id, worker_writes.heartbeat_decision(lease, lease_s))
+
+    def heartbeat_many(
+        self, leases: Iterable[Lease], *, lease_s: LeaseLength = DEFAULT_LEASE_S
+    ) -> BatchResult:
+        """Renew many leases in one transaction (each still its own heartbeat event)."""
+        return self._fenced_many(
+            [(lease.job_id, worker_writes.heartbeat_decision(lease, lease_s)) for lease in leases]
+        )
+
+    def progress(
+        self,
+        lease: Lease,
+        *,
+        stage: str | None = None,
+        done: int | None = None,
+        total: int | None = None,
+        checkpoint: JSON | None = None,
+    ) -> JobState:
+        """Report a stage, progress counts and/or a checkpoint. Does not extend the lease."""
+        return self._fenced(
+            lease.job_id,
+            lambda s, now: decide.decide_progress(
+                s, lease, now, stage=stage, done=done, total=total, checkpoint=checkpoint
+            ),
+        )
+
+    def succeed(
+        self,
+        lease: Lease,
+        *,
+        output: JSON | None = None,
+        revision: str | None = None,
+        content_hash: str | None = None,
+    ) -> JobState:
+        """Record success; ``revision``/``content_hash`` describe the *result* (sync state)."""
+        completion = Completion(lease, output, revision, content_hash)
+        return self._fenced(lease.job_id, worker_writes.completion_decision(completion))
+
+    def succeed_many(self, completions: Sequence[Completion]) -> BatchResult:
+        """Record many successes in one transaction."""
+        return self._fenced_many(
+            [(c.lease.job_id, worker_writes.completion_decision(c)) for c in completions]
+        )
+
+    def fail(
+        self, lease: Lease, failure: Failure, *, not_before: datetime | None = None
+    ) -> JobState:
+        """Record a failed attempt; the job is retried with backoff or dead-lettered."""
+        report = FailureReport(lease, failure, not_before)
+        return self._fenced(lease.job_id, worker_writes.outcome_decision(report, self._jitter))
+
+    def finish_many(self, outcomes: Sequence[Outcome]) -> BatchResult:
+        """Record many successes and failures in one transaction (the batch completer's
+        write). Outcomes whose fence fails are reported in ``rejected``, nothing appended."""
+        return self._fenced_many(
+            [(o.lease.job_id, worker_writes.outcome_decision(o, self._jitter)) for o in outcomes]
+        )
+
+    def release(self, lease: Lease, *, reason: str = "released by worker") -> JobState:
+        """Hand the job back at once without consuming the attempt (shutdown, cancellation)."""
+        return self._fenced(
+            lease.job_id, lambda s, now: decide.decide_release(s, lease, now, reason)
+        )
+
+    def _fenced(self, job_id: UUID, decision: worker_writes.Decision) -> JobState:
+        return worker_writes.write_fenced(self.store, self.clock, job_id, decision)
+
+    def _fenced_many(self, items: Sequence[tuple[UUID, worker_writes.Decision]]) -> BatchResult:
+        return worker_writes.write_fenced_many(self.store, self.clock, items)

@@ -1,0 +1,144 @@
+"""Worker writes: the claim, and fenced writes (one job's, or a batch's, decision appended
+under the row lock).
+
+A claim leases due pending jobs in claim order, skipping rows another claim holds. Every other
+worker write names a :class:`~ledger.core.state.Lease`; its decision checks the fence
+(:func:`ledger.core.decide.check_fence`) against the job's locked current state. A single-job
+write whose decision refuses raises the decision's :class:`~ledger.core.errors.LedgerError`; a
+batch write reports it per job in :class:`~ledger.api.outcomes.BatchResult`. Either way nothing
+is appended for that job.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from uuid import UUID
+
+from ledger.api.leases import LeaseLength, all_positive, lease_for
+from ledger.api.outcomes import BatchResult, Completion, Outcome
+from ledger.clock import Clock
+from ledger.core import decide
+from ledger.core.errors import InvalidRequestError, JobNotFoundError, LedgerError
+from ledger.core.events import JobEvent
+from ledger.core.state import JobState, Lease, fold
+from ledger.store.base import Store
+
+Decision = Callable[[JobState, datetime], Sequence[JobEvent] | JobEvent]
+"""A command's decision bound to its arguments: (locked current state, now) -> events."""
+
+
+def _as_list(events: Sequence[JobEvent] | JobEvent) -> list[JobEvent]:
+    return [events] if isinstance(events, JobEvent) else list(events)
+
+
+def claim(
+    store: Store,
+    clock: Clock,
+    worker_id: str,
+    *,
+    limit: int,
+    types: Sequence[str] | None,
+    lease_s: LeaseLength,
+) -> list[JobState]:
+    """Lease up to ``limit`` due pending jobs (of ``types``; any if ``None``) to ``worker_id``;
+    their new states in claim order."""
+    if not worker_id:
+        raise InvalidRequestError("worker_id must be a non-empty string")
+    if limit < 1 or not all_positive(lease_s):
+        raise InvalidRequestError("claim needs limit >= 1 and lease lengths > 0")
+    if types is not None and not types:
+        return []
+    with store.unit_of_work() as uow:
+        due = uow.claimable(clock.now(), types, limit)
+        if not due:
+            return []
+        # Stamp the events with a second reading, taken once the rows are ours: an event
+        # another writer committed before we saw the row was stamped earlier than this.
+        now = clock.now()
+        changes = [
+            (s.job_id, [decide.decide_lease(s, worker_id, lease_for(lease_s, s.job_type), now)])
+            for s in due
+        ]
+        leased = uow.append(changes)
+    return [leased[state.job_id] for state in due]
+
+
+def write_fenced(store: Store, clock: Clock, job_id: UUID, decision: Decision) -> JobState:
+    """Lock the job, decide, append; the job's new state (unchanged if nothing was decided)."""
+    with store.unit_of_work() as uow:
+        state = uow.lock_jobs([job_id]).get(job_id)
+        # Read the clock only once the row is locked, so one job's events are stamped
+        # in the order they are appended.
+        now = clock.now()
+        if state is None:
+            raise JobNotFoundError(f"no job {job_id}")
+        events = _as_list(decision(state, now))
+        if not events:
+            return state
+        return uow.append([(job_id, events)])[job_id]
+
+
+def write_fenced_many(
+    store: Store, clock: Clock, items: Sequence[tuple[UUID, Decision]]
+) -> BatchResult:
+    """Lock every job, decide each in order, append the accepted ones in one transaction.
+
+    A job named twice sees its earlier item's effect; a refused item is reported, not raised.
+    """
+    rejected: dict[UUID, LedgerError] = {}
+    with store.unit_of_work() as uow:
+        ids = [job_id for job_id, _ in items]
+        current: dict[UUID, JobState] = uow.lock_jobs(ids)
+        repeated = {job_id for job_id, count in Counter(ids).items() if count > 1}
+        now = clock.now()
+        changes: list[tuple[UUID, Sequence[JobEvent]]] = []
+        for job_id, decision in items:
+            state = current.get(job_id)
+            if state is None:
+                rejected[job_id] = JobNotFoundError(f"no job {job_id}")
+                continue
+            try:
+                events = _as_list(decision(state, now))
+            except LedgerError as error:
+                rejected[job_id] = error
+                continue
+            if job_id in repeated:
+                # A later item for the same job must see this one's effect.
+                current[job_id] = fold(events, state) or state
+            changes.append((job_id, events))
+        new_states = uow.append(changes)
+    return BatchResult(accepted=list(new_states.values()), rejected=rejected)
+
+
+def heartbeat_decision(lease: Lease, lease_s: LeaseLength) -> Decision:
+    return lambda state, now: decide.decide_heartbeat(
+        state, lease, lease_for(lease_s, state.job_type), now
+    )
+
+
+def completion_decision(completion: Completion) -> Decision:
+    return lambda state, now: decide.decide_succeed(
+        state,
+        completion.lease,
+        now,
+        output=completion.output,
+        revision=completion.revision,
+        content_hash=completion.content_hash,
+    )
+
+
+def outcome_decision(outcome: Outcome, jitter: Callable[[], float]) -> Decision:
+    """A success's or a failure's decision; a failure's backoff jitter is drawn now, once."""
+    if isinstance(outcome, Completion):
+        return completion_decision(outcome)
+    draw = jitter()
+    return lambda state, now: decide.decide_fail(
+        state,
+        outcome.lease,
+        now,
+        outcome.failure,
+        jitter_draw=draw,
+        not_before=outcome.not_before,
+    )
