@@ -15,8 +15,9 @@ import msgspec
 from cli import params
 from cli.database import Settings, open_ledger
 from cli.errors import BadUsageError
-from cli.render import MISSING, echo_json, plain, table, when
+from cli.render import echo_json, scalar, table, when
 from ledger.api.ledger import Ledger
+from ledger.api.shaping import AUDIT_FIELDS, audit_row_json
 from ledger.core.errors import InvalidRequestError
 from ledger.core.times import parse_moment
 from projections.rules.audit_query import (
@@ -31,36 +32,11 @@ from projections.rules.audit_query import (
 )
 
 Format = Literal["table", "json", "jsonl", "csv"]
-FIELDS = (
-    "position",
-    "at",
-    "event",
-    "job_id",
-    "job_type",
-    "org",
-    "worker_id",
-    "run_number",
-    "attempt",
-    "code",
-)
 HEADERS = ("POSITION", "AT", "EVENT", "JOB", "TYPE", "ORG", "WORKER", "RUN", "ATTEMPT", "CODE")
 PAGE = 50
 EXPORT_PAGE = 1000
 """Rows per read with ``--all`` when ``--limit`` is not given."""
 PROGRESS_EVERY = 10_000
-
-
-def _job(ctx: click.Context, param: click.Parameter, value: str | None) -> UUID | None:
-    if value is None:
-        return None
-    try:
-        return UUID(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a job id (a UUID)") from None
-
-
-def _value(value: Any) -> str:
-    return MISSING if value is None else str(value)
 
 
 def _cells(row: AuditRow) -> list[str]:
@@ -70,18 +46,12 @@ def _cells(row: AuditRow) -> list[str]:
         row.event,
         str(row.job_id),
         row.job_type,
-        _value(row.org),
-        _value(row.worker_id),
-        _value(row.run_number),
-        _value(row.attempt),
-        _value(row.code),
+        scalar(row.org),
+        scalar(row.worker_id),
+        scalar(row.run_number),
+        scalar(row.attempt),
+        scalar(row.code),
     ]
-
-
-def _record(row: AuditRow) -> dict[str, Any]:
-    record: dict[str, Any] = plain(row)
-    record["at"] = when(row.at)
-    return {name: record[name] for name in FIELDS}
 
 
 def _next_command(query: AuditQuery, cursor: str) -> str:
@@ -129,7 +99,7 @@ def _pages(ledger: Ledger, query: AuditQuery, every: bool) -> Iterator[AuditPage
 
 
 @click.command()
-@click.option("--job", callback=_job, metavar="JOB_ID", help="One job's rows.")
+@click.option("--job", callback=params.optional_job_id, metavar="JOB_ID", help="One job's rows.")
 @click.option("--type", "job_type", metavar="TYPE", help="Rows of jobs of this type.")
 @click.option(
     "--event",
@@ -234,16 +204,16 @@ def _print(pages: Iterator[AuditPage], query: AuditQuery, fmt: Format) -> None:
     if fmt == "json":
         rows: list[dict[str, Any]] = []
         for result in pages:
-            rows += [_record(row) for row in result.rows]
+            rows += [audit_row_json(row) for row in result.rows]
             last = result.next_cursor
         echo_json({"rows": rows, "next_cursor": last})
         return
     if fmt == "csv":
         writer_buffer = io.StringIO()
-        writer = csv.DictWriter(writer_buffer, fieldnames=FIELDS, lineterminator="\n")
+        writer = csv.DictWriter(writer_buffer, fieldnames=AUDIT_FIELDS, lineterminator="\n")
         writer.writeheader()
         for result in pages:
-            writer.writerows(_record(row) for row in result.rows)
+            writer.writerows(audit_row_json(row) for row in result.rows)
             click.echo(writer_buffer.getvalue(), nl=False)
             writer_buffer.seek(0)
             writer_buffer.truncate()
@@ -271,4 +241,4 @@ def _print(pages: Iterator[AuditPage], query: AuditQuery, fmt: Format) -> None:
 
 
 def _jsonl(row: AuditRow) -> str:
-    return msgspec.json.encode(_record(row)).decode()
+    return msgspec.json.encode(audit_row_json(row)).decode()

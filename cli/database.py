@@ -9,9 +9,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import click
 
 from cli.progress import ProgressBars
-from cli.render import echo_json, json_option, plain
+from cli.render import echo_json, json_option
 from ledger.api import migrate as migration
 from ledger.api.ledger import Ledger
+from ledger.api.shaping import plain
 from ledger.store.config import is_postgres, open_store, sqlite_path
 
 # One command is one or two calls on one thread: a single pooled connection is enough, and

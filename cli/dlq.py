@@ -14,20 +14,20 @@ import msgspec
 from cli import params
 from cli.database import Settings, open_ledger
 from cli.errors import RefusedError
-from cli.jobs import PAYLOAD_PREVIEW
 from cli.render import (
     MISSING,
+    PAYLOAD_PREVIEW,
     compact_json,
     echo_json,
     first_line,
     json_option,
-    plain,
     table,
     when,
 )
 from ledger.api.ledger import Ledger
+from ledger.api.shaping import dead_letter_json, plain
 from ledger.core.errors import LedgerError
-from ledger.core.events import JSON, Subject
+from ledger.core.events import Subject
 from projections.rules.dead_letters import DeadLetter
 
 DEFAULT_REASON = "requeued by operator"
@@ -37,6 +37,10 @@ def _subject_text(subject: Subject | None) -> str:
     if subject is None:
         return MISSING
     return f"{subject.op} {subject.source_id} {subject.uri}"
+
+
+def _no_dead_jobs(job_type: str | None) -> str:
+    return "no dead jobs" if job_type is None else f"no dead jobs of type {job_type!r}"
 
 
 def _letter_row(letter: DeadLetter) -> list[str]:
@@ -52,23 +56,6 @@ def _letter_row(letter: DeadLetter) -> list[str]:
         f"{job.attempt}/{job.max_attempts}",
         compact_json(job.payload, PAYLOAD_PREVIEW),
     ]
-
-
-def _letter_json(letter: DeadLetter) -> dict[str, JSON]:
-    job = letter.snapshot
-    return {
-        "job_id": str(letter.job_id),
-        "job_type": letter.job_type,
-        "org": job.org,
-        "subject": plain(job.subject),
-        "dead_at": plain(letter.dead_at),
-        "failure": plain(letter.failure),
-        "run_number": job.run_number,
-        "attempt": job.attempt,
-        "max_attempts": job.max_attempts,
-        "payload": job.payload,
-        "checkpoint": job.checkpoint,
-    }
 
 
 @click.group(invoke_without_command=True)
@@ -91,9 +78,9 @@ def dlq(ctx: click.Context, *, job_type: str | None, as_json: bool) -> None:
     with open_ledger(settings.url) as ledger:
         letters = ledger.dead_letters(job_type)
     if as_json:
-        echo_json([_letter_json(letter) for letter in letters])
+        echo_json([dead_letter_json(letter) for letter in letters])
     elif not letters:
-        click.echo("no dead jobs" if job_type is None else f"no dead jobs of type {job_type!r}")
+        click.echo(_no_dead_jobs(job_type))
     else:
         headers = [
             "JOB", "TYPE", "ORG", "SUBJECT", "DEAD AT", "FAILURE", "RUN", "ATTEMPTS", "PAYLOAD",
@@ -148,12 +135,8 @@ def _report_text(report: RequeueReport) -> str:
     return f"{summary}\n{table(['JOB', 'TYPE', 'OUTCOME', 'DETAIL'], rows)}"
 
 
-def _optional_job_id(ctx: click.Context, param: click.Parameter, value: str | None) -> UUID | None:
-    return None if value is None else params.job_id(ctx, param, value)
-
-
 @dlq.command()
-@click.argument("job", required=False, callback=_optional_job_id)
+@click.argument("job", required=False, callback=params.optional_job_id)
 @click.option(
     "--all", "requeue_all", is_flag=True, help="Requeue every dead job, oldest death first."
 )
@@ -196,7 +179,7 @@ def requeue(
     elif job is not None:
         click.echo(f"requeued {job} (run {report.requeued[0].run_number})")
     elif not report.requeued and not report.refused:
-        click.echo("no dead jobs" if job_type is None else f"no dead jobs of type {job_type!r}")
+        click.echo(_no_dead_jobs(job_type))
     else:
         click.echo(_report_text(report))
     if report.refused:

@@ -22,8 +22,10 @@ import click
 
 from cli import params
 from cli.database import POOL_SIZE, Settings, describe, open_ledger
-from cli.render import echo_json, json_option, plain
+from cli.progress import StderrCounter
+from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
+from ledger.api.shaping import plain
 from ledger.core.events import JobStatus
 from ledger.core.exchange import Selection
 from ledger.store.config import resolve_url
@@ -31,32 +33,8 @@ from ledger.store.exporter import ExportReport
 from ledger.store.importer import ImportReport, OpenLines, validate
 
 
-class _Progress:
-    """``phase: done[/total]`` rewritten in place on stderr, only when stderr is a terminal
-    (a log file or a test would get one line per batch otherwise)."""
-
-    def __init__(self) -> None:
-        self._live = sys.stderr.isatty()
-        self._shown = False
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        if self._live:
-            of = f"/{total:,}" if total else ""
-            click.echo(f"\r{phase}: {done:,}{of}  ", nl=False, err=True)
-            self._shown = True
-
-    def close(self) -> None:
-        if self._shown:
-            click.echo("", err=True)
-            self._shown = False
-
-
-def _job_ids(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[UUID]:
-    return [params.job_id(ctx, param, value) for value in values]
-
-
 @click.command()
-@click.argument("job_ids", nargs=-1, metavar="[JOB]...", callback=_job_ids)
+@click.argument("job_ids", nargs=-1, metavar="[JOB]...", callback=params.job_ids)
 @click.option("--type", "job_type", help="Only jobs of this type.")
 @click.option("--org", help="Only jobs of this tenant.")
 @click.option(
@@ -103,7 +81,7 @@ def export(
     selection = Selection(
         job_ids=tuple(job_ids), job_type=job_type, org=org, status=status, since=since, until=until
     )
-    progress = _Progress()
+    progress = StderrCounter()
     with ExitStack() as stack:
         ledger = stack.enter_context(open_ledger(settings.url))
         stack.callback(progress.close)
@@ -135,7 +113,7 @@ def _n(count: int, noun: str) -> str:
 
 
 def _export_to_file(
-    ledger: Ledger, selection: Selection, output: Path, progress: _Progress
+    ledger: Ledger, selection: Selection, output: Path, progress: StderrCounter
 ) -> ExportReport:
     """Export into a temporary file beside ``output``, renamed over it once complete, so a
     failed export never leaves a truncated file under the name asked for."""
@@ -190,7 +168,7 @@ def import_(settings: Settings, source: str, db: str | None, as_json: bool) -> N
     url = resolve_url(db) if db is not None else settings.url
     if source != "-" and not Path(source).is_file():
         raise click.BadParameter(f"no file {source!r}", param_hint="FILE")
-    progress = _Progress()
+    progress = StderrCounter()
     with ExitStack() as stack:
         stack.callback(progress.close)
         open_lines = _reopenable(source, stack)

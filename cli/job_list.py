@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import sys
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 
 from cli import params
 from cli.database import Settings, open_ledger
-from cli.jobs import state_json
-from cli.render import MISSING, echo_json, json_option, plain, table, when
+from cli.progress import FoldingProgress
+from cli.render import MISSING, echo_json, json_option, table, when
+from ledger.api.shaping import job_page_json
 from ledger.core.events import JobStatus
 from ledger.core.state import JobState
 from ledger.core.times import parse_moment
-from projections.rules.job_list import DEFAULT_LIMIT, JobPage
+from projections.rules.job_list import DEFAULT_LIMIT
 
 MAX_LIMIT = 10_000
 
@@ -41,27 +41,6 @@ def _row(state: JobState) -> list[str]:
 
 
 HEADERS = ["ID", "TYPE", "ORG", "STATUS", "RUN/ATT", "RUN AT", "WORKER", "LEASE END", "ERROR"]
-
-
-class _Progress:
-    """Events folded so far, on stderr, about once per tenth of the history (TTY or not)."""
-
-    def __init__(self) -> None:
-        self._shown = -1
-
-    def __call__(self, position: int, head: int) -> None:
-        tenth = position * 10 // max(head, 1)
-        if tenth != self._shown:
-            self._shown = tenth
-            click.echo(f"folding history: position {position} of {head}", err=True)
-
-
-def _page_json(page: JobPage, at: datetime | None) -> dict[str, Any]:
-    return {
-        "at": None if at is None else plain(at),
-        "jobs": [state_json(job.state) for job in page.jobs],
-        "next_cursor": page.next_cursor,
-    }
 
 
 @click.command()
@@ -127,10 +106,10 @@ def jobs(
                 org=org,
                 limit=limit,
                 cursor=cursor,
-                progress=_Progress() if sys.stderr.isatty() else None,
+                progress=FoldingProgress() if sys.stderr.isatty() else None,
             )
     if as_json:
-        echo_json(_page_json(page, moment))
+        echo_json(job_page_json(page, moment))
         return
     if moment is not None:
         click.echo(f"as at {when(moment)}", err=True)

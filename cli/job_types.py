@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from cli.database import Settings, open_ledger
-from cli.render import echo_json, json_option, plain, seconds, table
+from cli.render import echo_json, json_option, scalar, seconds, table
+from ledger.api.shaping import plain
 from ledger.core.events import BackoffPolicy, JobDefinition
 
 _DEFAULTS = JobDefinition(job_type="-")
@@ -17,15 +18,18 @@ def _backoff(base_s: float | None, max_s: float | None, jitter: float | None) ->
     return BackoffPolicy(**{key: value for key, value in given.items() if value is not None})
 
 
+def _backoff_text(backoff: BackoffPolicy) -> str:
+    return f"{seconds(backoff.base_s)}..{seconds(backoff.max_s)} ±{backoff.jitter:g}"
+
+
 def _summary(definition: JobDefinition) -> str:
-    backoff = definition.backoff
     return (
         f"version {definition.version}, "
         f"{'enabled' if definition.enabled else 'disabled'}, "
         f"max attempts {definition.max_attempts}, "
         f"timeout {seconds(definition.default_timeout_s)}, "
         f"priority {definition.default_priority}, "
-        f"backoff {seconds(backoff.base_s)}..{seconds(backoff.max_s)} ±{backoff.jitter:g}"
+        f"backoff {_backoff_text(definition.backoff)}"
     )
 
 
@@ -150,15 +154,14 @@ def disable(settings: Settings, job_type: str) -> None:
 
 
 def _row(definition: JobDefinition) -> list[str]:
-    backoff = definition.backoff
     return [
         definition.job_type,
         str(definition.version),
-        "yes" if definition.enabled else "no",
+        scalar(definition.enabled),
         str(definition.max_attempts),
         seconds(definition.default_timeout_s),
         str(definition.default_priority),
-        f"{seconds(backoff.base_s)}..{seconds(backoff.max_s)} ±{backoff.jitter:g}",
+        _backoff_text(definition.backoff),
     ]
 
 

@@ -38,6 +38,16 @@ def job_id(ctx: click.Context, param: click.Parameter, value: str) -> UUID:
         raise click.BadParameter(f"{value!r} is not a job id (a UUID)") from None
 
 
+def optional_job_id(ctx: click.Context, param: click.Parameter, value: str | None) -> UUID | None:
+    """A job id, or ``None`` when the argument or option was not given."""
+    return None if value is None else job_id(ctx, param, value)
+
+
+def job_ids(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> list[UUID]:
+    """Job ids of a repeated argument, in the order given."""
+    return [job_id(ctx, param, value) for value in values]
+
+
 def aware_datetime(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> datetime | None:

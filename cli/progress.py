@@ -1,4 +1,7 @@
-"""Progress on stderr for long work (rebuild, verify, migrate)."""
+"""Progress on stderr for long work (rebuild, verify, migrate, time travel, export, import).
+
+Progress is for people, so it goes to stderr: stdout stays the result (or JSON).
+"""
 
 from __future__ import annotations
 
@@ -30,3 +33,38 @@ class ProgressBars:
             self._bar.__exit__(None, None, None)
             self._bar = None
             self._phase = None
+
+
+class StderrCounter:
+    """``progress(phase, done, total)`` as ``phase: done[/total]`` rewritten in place on
+    stderr, only when stderr is a terminal (a log file or a test would get one line per batch
+    otherwise)."""
+
+    def __init__(self) -> None:
+        self._live = sys.stderr.isatty()
+        self._shown = False
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if self._live:
+            of = f"/{total:,}" if total else ""
+            click.echo(f"\r{phase}: {done:,}{of}  ", nl=False, err=True)
+            self._shown = True
+
+    def close(self) -> None:
+        if self._shown:
+            click.echo("", err=True)
+            self._shown = False
+
+
+class FoldingProgress:
+    """``progress(position, head)`` of a fold over the whole history: a line on stderr about
+    once per tenth of the history (whole lines, so a log of it reads well)."""
+
+    def __init__(self) -> None:
+        self._shown = -1
+
+    def __call__(self, position: int, head: int) -> None:
+        tenth = position * 10 // max(head, 1)
+        if tenth != self._shown:
+            self._shown = tenth
+            click.echo(f"folding history: position {position} of {head}", err=True)

@@ -10,7 +10,8 @@ import click
 
 from cli.database import Settings, open_ledger
 from cli.progress import ProgressBars
-from cli.render import MISSING, compact_json, echo_json, json_option, plain, table
+from cli.render import MISSING, compact_json, echo_json, json_option, table
+from ledger.api.shaping import plain, projection_json, verify_report_json
 from projections.rules.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
 from projections.rules.diff import VerifyReport, ViewReport
 from projections.runners.follower import Follower
@@ -32,19 +33,7 @@ def list_projections(as_json: bool) -> None:
     """The projections this code defines: name, mode, schema version, table, the events that
     change it."""
     if as_json:
-        echo_json(
-            [
-                {
-                    "name": p.name,
-                    "mode": p.mode,
-                    "version": p.version,
-                    "tables": [p.table],
-                    "events": list(p.events),
-                    "description": p.description,
-                }
-                for p in PROJECTIONS
-            ]
-        )
+        echo_json([projection_json(p) for p in PROJECTIONS])
         return
     rows = [
         [p.name, p.mode, str(p.version), p.table, _events_text(p.events), p.description]
@@ -147,7 +136,7 @@ def verify(settings: Settings, name: str | None, as_json: bool) -> None:
     finally:
         bars.close()
     if as_json:
-        echo_json({**plain(report), "clean": report.clean})
+        echo_json(verify_report_json(report))
     else:
         click.echo(_report_text(report))
     if not report.clean:
@@ -199,7 +188,7 @@ def follow(settings: Settings, name: str | None, poll: float, as_json: bool) -> 
             for item in reports:
                 if item.applied:
                     if as_json:
-                        click.echo(compact_json(plain(item)))
+                        click.echo(compact_json(item))
                     else:
                         click.echo(
                             f"{item.name}: applied {item.applied} events; position {item.position}"

@@ -6,17 +6,17 @@ import click
 
 from cli.database import Settings, open_ledger
 from cli.errors import redact
-from cli.jobs import PAYLOAD_PREVIEW
 from cli.render import (
     MISSING,
+    PAYLOAD_PREVIEW,
     compact_json,
     echo_json,
     first_line,
     json_option,
-    plain,
     table,
     when,
 )
+from ledger.api.shaping import plain
 from ledger.maintenance.reaper import DeferredError, ReapedLease, Reaper, ReaperConfig, ReapReport
 
 _DEFAULTS = ReaperConfig()

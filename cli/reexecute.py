@@ -15,11 +15,13 @@ from uuid import UUID
 import click
 import msgspec
 
-from cli.job_history import fold_records, job_records
-from cli.render import MISSING, compact_json, echo_json, fields, plain
+from cli.job_history import job_records
+from cli.render import MISSING, compact_json, echo_json, fields
 from cli.worker import load_registry
 from ledger.api.ledger import Ledger
+from ledger.api.shaping import plain
 from ledger.core.decide import check_output
+from ledger.core.diagnostics import current_state
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Failure, JobStatus, Stage
 from ledger.core.state import JobState, Lease
@@ -69,7 +71,7 @@ def run_handler(
 ) -> bool:
     """Run the handler once; print what it returned or raised. Returns whether it returned."""
     registry = load_registry(app)
-    state = fold_records(job_records(ledger, job))
+    state = current_state(job_records(ledger, job))
     assert state is not None
     spec = registry.get(state.job_type)
     if spec is None:

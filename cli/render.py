@@ -9,6 +9,8 @@ from typing import Any
 import click
 import msgspec
 
+from ledger.api.shaping import iso_millis, plain
+
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print JSON on stdout instead of text."
 )
@@ -16,26 +18,13 @@ json_option = click.option(
 MISSING = "-"
 """How text output shows an unset value."""
 
-
-def plain(value: Any) -> Any:
-    """``value`` as JSON-ready builtins, keeping every struct field.
-
-    ``msgspec.to_builtins`` honours the structs' ``omit_defaults``, which would drop e.g.
-    ``status: pending`` and ``attempt: 0``: a JSON reader must not have to know the defaults.
-    """
-    if isinstance(value, msgspec.Struct):
-        return {
-            field.name: plain(getattr(value, field.name)) for field in msgspec.structs.fields(value)
-        }
-    if isinstance(value, dict):
-        return {str(key): plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    return msgspec.to_builtins(value)
+PAYLOAD_PREVIEW = 200
+"""Characters of a payload (and other JSON values) a text line shows; ``--json`` prints all."""
 
 
 def echo_json(value: Any) -> None:
-    """Print ``value`` (already :func:`plain`) as indented JSON on stdout."""
+    """Print ``value`` (already builtins: :mod:`ledger.api.shaping`) as indented JSON on
+    stdout."""
     click.echo(msgspec.json.format(msgspec.json.encode(value), indent=2).decode())
 
 
@@ -49,9 +38,17 @@ def compact_json(value: Any, limit: int | None = None) -> str:
 
 def when(moment: datetime | None) -> str:
     """A time for people: UTC, to the millisecond, ``Z``-suffixed."""
-    if moment is None:
+    return MISSING if moment is None else iso_millis(moment)
+
+
+def scalar(value: bool | int | float | str | None) -> str:
+    """A single value for people: ``yes``/``no``, a float without trailing zeros, ``-`` for
+    unset."""
+    if value is None:
         return MISSING
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def seconds(value: float | None) -> str:

@@ -17,15 +17,16 @@ import click
 from cli import params
 from cli.database import Settings, open_ledger
 from cli.errors import CliError
-from cli.job_history import fold_records, job_records
-from cli.jobs import _state_lines, state_json
+from cli.job_history import job_records
 from cli.reexecute import run_handler
-from cli.render import echo_json, fields, json_option, plain, when
+from cli.render import echo_json, fields, json_option, when
+from cli.state_text import state_lines
 from ledger.api.ledger import Ledger
+from ledger.api.shaping import plain, state_json
 from ledger.core.codec import Record
 from ledger.core.decision_replay import ReplayFinding, ReplaySummary
+from ledger.core.diagnostics import current_state
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON
 from ledger.core.state import JobState
 
 
@@ -54,16 +55,12 @@ def _state_then(records: list[Record], to_event: int | None, at: datetime | None
                 f"job {records[0].originator_id} did not exist yet at {when(at)} "
                 f"(enqueued at {when(records[0].event.at)})"
             )
-    state = fold_records(prefix)
+    state = current_state(prefix)
     assert state is not None
     return state
 
 
 # --- decision replay ------------------------------------------------------------------------
-
-
-def _finding_json(finding: ReplayFinding) -> dict[str, JSON]:
-    return {**plain(finding), "job_id": str(finding.job_id)}
 
 
 def _finding_text(finding: ReplayFinding) -> str:
@@ -143,12 +140,8 @@ def _validate(
     return mode
 
 
-def _optional_job_id(ctx: click.Context, param: click.Parameter, value: str | None) -> UUID | None:
-    return None if value is None else params.job_id(ctx, param, value)
-
-
 @click.command()
-@click.argument("job", required=False, callback=_optional_job_id)
+@click.argument("job", required=False, callback=params.optional_job_id)
 @click.option(
     "--to-event",
     type=click.IntRange(min=1),
@@ -229,16 +222,10 @@ def replay(
         if as_json:
             echo_json(state_json(state))
         else:
-            click.echo(fields(_state_lines(state)))
+            click.echo(fields(state_lines(state)))
         return
     if as_json:
-        echo_json(
-            {
-                "jobs": summary.jobs,
-                "events": summary.events,
-                "findings": [_finding_json(f) for f in summary.findings],
-            }
-        )
+        echo_json(plain(summary))
     else:
         click.echo("\n\n".join([*map(_finding_text, summary.findings), _summary_line(summary)]))
     if summary.findings:
@@ -246,6 +233,3 @@ def replay(
             f"replay.findings: {len(summary.findings)} event(s) the current code would "
             "not have recorded the same way"
         )
-
-
-# --- timeline -------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from cli.database import Settings, open_ledger
-from cli.render import MISSING, echo_json, json_option, plain, table, when
+from cli.render import MISSING, echo_json, json_option, table, when
+from ledger.api.shaping import plain
 from projections.rules.sync_state import SyncState
 
 

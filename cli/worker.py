@@ -13,8 +13,9 @@ import click
 
 from cli.database import Settings, describe
 from cli.errors import CliError
-from cli.render import echo_json, json_option, plain
+from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
+from ledger.api.shaping import plain
 from ledger.runtime.handlers import Registry
 from ledger.runtime.pool import PoolStats, WorkerPool
 

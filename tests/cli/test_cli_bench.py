@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
+import psycopg
 import pytest
 from cli_helpers import assert_one_error_line, invoke
 
-from cli.bench import BENCH_TYPE, WAKEUP_SAMPLES, JobsLostError, verify
+from cli.bench import verify
+from cli.bench_phases import BENCH_TYPE, WAKEUP_SAMPLES, JobsLostError
 from ledger import EnqueueRequest, Ledger
+from ledger.core.errors import StoreError
+from ledger.store.server import analyze_queue, server_version
 
 N = 300
 SMALL = ("--n", str(N), "--chunk", "100")
@@ -100,3 +106,38 @@ def test_jobs_left_by_an_interrupted_run_are_worked_first_and_not_timed(sqlite_u
     assert (report["leftover_jobs"], report["succeeded"]) == (7, N)
     with Ledger.open(sqlite_url) as ledger:
         assert ledger.counts() == {"succeeded": 7 + N + WAKEUP_SAMPLES}
+
+
+def test_server_version_names_the_backend_and_its_version(db_url: str) -> None:
+    """The bench's "server" fact: PostgreSQL's own version string, or the linked SQLite's."""
+    if db_url.startswith("postgresql"):
+        with psycopg.connect(db_url) as conn:
+            expected = conn.execute("SHOW server_version").fetchone()
+        assert expected is not None
+        assert server_version(db_url) == f"PostgreSQL {expected[0]}"
+    else:
+        assert server_version(db_url) == f"SQLite {sqlite3.sqlite_version}"
+
+
+def test_analyze_queue_refreshes_statistics_on_postgres_only(db_url: str) -> None:
+    """PostgreSQL: ANALYZE runs (the planner's row estimate of jl_queue becomes the real
+    count); SQLite: nothing runs and it says so."""
+    with Ledger.open(db_url) as ledger:
+        ledger.define(BENCH_TYPE)
+        ledger.enqueue_many([EnqueueRequest(job_type=BENCH_TYPE)] * 3)
+    postgres = db_url.startswith("postgresql")
+    assert analyze_queue(db_url) is postgres
+    if postgres:
+        with psycopg.connect(db_url) as conn:
+            row = conn.execute("SELECT reltuples FROM pg_class WHERE relname = 'jl_queue'")
+            assert row.fetchone() == (3.0,)
+
+
+def test_an_unreachable_server_is_a_store_error_naming_what_failed() -> None:
+    """A driver failure comes back as the ledger's StoreError (no driver error escapes the
+    store), the message saying which call failed."""
+    url = "postgresql://postgres@127.0.0.1:1/nothing"
+    with pytest.raises(StoreError, match=re.escape("ANALYZE jl_queue failed: ")):
+        analyze_queue(url)
+    with pytest.raises(StoreError, match="reading the server version failed: "):
+        server_version(url)

@@ -9,10 +9,10 @@ from uuid import UUID
 import pytest
 from replay_helpers import invoke, make_histories, prefix_state
 
-from cli.jobs import state_json
 from cli.render import when
 from cli.timeline import LABELS
 from ledger import FakeClock, Ledger
+from ledger.api.shaping import state_json
 
 
 @pytest.fixture

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from uuid import UUID
 
+import msgspec
 from views_helpers import RETRYABLE, TERMINAL, define_types, enqueue, invoke
 
 from ledger import FakeClock, Ledger
+from ledger.api.shaping import job_details_json, record_json
+from ledger.core.diagnostics import diagnose
 
 
 def _labelled(text: str) -> dict[str, str]:
@@ -94,3 +97,31 @@ def test_show_a_dead_job(db_url: str, clock: FakeClock) -> None:
     assert shown["status"] == "dead" and shown["payload"] == {"invoice": 17}
     assert shown["finished_at"] == dead.finished_at.isoformat().replace("+00:00", "Z")  # type: ignore[union-attr]
     assert {"lease_renewals", "next_retry_at", "diagnostics", "retries", "backoff"} <= set(shown)
+
+
+def test_show_and_history_json_are_the_shared_shapes(db_url: str, clock: FakeClock) -> None:
+    """``show --json`` and ``history --json`` print exactly ``ledger.api.shaping``'s shapes of
+    the ledger's own reads, so another front end using the module prints the same JSON."""
+    with Ledger.open(db_url, clock=clock) as ledger:
+        define_types(ledger)
+        job_id = enqueue(ledger, org="acme", payload={"n": 1})
+        [state] = ledger.claim("w1")
+        assert state.lease is not None
+        ledger.heartbeat(state.lease)
+        clock.advance(5)
+        ledger.fail(state.lease, RETRYABLE)
+        records = ledger.history(job_id)
+        current = ledger.get(job_id)
+        assert current is not None
+        # Pending, so no live lease: the findings do not depend on whose clock reads them.
+        findings = diagnose(records, now=clock.now())
+    _, shown = _show(db_url, job_id)
+    assert shown == as_json(job_details_json(current, records, findings))
+    history = invoke(db_url, "history", str(job_id), "--json")
+    assert history.exit_code == 0, history.stderr
+    assert json.loads(history.stdout) == as_json([record_json(record) for record in records])
+
+
+def as_json(value: object) -> object:
+    """``value`` through a JSON encoder, as the CLI's output is read back."""
+    return json.loads(msgspec.json.encode(value))
