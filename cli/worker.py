@@ -16,7 +16,8 @@ from cli.errors import CliError
 from cli.render import echo_json, json_option, plain
 from ledger.api.ledger import Ledger
 from ledger.runtime.handlers import Registry
-from ledger.runtime.pool import PoolStats, WorkerPool
+from ledger.runtime.health import PoolStats
+from ledger.runtime.pool import WorkerPool
 
 
 class DeadJobsError(CliError):
