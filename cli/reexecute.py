@@ -20,12 +20,12 @@ from cli.render import MISSING, compact_json, echo_json, fields
 from cli.worker import load_registry
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
-from ledger.core.decide import check_output
 from ledger.core.diagnostics import current_state
-from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Failure, JobStatus, Stage
 from ledger.core.state import JobState, Lease
-from ledger.runtime.handlers import INVALID_OUTPUT_CODE, HandlerSpec, JobContext, Result, classify
+from ledger.runtime import executor
+from ledger.runtime.executor import Verdict
+from ledger.runtime.handlers import HandlerSpec, JobContext, Result
 
 REPLAY_WORKER = "replay-local"
 """The worker id a re-executed job's context reports (no lease exists in the ledger)."""
@@ -37,13 +37,10 @@ async def _report(kind: str, values: dict[str, Any]) -> None:
     click.echo(f"[replay] {kind} {detail}".rstrip() + " (not recorded)", err=True)
 
 
-async def _execute(spec: HandlerSpec, job: JobState, lease: Lease) -> Any:
+async def _execute(spec: HandlerSpec, job: JobState, lease: Lease) -> Verdict:
     context = JobContext(job, lease, _report, asyncio.get_running_loop())
-    # The job's own timeout, as the worker applies it.
-    async with asyncio.timeout(job.timeout_s):
-        if spec.is_async:
-            return await spec.function(context)
-        return await asyncio.to_thread(spec.function, context)
+    # The job's own timeout and the worker's own judgement of what the handler did.
+    return await executor.run_handler(spec, context, job.timeout_s)
 
 
 def _replay_job(state: JobState, attempt: int | None, checkpoint: bool) -> tuple[JobState, Lease]:
@@ -80,29 +77,23 @@ def run_handler(
         )
     replayed, lease = _replay_job(state, attempt, checkpoint)
     started = time.perf_counter()
-    try:
-        value = asyncio.run(_execute(spec, replayed, lease))
-    except BaseException as exc:
-        failure = classify(exc)
-        if failure is None:
-            raise  # Ctrl-C and friends stop the replay, as they stop a worker
-        elapsed = time.perf_counter() - started
-        _print_raised(replayed, exc, failure, elapsed, as_json)
-        return False
+    # Ctrl-C and friends propagate unjudged: they stop the replay, as they stop a worker.
+    verdict = asyncio.run(_execute(spec, replayed, lease))
     elapsed = time.perf_counter() - started
-    result = value if isinstance(value, Result) else Result(output=value)
-    try:
-        check_output(result.output)
-    except InvalidRequestError as invalid:
-        failure_json = {"kind": "terminal", "code": INVALID_OUTPUT_CODE, "message": invalid.message}
-        _print_invalid_output(failure_json, elapsed, as_json)
+    if verdict.failure is not None and verdict.raised is not None:
+        _print_raised(replayed, verdict.raised, verdict.failure, elapsed, as_json)
         return False
-    _print_returned(result, elapsed, as_json)
+    if verdict.failure is not None:
+        _print_invalid_output(verdict.failure, elapsed, as_json)
+        return False
+    assert verdict.result is not None
+    _print_returned(verdict.result, elapsed, as_json)
     return True
 
 
 _MACHINERY = (
     __file__,
+    executor.__file__,
     os.path.dirname(asyncio.__file__),
     os.path.dirname(concurrent.futures.__file__),
 )
@@ -177,13 +168,13 @@ def _print_raised(
     click.echo(trace.rstrip(), err=True)
 
 
-def _print_invalid_output(failure: dict[str, str], elapsed: float, as_json: bool) -> None:
+def _print_invalid_output(failure: Failure, elapsed: float, as_json: bool) -> None:
     if as_json:
         echo_json(
             {
                 "outcome": "invalid_output",
                 "seconds": round(elapsed, 6),
-                "failure": failure,
+                "failure": plain(failure),
                 "permanent": True,
                 "would": "dead_letter",
             }
@@ -192,8 +183,8 @@ def _print_invalid_output(failure: dict[str, str], elapsed: float, as_json: bool
     click.echo(
         fields(
             [
-                ("returned", f"after {elapsed:.3f}s, but not JSON: {failure['message']}"),
-                ("classified", f"permanent (kind terminal, code {failure['code']})"),
+                ("returned", f"after {elapsed:.3f}s, but not JSON: {failure.message}"),
+                ("classified", f"permanent (kind terminal, code {failure.code})"),
                 ("a worker would", "dead letter"),
             ]
         )

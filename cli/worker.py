@@ -17,7 +17,8 @@ from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
 from ledger.runtime.handlers import Registry
-from ledger.runtime.pool import PoolStats, WorkerPool
+from ledger.runtime.health import PoolStats
+from ledger.runtime.pool import WorkerPool
 
 
 class DeadJobsError(CliError):

@@ -30,7 +30,7 @@ _EXPORTS: dict[str, str] = {
     "FailureKind": "ledger.core.events",
     "FailureReport": "ledger.api.outcomes",
     "FakeClock": "ledger.clock",
-    "Health": "ledger.runtime.pool",
+    "Health": "ledger.runtime.health",
     "IdempotencyConflictError": "ledger.core.errors",
     "IllegalTransitionError": "ledger.core.state",
     "InvalidRequestError": "ledger.core.errors",
@@ -47,7 +47,8 @@ _EXPORTS: dict[str, str] = {
     "LedgerError": "ledger.core.errors",
     "ListedJob": "projections.rules.job_list",
     "PermanentError": "ledger.runtime.handlers",
-    "PoolStats": "ledger.runtime.pool",
+    "PoolConfig": "ledger.runtime.config",
+    "PoolStats": "ledger.runtime.health",
     "Record": "ledger.core.codec",
     "Registry": "ledger.runtime.handlers",
     "Result": "ledger.runtime.handlers",
@@ -95,6 +96,7 @@ __all__ = [
     "LedgerError",
     "ListedJob",
     "PermanentError",
+    "PoolConfig",
     "PoolStats",
     "Record",
     "Registry",
@@ -153,7 +155,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
         SubjectOp,
     )
     from ledger.core.state import IllegalTransitionError, JobState, Lease
+    from ledger.runtime.config import PoolConfig
     from ledger.runtime.handlers import JobContext, PermanentError, Registry, Result, TransientError
-    from ledger.runtime.pool import Health, PoolStats, WorkerPool
+    from ledger.runtime.health import Health, PoolStats
+    from ledger.runtime.pool import WorkerPool
     from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow
     from projections.rules.job_list import JobPage, ListedJob

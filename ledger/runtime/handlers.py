@@ -1,9 +1,11 @@
 """Handlers: the registry that maps job types to code, the context a handler receives, and
-the classification of what a handler raised.
+the errors and result a handler uses to say how its job went.
 
 A handler is ``async def handler(ctx) -> output`` or a plain ``def`` (run in a thread so it
 cannot stall the event loop). Its return value is the job's output; return a :class:`Result`
-to also report the revision and content hash a sync subject's state should record.
+to also report the revision and content hash a sync subject's state should record. What a
+handler's return or exception becomes in the ledger is decided in
+:mod:`ledger.runtime.executor`.
 """
 
 from __future__ import annotations
@@ -17,16 +19,11 @@ from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
-from ledger.core.events import JSON, BackoffPolicy, Failure, FailureKind, Subject
+from ledger.core.events import JSON, BackoffPolicy, Subject
 from ledger.core.state import JobState, Lease
 
-HANDLER_ERROR_CODE = "job.handler_error"
 PERMANENT_ERROR_CODE = "job.permanent_error"
 TRANSIENT_ERROR_CODE = "job.transient_error"
-TIMEOUT_CODE = "job.timeout_exceeded"
-PANIC_CODE = "job.handler_panic"
-NOT_REGISTERED_CODE = "job.handler_not_registered"
-INVALID_OUTPUT_CODE = "job.invalid_output"
 
 
 class PermanentError(Exception):
@@ -63,35 +60,6 @@ class Result:
     output: JSON | None = None
     revision: str | None = None
     content_hash: str | None = None
-
-
-def classify(exc: BaseException) -> Failure | None:
-    """The failure a handler's exception stands for; ``None`` for the runtime's own signals.
-
-    ``KeyboardInterrupt``, ``SystemExit`` and ``CancelledError`` mean the runtime is shutting
-    down: they are never classified, they propagate, and the job stays leased for a release
-    or the reaper. An explicit PermanentError/TransientError wins; a timeout is ``timeout``;
-    any other ``Exception`` is treated as transient.
-    """
-    if isinstance(exc, KeyboardInterrupt | SystemExit | asyncio.CancelledError):
-        return None
-    if isinstance(exc, PermanentError):
-        return Failure(kind=FailureKind.TERMINAL, code=exc.code, message=str(exc))
-    if isinstance(exc, TransientError):
-        return Failure(kind=FailureKind.RETRYABLE, code=exc.code, message=str(exc))
-    if isinstance(exc, TimeoutError):
-        return Failure(kind=FailureKind.TIMEOUT, code=TIMEOUT_CODE, message=str(exc) or "timed out")
-    if isinstance(exc, Exception):
-        return Failure(
-            kind=FailureKind.RETRYABLE,
-            code=HANDLER_ERROR_CODE,
-            message=f"{type(exc).__name__}: {exc}",
-        )
-    # Any other BaseException (GeneratorExit, a custom BaseException) is a crash of the
-    # machinery rather than a verdict on the job.
-    return Failure(
-        kind=FailureKind.PANICKED, code=PANIC_CODE, message=f"{type(exc).__name__}: {exc}"
-    )
 
 
 class JobContext:
@@ -248,3 +216,7 @@ class Registry:
 
     def specs(self) -> list[HandlerSpec]:
         return [self._handlers[t] for t in self.job_types()]
+
+    def lease_lengths(self, default_s: float) -> dict[str, float]:
+        """Seconds of lease per registered type: the handler's ``lease_s``, else ``default_s``."""
+        return {spec.job_type: spec.lease_s or default_s for spec in self.specs()}

@@ -14,7 +14,9 @@ import pytest
 
 from ledger import BackoffPolicy, FakeClock, Ledger
 from ledger.runtime.handlers import JobContext, Registry, Result
+from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool
+from ledger.testing import drain
 
 INGEST = "ingest"
 
@@ -63,6 +65,15 @@ def sync_ledger(db_url: str, clock: FakeClock) -> Iterator[Ledger]:
         yield ledger
 
 
+SEED_POOL_SETTINGS: dict[str, Any] = {
+    "concurrency": 2,
+    "poll_interval_s": 0.05,
+    "reaper_interval_s": 60.0,
+    "lease_s": 60.0,
+}
+"""The seed's pool settings, for pools and for the ledger.testing helpers alike."""
+
+
 @pytest.fixture
 async def make_pool(
     sync_ledger: Ledger, registry: Registry
@@ -71,17 +82,21 @@ async def make_pool(
     pools: list[WorkerPool] = []
 
     def build(**kwargs: Any) -> WorkerPool:
-        options: dict[str, Any] = {
-            "concurrency": 2,
-            "poll_interval_s": 0.05,
-            "reaper_interval_s": 60.0,
-            "lease_s": 60.0,
-        }
-        options.update(kwargs)
-        pool = WorkerPool(sync_ledger, registry, **options)
+        pool = WorkerPool(sync_ledger, registry, **{**SEED_POOL_SETTINGS, **kwargs})
         pools.append(pool)
         return pool
 
     yield build
     for pool in pools:
         await pool.stop()  # a no-op for pools a test already stopped
+
+
+@pytest.fixture
+def drain_queue(sync_ledger: Ledger, registry: Registry) -> Callable[..., Awaitable[PoolStats]]:
+    """``ledger.testing.drain`` over the sync ledger and the ingest registry, with the seed's
+    settings (overridable per call)."""
+
+    async def run(**kwargs: Any) -> PoolStats:
+        return await drain(sync_ledger, registry, **{**SEED_POOL_SETTINGS, **kwargs})
+
+    return run

@@ -8,18 +8,22 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ledger import EnqueueRequest, FakeClock, JobStatus, Ledger, Subject
 from ledger.api.ledger import Completion
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.completer import BatchCompleter
-from ledger.runtime.handlers import JobContext, Registry, classify
+from ledger.runtime.executor import classify
+from ledger.runtime.handlers import JobContext, Registry
+from ledger.runtime.health import PoolStats
 from ledger.runtime.heartbeater import Heartbeater
 from ledger.runtime.pool import WorkerPool
+from ledger.testing import drain, run_until_idle, sync_definitions
 
 MakePool = Callable[..., WorkerPool]
+DrainQueue = Callable[..., Awaitable[PoolStats]]
 
 
 async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> None:
@@ -100,11 +104,10 @@ async def test_a_handler_past_its_timeout_fails_as_timeout(sync_ledger: Ledger) 
     async def slow(ctx: JobContext) -> None:
         await asyncio.sleep(10)
 
-    pool = WorkerPool(sync_ledger, registry, concurrency=1)
-    await asyncio.to_thread(pool._define_types)
+    await asyncio.to_thread(sync_definitions, sync_ledger, registry)
     job_id = sync_ledger.enqueue("slow")
     assert job_id is not None
-    await pool.drain_once()
+    await drain(sync_ledger, registry, concurrency=1)
     state = sync_ledger.get(job_id)
     assert state is not None and state.status is JobStatus.PENDING
     assert state.last_error is not None
@@ -112,14 +115,12 @@ async def test_a_handler_past_its_timeout_fails_as_timeout(sync_ledger: Ledger) 
 
 
 async def test_a_job_without_a_handler_dies_as_not_registered(
-    sync_ledger: Ledger, make_pool: MakePool
+    sync_ledger: Ledger, drain_queue: DrainQueue
 ) -> None:
     """A claimed job whose type has no handler is a terminal job.handler_not_registered."""
     sync_ledger.define("orphan")
     job_id = sync_ledger.enqueue("orphan")
-    pool = make_pool()
-    pool.types = ["orphan"]
-    await pool.drain_once()
+    await drain_queue(types=["orphan"])
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD
     assert state.last_error is not None
@@ -137,8 +138,7 @@ async def test_an_output_that_is_not_json_fails_only_its_own_job(sync_ledger: Le
     sync_ledger.define("odd")
     bad = sync_ledger.enqueue("odd", {"bad": True})
     good = sync_ledger.enqueue("odd", {"bad": False})
-    pool = WorkerPool(sync_ledger, registry, concurrency=2, poll_interval_s=0.05)
-    await pool.run_until_idle()
+    await run_until_idle(sync_ledger, registry, concurrency=2, poll_interval_s=0.05)
     bad_state, good_state = sync_ledger.get(bad), sync_ledger.get(good)  # type: ignore[arg-type]
     assert bad_state is not None and bad_state.status is JobStatus.DEAD
     assert bad_state.last_error is not None and bad_state.last_error.code == "job.invalid_output"
@@ -161,8 +161,7 @@ async def test_sync_handlers_run_in_a_thread_and_can_report_progress(sync_ledger
 
     sync_ledger.define("blocking")
     job_id = sync_ledger.enqueue("blocking")
-    pool = WorkerPool(sync_ledger, registry, concurrency=1, poll_interval_s=0.05)
-    await pool.run_until_idle()
+    await run_until_idle(sync_ledger, registry, concurrency=1, poll_interval_s=0.05)
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.output == "done" and state.progress_total == 2
     assert threads and threads[0] != "MainThread"

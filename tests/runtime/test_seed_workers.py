@@ -1,10 +1,11 @@
 """An equivalent of every test in haiku.rag's worker-pool tests (seeds/haiku_rag_test_workers),
 on the event-sourced ledger, on SQLite and PostgreSQL.
 
-Where a seed test edits rows to move time, these move the injectable clock; where it reaches
-into private state, these use the pool's clearly-internal hooks (``_workers``, ``_breaker``,
-``_release``, ``_pending_releases``, ``_process``). Wall-clock waits appear only where the
-behaviour is about real time (wake-up, shutdown), with generous bounds.
+Where a seed test edits rows to move time, these move the injectable clock; where it runs the
+processing logic deterministically, these use :mod:`ledger.testing` (``drain``, ``work_job``);
+where it reaches into private state, these use the pool's clearly-internal hooks
+(``_workers``, ``_releaser``). Wall-clock waits appear only where the behaviour is about real
+time (wake-up, shutdown), with generous bounds.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from ledger import (
     Subject,
     SubjectOp,
 )
-from ledger.runtime.handlers import JobContext, PermanentError, TransientError
+from ledger.runtime.breaker import CircuitBreaker
+from ledger.runtime.handlers import JobContext, PermanentError, Registry, TransientError
+from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool, process_worker_id
+from ledger.testing import work_job
 
 INGEST = "ingest"
 MakePool = Callable[..., WorkerPool]
+DrainQueue = Callable[..., Awaitable[PoolStats]]
 
 
 def subject(
@@ -81,38 +86,37 @@ async def test_seed_stop_completes_with_idle_workers(make_pool: MakePool) -> Non
     assert pool.live_workers == 0
 
 
-# --- drain_once: the processing logic, deterministically ------------------------------------
+# --- ledger.testing.drain: the processing logic, deterministically --------------------------
 
 
 async def test_seed_drain_marks_job_succeeded_and_writes_sync_state(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger, drain_queue: DrainQueue, downstream: Any
 ) -> None:
     """Success: status succeeded, and the sync state records the *result's* revision."""
     downstream.revision, downstream.content_hash = "e1", "m1"
     job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", revision="e0"))
-    assert await make_pool().drain_once() == 1
+    assert (await drain_queue()).claimed == 1
     assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
     assert sync_ledger.revision_snapshot("src") == {"s3://b/k.md": "e1"}
 
 
 async def test_seed_drain_delete_op_removes_sync_state(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger, drain_queue: DrainQueue, downstream: Any
 ) -> None:
     """A delete job runs the delete downstream and removes the subject's sync state."""
-    pool = make_pool()
     downstream.revision = "e1"
     sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md"))
-    await pool.drain_once()
+    await drain_queue()
     assert sync_ledger.revision_snapshot("src") == {"s3://b/k.md": "e1"}
     job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", SubjectOp.DELETE))
-    await pool.drain_once()
+    await drain_queue()
     assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
     assert downstream.deleted == ["s3://b/k.md"]
     assert sync_ledger.revision_snapshot("src") == {}
 
 
 async def test_seed_successful_delete_prunes_dead_jobs_for_same_uri(
-    sync_ledger: Ledger, make_pool: MakePool
+    sync_ledger: Ledger, drain_queue: DrainQueue
 ) -> None:
     """Once a delete resolves a URI, the earlier dead upsert for it leaves the dead letters."""
     from ledger import Failure, FailureKind
@@ -126,18 +130,18 @@ async def test_seed_successful_delete_prunes_dead_jobs_for_same_uri(
     assert [d.job_id for d in sync_ledger.dead_letters()] == [upsert]
 
     delete = sync_ledger.enqueue(INGEST, subject=subject("file:///gone.md", SubjectOp.DELETE))
-    await make_pool().drain_once()
+    await drain_queue()
     assert status_of(sync_ledger, delete) is JobStatus.SUCCEEDED
     assert sync_ledger.dead_letters() == []
 
 
 async def test_seed_permanent_error_marks_dead_no_reschedule(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger, drain_queue: DrainQueue, downstream: Any
 ) -> None:
     """PermanentError: dead at once with its message; no sync state is written."""
     downstream.raises = PermanentError("unsupported")
     job_id = sync_ledger.enqueue(INGEST, subject=subject("https://x/y.bin"))
-    await make_pool().drain_once()
+    await drain_queue()
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD
     assert state.last_error is not None and state.last_error.message == "unsupported"
@@ -145,7 +149,7 @@ async def test_seed_permanent_error_marks_dead_no_reschedule(
 
 
 async def test_seed_transient_error_reschedules_below_max_attempts(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger, drain_queue: DrainQueue, downstream: Any
 ) -> None:
     """TransientError below max attempts: pending again, later, attempt kept, error kept."""
     downstream.raises = TransientError("blip")
@@ -153,7 +157,7 @@ async def test_seed_transient_error_reschedules_below_max_attempts(
     assert job_id is not None
     before = sync_ledger.get(job_id)
     assert before is not None
-    assert await make_pool().drain_once() == 1  # the 60 s backoff keeps it from re-running
+    assert (await drain_queue()).claimed == 1  # the 60 s backoff keeps it from re-running
     state = sync_ledger.get(job_id)
     assert state is not None and state.status is JobStatus.PENDING
     assert state.last_error is not None and state.last_error.message == "blip"
@@ -162,18 +166,18 @@ async def test_seed_transient_error_reschedules_below_max_attempts(
 
 
 async def test_seed_transient_error_at_max_attempts_marks_dead(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger, drain_queue: DrainQueue, downstream: Any
 ) -> None:
     """max_attempts=1: the first transient failure is the last."""
     downstream.raises = TransientError("blip")
     job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1)
-    await make_pool().drain_once()
+    await drain_queue()
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD and state.attempt == 1
 
 
 async def test_seed_unknown_exception_caught_and_marked_dead(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger, drain_queue: DrainQueue, downstream: Any
 ) -> None:
     """An unrecognised Exception is treated as transient: it flows to retry/dead letter."""
 
@@ -182,32 +186,32 @@ async def test_seed_unknown_exception_caught_and_marked_dead(
 
     downstream.raises = WeirdError("surprise")
     job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1)
-    pool = make_pool()
-    await pool.drain_once()
+    tasks_before = asyncio.all_tasks()
+    await drain_queue()
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD
     assert state.last_error is not None and "WeirdError: surprise" in state.last_error.message
-    assert pool.live_workers == 0  # drain_once ran on the caller's task; nothing crashed
+    assert asyncio.all_tasks() <= tasks_before  # drain ran on the caller's task; nothing crashed
 
 
 async def test_seed_keyboard_interrupt_propagates_not_classified(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger, drain_queue: DrainQueue, downstream: Any
 ) -> None:
     """KeyboardInterrupt is the runtime's own signal: it propagates; the job stays leased."""
     downstream.raises = KeyboardInterrupt("ctrl-c")
     job_id = sync_ledger.enqueue(INGEST, subject=subject())
     with pytest.raises(KeyboardInterrupt):
-        await make_pool().drain_once()
+        await drain_queue()
     assert status_of(sync_ledger, job_id) is JobStatus.LEASED
 
 
 async def test_seed_drain_passes_configured_sources_to_client(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger, drain_queue: DrainQueue, downstream: Any
 ) -> None:
     """What the pool is configured with (here: authenticated sources) reaches the handler."""
     configured = {"source_id": "urls", "headers": {"Authorization": "Bearer abc"}}
     sync_ledger.enqueue(INGEST, subject=subject("https://example.com/x"))
-    await make_pool(resources={"sources": [configured]}).drain_once()
+    await drain_queue(resources={"sources": [configured]})
     [ctx] = downstream.calls
     assert ctx.resources["sources"] == [configured]
 
@@ -290,7 +294,7 @@ async def test_seed_shutdown_grace_timeout_releases_claim(
 
 
 async def test_seed_worker_loses_claim_to_reaper_does_not_write_sync_state(
-    sync_ledger: Ledger, make_pool: MakePool, clock: FakeClock, downstream: Any
+    sync_ledger: Ledger, registry: Registry, clock: FakeClock, downstream: Any
 ) -> None:
     """A's lease is reaped and B re-claims: A's late success changes nothing, and the sync
     state stays untouched (it is written only from an appended job_succeeded)."""
@@ -302,8 +306,7 @@ async def test_seed_worker_loses_claim_to_reaper_does_not_write_sync_state(
     [claimed_by_b] = sync_ledger.claim("worker-B")
     before = sync_ledger.store.head_position()
 
-    pool = make_pool(concurrency=1)
-    await pool._process(claimed_by_a, record_now=True)
+    assert await work_job(sync_ledger, registry, claimed_by_a) is None  # refused by the fence
 
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.LEASED
@@ -316,7 +319,7 @@ def _slow_release(
     pool: WorkerPool, delay: float
 ) -> tuple[asyncio.Event, asyncio.Event, Callable[..., Awaitable[None]]]:
     entered, done = asyncio.Event(), asyncio.Event()
-    real_release = pool._release
+    real_release = pool._releaser.release
 
     async def slow_release(lease: Any) -> None:
         entered.set()
@@ -334,7 +337,7 @@ async def test_seed_cancel_cleanup_survives_second_cancel(
     finishes as an orphan task."""
     pool, job_id, _ = await _start_hanging_job(sync_ledger, make_pool, downstream)
     entered, done, slow_release = _slow_release(pool, 0.2)
-    monkeypatch.setattr(pool, "_release", slow_release)
+    monkeypatch.setattr(pool._releaser, "release", slow_release)
     worker = pool._workers[0]
     worker.cancel()
     await asyncio.wait_for(entered.wait(), timeout=1.0)
@@ -347,30 +350,32 @@ async def test_seed_cancel_cleanup_survives_second_cancel(
     assert state is not None and state.status is JobStatus.PENDING and state.worker_id is None
 
 
-async def test_seed_drain_pending_releases_waits_for_orphan_releases(
+async def test_seed_wait_for_pending_releases_waits_for_orphan_releases(
     sync_ledger: Ledger, make_pool: MakePool, downstream: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """After a double cancel the release is an orphan; drain_pending_releases waits for it
-    and reports how many landed."""
+    """After a double cancel the release is an orphan; the releaser's wait_for_pending waits
+    for it and reports how many landed."""
     pool, job_id, _ = await _start_hanging_job(sync_ledger, make_pool, downstream)
     entered, _, slow_release = _slow_release(pool, 0.15)
-    monkeypatch.setattr(pool, "_release", slow_release)
+    monkeypatch.setattr(pool._releaser, "release", slow_release)
     worker = pool._workers[0]
     worker.cancel()
     await asyncio.wait_for(entered.wait(), timeout=1.0)
     worker.cancel()
     with pytest.raises(asyncio.CancelledError):
         await worker
-    assert len(pool._pending_releases) == 1
-    assert await pool.drain_pending_releases(timeout=2.0) == 1
-    assert pool._pending_releases == set()
+    assert pool._releaser.pending == 1
+    assert await pool._releaser.wait_for_pending(timeout=2.0) == 1
+    assert pool._releaser.pending == 0
     await pool.stop()
     assert status_of(sync_ledger, job_id) is JobStatus.PENDING
 
 
-async def test_seed_drain_pending_releases_with_no_orphans_is_noop(make_pool: MakePool) -> None:
-    """Nothing to drain: returns 0 at once."""
-    assert await make_pool(concurrency=1).drain_pending_releases() == 0
+async def test_seed_wait_for_pending_releases_with_no_orphans_is_noop(
+    make_pool: MakePool,
+) -> None:
+    """Nothing to wait for: returns 0 at once."""
+    assert await make_pool(concurrency=1)._releaser.wait_for_pending() == 0
 
 
 async def test_seed_live_workers_drops_when_a_worker_finishes(make_pool: MakePool) -> None:
@@ -399,15 +404,19 @@ async def test_seed_double_start_raises(make_pool: MakePool) -> None:
 
 
 async def test_seed_breaker_opens_after_n_consecutive_transient_failures(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger,
+    make_pool: MakePool,
+    drain_queue: DrainQueue,
+    downstream: Any,
+    clock: FakeClock,
 ) -> None:
     """Five transient failures in a row open the breaker; jobs stay queued for later."""
     downstream.raises = TransientError("downstream down")
-    pool = make_pool()
-    threshold = pool._breaker.threshold
-    for i in range(threshold + 1):
+    breaker = CircuitBreaker(clock)
+    pool = make_pool(breaker=breaker)
+    for i in range(breaker.threshold + 1):
         sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"), max_attempts=5)
-    await pool.drain_once()  # the 60 s backoff keeps each failed job from re-running
+    await drain_queue(breaker=breaker)  # the 60 s backoff keeps each failed job from re-running
     assert pool.breaker_open is True
     assert pool.health().status == "degraded"
     assert sync_ledger.counts().get("pending", 0) >= 1
@@ -417,9 +426,10 @@ async def test_seed_breaker_pauses_worker_loop_claims(
     sync_ledger: Ledger, make_pool: MakePool
 ) -> None:
     """With the breaker open, a live worker does not claim a queued job."""
-    pool = make_pool(concurrency=1, poll_interval_s=0.02)
+    breaker = CircuitBreaker(sync_ledger.clock)
+    pool = make_pool(concurrency=1, poll_interval_s=0.02, breaker=breaker)
     for _ in range(10):
-        pool._breaker.record_failure()
+        breaker.record_failure()
     assert pool.breaker_open is True
     job_id = sync_ledger.enqueue(INGEST, subject=subject())
     await pool.start()
@@ -429,29 +439,35 @@ async def test_seed_breaker_pauses_worker_loop_claims(
 
 
 async def test_seed_breaker_closes_on_successful_probe(
-    sync_ledger: Ledger, make_pool: MakePool, clock: FakeClock
+    sync_ledger: Ledger, make_pool: MakePool, drain_queue: DrainQueue, clock: FakeClock
 ) -> None:
     """After the cooldown a probe may run; its success clears the breaker."""
-    pool = make_pool()
+    breaker = CircuitBreaker(clock)
+    pool = make_pool(breaker=breaker)
     for _ in range(10):
-        pool._breaker.record_failure()
+        breaker.record_failure()
     assert pool.breaker_open is True
-    clock.advance(pool._breaker.cooldown.total_seconds())
+    clock.advance(breaker.cooldown.total_seconds())
     assert pool.breaker_open is False
     sync_ledger.enqueue(INGEST, subject=subject())
-    await pool.drain_once()
+    await drain_queue(breaker=breaker)
     assert pool.breaker_consecutive_failures == 0
 
 
 async def test_seed_breaker_ignores_permanent_errors(
-    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+    sync_ledger: Ledger,
+    make_pool: MakePool,
+    drain_queue: DrainQueue,
+    downstream: Any,
+    clock: FakeClock,
 ) -> None:
     """Permanent errors are about one job, not downstream: they neither count nor open."""
     downstream.raises = PermanentError("bad URI")
-    pool = make_pool()
-    for i in range(pool._breaker.threshold + 2):
+    breaker = CircuitBreaker(clock)
+    pool = make_pool(breaker=breaker)
+    for i in range(breaker.threshold + 2):
         sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"))
-    await pool.drain_once()
+    await drain_queue(breaker=breaker)
     assert pool.breaker_open is False
     assert pool.breaker_consecutive_failures == 0
 

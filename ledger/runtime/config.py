@@ -1,0 +1,103 @@
+"""The worker pool's settings, in one frozen value.
+
+:class:`PoolConfig` holds every tunable of a :class:`~ledger.runtime.pool.WorkerPool` with its
+default; the pool and the helpers in :mod:`ledger.testing` accept the same names as keyword
+arguments (:class:`PoolSettings`), so ``WorkerPool(ledger, registry, concurrency=4)`` and
+``WorkerPool(ledger, registry, PoolConfig(concurrency=4))`` build the same pool. The live
+objects a pool is given (a shared circuit breaker, the handlers' resources) are not settings
+and stay separate arguments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypedDict
+
+from ledger.maintenance.reaper import ReaperConfig
+from ledger.runtime.handlers import Registry
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """How a pool claims, runs, completes, heartbeats and reaps. Seconds throughout."""
+
+    concurrency: int = 10
+    """Worker slots: jobs whose handlers may run at once (0: claim nothing, only reap)."""
+    types: Sequence[str] | None = None
+    """The job types to claim; ``None`` means every type the registry has a handler for."""
+    name: str = "default"
+    """The pool's name, the first part of its worker id ``<name>@<host>:<pid>``."""
+    lease_s: float = 30.0
+    """Lease length for types whose handler sets none."""
+    poll_interval_s: float = 1.0
+    """How long an idle producer waits for a wake-up before it looks again."""
+    prefetch: int | None = None
+    """Claimed jobs that may wait for a free slot; ``None`` adapts it to the handlers' pace."""
+    heartbeat_interval_s: float | None = None
+    """Between lease renewals; ``None`` is a third of the shortest lease."""
+    reaper_interval_s: float = 30.0
+    """Between reaper passes; 0 runs no reaper in this pool."""
+    reaper_retry_delay_s: float = 60.0
+    reaper_batch: int = 500
+    reaper_lock_timeout_s: float | None = 2.0
+    """A reap blocked on a lock would hold the events-table lock and stall every writer: the
+    reaper gives up on that job after this long (it is deferred, not lost)."""
+    completion_batch: int = 200
+    """At most this many outcomes per completion transaction."""
+    completion_delay_s: float = 0.005
+    """How long the completer gathers outcomes before it writes them."""
+    define_types: bool = True
+    """Define (or update) each registered type from its handler's options at start."""
+    follow_projections: bool = False
+    """Keep the tracked views (audit) current from a thread of this process. Off by default:
+    the follower's decoding competes with the handlers for the GIL (measured: ~25% of a pool's
+    throughput on 2 cores); one ``jobledger projections follow`` process per deployment does
+    the same work without that cost."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 0:
+            raise ValueError("concurrency must be >= 0")
+
+    @classmethod
+    def of(cls, config: PoolConfig | None, settings: PoolSettings) -> PoolConfig:
+        """``config`` (or the defaults) with ``settings`` applied over it; an unknown setting
+        is a ``TypeError``, as an unknown keyword argument is."""
+        return dataclasses.replace(config or cls(), **settings)
+
+    def claimed_types(self, registry: Registry) -> list[str]:
+        """:attr:`types`, else every type ``registry`` has a handler for."""
+        return list(self.types) if self.types is not None else registry.job_types()
+
+    def heartbeat_interval(self, lease_lengths: dict[str, float]) -> float:
+        """The configured interval, else a third of the shortest lease any claim may get."""
+        shortest = min([self.lease_s, *lease_lengths.values()])
+        return self.heartbeat_interval_s or shortest / 3
+
+    def reaper_config(self) -> ReaperConfig:
+        return ReaperConfig(
+            limit=self.reaper_batch,
+            retry_delay_s=self.reaper_retry_delay_s,
+            lock_timeout_s=self.reaper_lock_timeout_s,
+        )
+
+
+class PoolSettings(TypedDict, total=False):
+    """:class:`PoolConfig`'s fields as keyword arguments (a test holds the two in step)."""
+
+    concurrency: int
+    types: Sequence[str] | None
+    name: str
+    lease_s: float
+    poll_interval_s: float
+    prefetch: int | None
+    heartbeat_interval_s: float | None
+    reaper_interval_s: float
+    reaper_retry_delay_s: float
+    reaper_batch: int
+    reaper_lock_timeout_s: float | None
+    completion_batch: int
+    completion_delay_s: float
+    define_types: bool
+    follow_projections: bool

@@ -1,0 +1,58 @@
+"""What a pool has done (:class:`PoolStats`) and whether it is fit to go on (:class:`Health`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal
+
+from ledger.core.events import JobStatus
+from ledger.core.state import JobState
+
+
+@dataclass
+class PoolStats:
+    """What the pool has done since it started."""
+
+    claimed: int = 0
+    succeeded: int = 0
+    retried: int = 0
+    dead: int = 0
+    fenced_out: int = 0
+    released: int = 0
+
+    def count_recorded(self, state: JobState) -> None:
+        """Count one recorded outcome by the state it left the job in (a retry is ``pending``
+        again; a cancelled or otherwise ended job is not counted)."""
+        if state.status is JobStatus.SUCCEEDED:
+            self.succeeded += 1
+        elif state.status is JobStatus.DEAD:
+            self.dead += 1
+        elif state.status is JobStatus.PENDING:
+            self.retried += 1
+
+
+@dataclass
+class Health:
+    status: Literal["ok", "degraded"]
+    reasons: list[str] = field(default_factory=list)
+
+
+def assess(
+    *,
+    started: bool,
+    live_workers: int,
+    concurrency: int,
+    breaker_reopens_at: datetime | None,
+    follower_problem: str | None,
+) -> Health:
+    """``ok``, or ``degraded`` with every reason: dead worker slots (only while started), an
+    open breaker, a failing or stopped projection follower."""
+    reasons = []
+    if started and live_workers < concurrency:
+        reasons.append(f"{live_workers} of {concurrency} workers alive")
+    if breaker_reopens_at is not None:
+        reasons.append(f"circuit breaker open until {breaker_reopens_at}")
+    if follower_problem is not None:
+        reasons.append(follower_problem)
+    return Health("degraded" if reasons else "ok", reasons)

@@ -1,0 +1,162 @@
+"""The producer: keeps the worker slots fed with claimed jobs, claiming in batches.
+
+One task claims as many due jobs as there are free slots plus a prefetch allowance, in one
+transaction, and buffers them for the slots. It refills only once half of that capacity is
+free (or the buffer ran dry), because claiming the moment one slot frees would make every
+claim a one-job transaction, and throughput is transactions times jobs per transaction. While
+nothing is due, or the circuit breaker is open, it waits for a wake-up or the poll interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator
+
+from ledger.core.state import JobState, Lease
+from ledger.runtime.breaker import CircuitBreaker
+from ledger.runtime.claims import Claims
+from ledger.runtime.wakeup import Wakeup
+
+log = logging.getLogger(__name__)
+
+PREFETCH_WINDOW_S = 0.05
+"""Claimed-but-waiting work the pool aims to hold, in seconds of handler time."""
+PREFETCH_CAP_PER_WORKER = 10
+INITIAL_HANDLER_ESTIMATE_S = 0.05
+HANDLER_ESTIMATE_WEIGHT = 0.05
+
+
+class Producer:
+    """Claims for ``concurrency`` slots and hands jobs out one at a time (:meth:`next_job`).
+
+    A slot brackets each job it runs with :meth:`running`, which is how the producer knows
+    how much room there is and how long handlers take.
+    """
+
+    def __init__(
+        self,
+        claims: Claims,
+        *,
+        concurrency: int,
+        prefetch: int | None,
+        poll_interval_s: float,
+        breaker: CircuitBreaker,
+        wakeup: Wakeup,
+    ) -> None:
+        self._claims = claims
+        self.concurrency = concurrency
+        self.poll_interval_s = poll_interval_s
+        self._fixed_prefetch = prefetch
+        self._prefetch_cap = max(1, PREFETCH_CAP_PER_WORKER * concurrency)
+        self._handler_s = INITIAL_HANDLER_ESTIMATE_S
+        self._breaker = breaker
+        self._wakeup = wakeup
+        # None tells a slot to stop (one per slot, after the last job).
+        self._buffer: asyncio.Queue[JobState | None] = asyncio.Queue()
+        self._in_flight = 0
+        self._room = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._stopping = False
+
+    @property
+    def prefetch(self) -> int:
+        """How many claimed jobs may wait for a free worker.
+
+        Fixed if given; otherwise enough to keep the workers busy for about
+        ``PREFETCH_WINDOW_S`` at the handlers' recent pace: fast handlers get large claim
+        batches (one transaction per batch is what makes throughput), slow ones hold few
+        jobs back from other processes."""
+        if self._fixed_prefetch is not None:
+            return self._fixed_prefetch
+        wanted = self.concurrency * PREFETCH_WINDOW_S / max(self._handler_s, 1e-6)
+        return max(1, min(self._prefetch_cap, int(wanted)))
+
+    # --- the claiming loop ------------------------------------------------------------------
+
+    def start(self) -> asyncio.Task[None]:
+        self._stopping = False
+        return asyncio.create_task(self._produce(), name="jobledger-producer")
+
+    def stop(self) -> None:
+        """Stop claiming: the loop ends at its next turn, whatever it was waiting for."""
+        self._stopping = True
+        self._wakeup.signal()
+        self._room.set()
+
+    async def _produce(self) -> None:
+        while not self._stopping:
+            if self._breaker.is_open:
+                await self._wakeup.wait(self.poll_interval_s)
+                continue
+            room = self._room_for()
+            # Refill in batches: claiming the moment one slot frees up would make every
+            # claim a one-job transaction. Wait for half the capacity to be free, unless
+            # the buffer has run dry and a worker would sit idle.
+            if room <= 0 or (room < self._refill_at() and not self._buffer.empty()):
+                self._room.clear()
+                await self._room.wait()
+                continue
+            try:
+                jobs = await asyncio.to_thread(self._claims.claim, room)
+            except Exception as exc:
+                log.warning("claim failed: %r (cause %r)", exc, exc.__cause__)
+                await self._wakeup.wait(self.poll_interval_s)
+                continue
+            for job in jobs:
+                self._buffer.put_nowait(job)
+            if not jobs:
+                self._idle.set()
+                await self._wakeup.wait(self.poll_interval_s)
+
+    def _room_for(self) -> int:
+        return self.concurrency + self.prefetch - self._in_flight - self._buffer.qsize()
+
+    def _refill_at(self) -> int:
+        return max(1, (self.concurrency + self.prefetch) // 2)
+
+    # --- the slots' side --------------------------------------------------------------------
+
+    async def next_job(self) -> JobState | None:
+        """The next claimed job, or ``None`` when the slot should stop."""
+        return await self._buffer.get()
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Bracket one job's run: it occupies room while it runs, and its duration feeds the
+        estimate behind :attr:`prefetch`."""
+        self._in_flight += 1
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            self._observe(time.perf_counter() - started)
+            self._room.set()
+
+    def _observe(self, seconds: float) -> None:
+        """Fold one handler duration into the moving estimate behind :attr:`prefetch`."""
+        self._handler_s += HANDLER_ESTIMATE_WEIGHT * (seconds - self._handler_s)
+
+    def close_slots(self, slots: int) -> None:
+        """Tell ``slots`` slots to stop once the jobs buffered before this call are taken."""
+        for _ in range(slots):
+            self._buffer.put_nowait(None)
+
+    async def give_back_buffered(self, release: Callable[[Lease], Awaitable[None]]) -> None:
+        """Release every job still buffered, one at a time: a slot that frees up meanwhile may
+        still take (and run) the next one."""
+        while not self._buffer.empty():
+            job = self._buffer.get_nowait()
+            if job is not None and job.lease is not None:
+                await release(job.lease)
+
+    async def wait_until_idle(self) -> None:
+        """Return once a claim found nothing due and nothing is buffered, running or held."""
+        while True:
+            self._idle.clear()
+            await self._idle.wait()
+            if self._buffer.empty() and self._in_flight == 0 and not self._claims:
+                return

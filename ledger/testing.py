@@ -1,0 +1,154 @@
+"""Helpers for testing code that enqueues and handles jobs (as River ships ``rivertest``).
+
+Use a real ledger (an SQLite file is enough), a :class:`FakeClock` to move time, and one of
+these to work the queue with your registry::
+
+    from ledger import Ledger
+    from ledger.testing import FakeClock, drain
+
+    from myapp.jobs import registry  # your Registry of handlers
+
+
+    async def test_a_welcome_email_is_sent(tmp_path):
+        clock = FakeClock()
+        url = f"sqlite:///{tmp_path}/ledger.db"
+        with Ledger.open(url, create=True, clock=clock, auto_define=True) as ledger:
+            job_id = ledger.enqueue("email.welcome", {"to": "ada@example.com"})
+            stats = await drain(ledger, registry)
+            assert stats.succeeded == 1
+            assert ledger.get(job_id).output == {"sent_to": "ada@example.com"}
+
+            flaky = ledger.enqueue("email.welcome", {"to": "down@example.com"})
+            await drain(ledger, registry)  # say the handler raised TransientError:
+            assert ledger.get(flaky).status == "pending"  # a retry is scheduled …
+            clock.advance(3600)  # … and due once the clock has moved past its backoff
+            assert (await drain(ledger, registry)).claimed == 1
+
+:func:`drain` is deterministic: one job at a time on the calling task, every outcome recorded
+before it returns, so a test can assert right after it. :func:`run_until_idle` runs a real
+:class:`~ledger.runtime.pool.WorkerPool` (concurrent slots, batched completions, the
+definitions synced from the registry) until nothing is due, which is what a test of
+concurrency or of the pool's own settings wants. Both take the pool's settings as keyword
+arguments (``types=``, ``lease_s=``, ``concurrency=`` …, see
+:class:`~ledger.runtime.config.PoolConfig`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Unpack
+
+from ledger.api.ledger import Ledger
+from ledger.clock import FakeClock
+from ledger.core.state import JobState
+from ledger.runtime.breaker import CircuitBreaker
+from ledger.runtime.claims import Claims
+from ledger.runtime.completer import BatchCompleter
+from ledger.runtime.config import PoolConfig, PoolSettings
+from ledger.runtime.definitions import sync_definitions
+from ledger.runtime.executor import Executor
+from ledger.runtime.handlers import Registry
+from ledger.runtime.health import PoolStats
+from ledger.runtime.pool import WorkerPool, process_worker_id
+from ledger.runtime.releases import Releaser
+
+
+async def drain(
+    ledger: Ledger,
+    registry: Registry,
+    *,
+    breaker: CircuitBreaker | None = None,
+    resources: Mapping[str, Any] | None = None,
+    **settings: Unpack[PoolSettings],
+) -> PoolStats:
+    """Work the queue one job at a time until nothing is due; what was done (``claimed`` is
+    how many jobs ran).
+
+    Runs on the calling task, starts no task of its own and records each outcome before it
+    claims the next, so what a handler raises is recorded (or, for ``KeyboardInterrupt`` and
+    friends, propagates to the test) exactly as a worker would. It does not wait for an open
+    ``breaker`` (it does feed it) and does not sync definitions: define the types, or open the
+    ledger with ``auto_define=True``, or call :func:`sync_definitions` first. A job that
+    becomes due only later (a retry's backoff) is left for the next call, after
+    ``clock.advance``.
+    """
+    worker = _OneAtATime(ledger, registry, breaker, resources, PoolConfig.of(None, settings))
+    while jobs := await worker.claim():
+        await worker.work(jobs[0])
+    return worker.stats
+
+
+async def work_job(
+    ledger: Ledger,
+    registry: Registry,
+    job: JobState,
+    *,
+    breaker: CircuitBreaker | None = None,
+    resources: Mapping[str, Any] | None = None,
+    **settings: Unpack[PoolSettings],
+) -> JobState | None:
+    """Run one already claimed ``job`` (its lease decides whose outcome it is) and record the
+    outcome now; the job's new state, or ``None`` if the ledger refused it (the lease was
+    reaped, cancelled or re-claimed meanwhile: nothing is appended then)."""
+    worker = _OneAtATime(ledger, registry, breaker, resources, PoolConfig.of(None, settings))
+    return await worker.work(job)
+
+
+async def run_until_idle(
+    ledger: Ledger,
+    registry: Registry,
+    *,
+    breaker: CircuitBreaker | None = None,
+    resources: Mapping[str, Any] | None = None,
+    **settings: Unpack[PoolSettings],
+) -> PoolStats:
+    """Start a :class:`WorkerPool`, let it work until nothing is due, buffered, running or
+    held, and stop it; its stats. The pool syncs the definitions from ``registry`` first
+    (unless ``define_types=False``)."""
+    pool = WorkerPool(ledger, registry, breaker=breaker, resources=resources, **settings)
+    return await pool.run_until_idle()
+
+
+class _OneAtATime:
+    """The runtime's claim → execute → record path without the pool's concurrency, batching
+    or background tasks."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        registry: Registry,
+        breaker: CircuitBreaker | None,
+        resources: Mapping[str, Any] | None,
+        config: PoolConfig,
+    ) -> None:
+        self.stats = PoolStats()
+        lease_lengths = registry.lease_lengths(config.lease_s)
+        self._claims = Claims(
+            ledger,
+            process_worker_id(config.name),
+            types=config.claimed_types(registry),
+            lease_s=lease_lengths,
+            stats=self.stats,
+        )
+        self._executor = Executor(
+            ledger,
+            registry,
+            breaker=breaker or CircuitBreaker(ledger.clock),
+            releaser=Releaser(ledger, self._claims, self.stats),
+            lease_s=lease_lengths,
+            resources=resources or {},
+        )
+        self._completer = BatchCompleter(ledger, on_recorded=self.stats.count_recorded)
+
+    async def claim(self) -> list[JobState]:
+        return await asyncio.to_thread(self._claims.claim, 1)
+
+    async def work(self, job: JobState) -> JobState | None:
+        outcome = await self._executor.execute(job)
+        self._claims.forget(job.job_id)
+        [state] = await self._completer.flush_now([outcome])
+        return state
+
+
+__all__ = ["FakeClock", "drain", "run_until_idle", "sync_definitions", "work_job"]
