@@ -1,0 +1,321 @@
+"""The unit of work: one transaction that folds, appends and projects.
+
+A :class:`UnitOfWork` reads (and on PostgreSQL locks) the jobs it will change, and
+:meth:`UnitOfWork.append` then does the only kind of write there is: it folds the new events
+onto the loaded states with the one ``evolve``, appends the events through the eventsourcing
+recorder, and writes the view rows the fold produced, all on the same cursor. No view row
+changes without the event that explains it.
+
+Backends (:mod:`ledger.store.sqlite`, :mod:`ledger.store.postgres`) supply the SQL and the
+cursor, and the store's :class:`~ledger.store.ids.IdAdapter` spells ids and lists; nothing here
+knows which database it talks to.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+
+from ledger.core.codec import EventCodec, Record
+from ledger.core.events import (
+    Event,
+    JobEnqueued,
+    JobEvent,
+    JobReleased,
+    JobRequeued,
+    JobRetryScheduled,
+)
+from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.core.times import to_us
+from ledger.store.ids import IdAdapter
+from ledger.store.streams import job_type_stream_id
+from projections.rules import dead_letters, sync_state
+from projections.rules.definitions import definition_row
+from projections.rules.queue import queue_row
+from projections.rules.writes import ViewWrite
+
+# Events after which a job may be claimable: they wake idle workers.
+_MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
+
+
+class LoadedJob(NamedTuple):
+    """A job read in a unit of work: its state and its queue position (first event's id)."""
+
+    state: JobState
+    enqueue_seq: int
+
+
+@dataclass
+class _Fold:
+    """What folding one unit of work's job events produced, before anything is written."""
+
+    records: list[tuple[UUID, int, Event]] = field(default_factory=list)
+    states: dict[UUID, JobState] = field(default_factory=dict)
+    view_writes: list[ViewWrite] = field(default_factory=list)
+    makes_claimable: bool = False
+
+
+class UnitOfWork(ABC):
+    """One transaction: read what will change, decide elsewhere, then :meth:`append`."""
+
+    def __init__(self, codec: EventCodec, ids: IdAdapter) -> None:
+        self._codec = codec
+        self._ids = ids
+        self._jobs: dict[UUID, LoadedJob] = {}
+        self._definitions: dict[str, DefinitionState] = {}
+        self.jobs_became_available = False
+
+    # --- backend hooks ---------------------------------------------------------------------
+
+    @abstractmethod
+    def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
+        """Run a named queue query returning (job_id, enqueue_seq, state) rows."""
+
+    @abstractmethod
+    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]: ...
+
+    @abstractmethod
+    def _insert_stored_events(
+        self, stored: list[StoredEvent], *, positions_needed: bool
+    ) -> Sequence[int] | None:
+        """Append through the recorder; with ``positions_needed``, return the notification
+        ids in order (a backend may skip fetching them otherwise)."""
+
+    def _write_phase(self) -> AbstractContextManager[None]:
+        """Around an append's writes: a backend may batch their round trips."""
+        return nullcontext()
+
+    @abstractmethod
+    def _write_queue(
+        self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]
+    ) -> None: ...
+
+    @abstractmethod
+    def _write_definitions(self, rows: list[dict[str, Any]]) -> None: ...
+
+    @abstractmethod
+    def _execute_writes(self, writes: list[ViewWrite]) -> None:
+        """Run projection writes in order (consecutive writes of one query may be batched)."""
+
+    @abstractmethod
+    def _notify_jobs_available(self) -> None:
+        """Tell other processes, at commit, that jobs may be claimable."""
+
+    @abstractmethod
+    def serialise_appends(self) -> None:
+        """Block other appenders until commit, before reading what an append must not race."""
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def _remember(self, loaded: list[LoadedJob]) -> list[JobState]:
+        for item in loaded:
+            self._jobs[item.state.job_id] = item
+        return [item.state for item in loaded]
+
+    def lock_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
+        """The current states of ``job_ids`` that exist, locked until commit."""
+        if not job_ids:
+            return {}
+        keys = self._ids.keys(set(job_ids))
+        states = self._remember(self._fetch_jobs("queue_lock", {"job_ids": keys}))
+        return {state.job_id: state for state in states}
+
+    def claimable(self, now: datetime, types: Sequence[str] | None, limit: int) -> list[JobState]:
+        """Due pending jobs in claim order, up to ``limit``, locked (others' locks skipped)."""
+        params: dict[str, Any] = {"now": to_us(now), "limit": limit}
+        if types is None:
+            return self._remember(self._fetch_jobs("queue_claim", params))
+        params["types"] = self._ids.values(types)
+        return self._remember(self._fetch_jobs("queue_claim_types", params))
+
+    def expired_leases(
+        self, now: datetime, limit: int, exclude: Sequence[UUID] = ()
+    ) -> list[JobState]:
+        """Leased jobs whose lease ended strictly before ``now``, oldest first, locked
+        (rows locked by another transaction skipped), leaving out ``exclude``."""
+        params = {
+            "now": to_us(now),
+            "limit": limit,
+            "exclude": self._ids.keys(exclude),
+        }
+        return self._remember(self._fetch_jobs("queue_expired_leases", params))
+
+    def histories(self, originator_ids: Sequence[UUID]) -> dict[UUID, list[Record]]:
+        """Every event of each stream, in order, read in this transaction."""
+        if not originator_ids:
+            return {}
+        keys = self._ids.keys(set(originator_ids))
+        found: dict[UUID, list[Record]] = {i: [] for i in originator_ids}
+        for originator_id, version, topic, state in self._fetch_events(keys):
+            found[originator_id].append(
+                Record(originator_id, version, self._codec.decode(topic, state))
+            )
+        return found
+
+    @abstractmethod
+    def _fetch_events(self, keys: Any) -> list[tuple[UUID, int, str, bytes]]:
+        """Run ``events_of_streams``."""
+
+    @contextmanager
+    def savepoint(self) -> Iterator[None]:
+        """A nested transaction: an error inside rolls back only what was done inside, and
+        is raised as a ledger error; the unit of work goes on as if the block never ran."""
+        saved = self._remembered()
+        try:
+            with self._savepoint():
+                yield
+        except BaseException:
+            self._restore(saved)
+            raise
+
+    def _remembered(self) -> dict[str, Any]:
+        """What the unit of work knows that a rolled-back savepoint must undo: the states
+        it folded, and whether a NOTIFY (rolled back too) has been sent."""
+        return {
+            "_jobs": dict(self._jobs),
+            "_definitions": dict(self._definitions),
+            "jobs_became_available": self.jobs_became_available,
+        }
+
+    def _restore(self, saved: dict[str, Any]) -> None:
+        for name, value in saved.items():
+            setattr(self, name, value)
+
+    @abstractmethod
+    def _savepoint(self) -> AbstractContextManager[None]: ...
+
+    def set_lock_timeout(self, seconds: float) -> None:  # noqa: B027 - optional hook
+        """Wait at most ``seconds`` for any lock from now until commit, where the backend
+        supports it (SQLite: no; its writers are already serialised by BEGIN IMMEDIATE)."""
+
+    def leased_by_prefix(self, prefix: str) -> list[JobState]:
+        """Leased jobs whose worker id starts with ``prefix``, locked."""
+        return self._remember(self._fetch_jobs("queue_leased_by_prefix", {"prefix": prefix}))
+
+    def find_idempotent(self, job_type: str, org: str | None, key: str) -> JobState | None:
+        params = {"job_type": job_type, "org": org or "", "idempotency_key": key}
+        found = self._remember(self._fetch_jobs("queue_find_idempotent", params))
+        return found[0] if found else None
+
+    def find_live_subject(self, source_id: str, uri: str) -> JobState | None:
+        params = {"source_id": source_id, "uri": uri}
+        found = self._remember(self._fetch_jobs("queue_find_live_subject", params))
+        return found[0] if found else None
+
+    def definitions(self, job_types: Sequence[str]) -> dict[str, DefinitionState]:
+        wanted = [t for t in set(job_types) if t not in self._definitions]
+        if wanted:
+            for state in self._fetch_definitions(wanted):
+                self._definitions[state.definition.job_type] = state
+        return {t: self._definitions[t] for t in job_types if t in self._definitions}
+
+    # --- the one write ----------------------------------------------------------------------
+
+    def append(
+        self,
+        job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]] = (),
+        definition_changes: Sequence[tuple[str, Sequence[Event]]] = (),
+    ) -> dict[UUID, JobState]:
+        """Fold, append and project ``job_changes`` (and job-type changes) in this transaction.
+
+        Every job in ``job_changes`` must have been read in this unit of work, unless its first
+        event is ``job_enqueued``. Returns the jobs' new states.
+        """
+        # Definitions first: a job_type_defined must precede the jobs enqueued under it.
+        fold = _Fold()
+        new_definitions = self._fold_definitions(definition_changes, fold.records)
+        self._fold_jobs(job_changes, fold)
+        if not fold.records:
+            return {}
+        stored = [
+            StoredEvent(originator_id, version, *self._codec.encode(event))
+            for originator_id, version, event in fold.records
+        ]
+        # Only new jobs need positions (their enqueue_seq); without them a backend need not
+        # wait for the insert's result before sending the view writes.
+        new_jobs = any(job_id not in self._jobs for job_id in fold.states)
+        with self._write_phase():
+            positions = self._insert_stored_events(stored, positions_needed=new_jobs)
+            first_positions: dict[UUID, int] = {}
+            if positions is not None:
+                first_positions = {
+                    originator_id: position
+                    for (originator_id, version, _), position in zip(
+                        fold.records, positions, strict=True
+                    )
+                    if version == 1
+                }
+            self._write_queue_rows(fold.states, first_positions)
+            if fold.view_writes:
+                self._execute_writes(fold.view_writes)
+            if fold.makes_claimable and not self.jobs_became_available:
+                self._notify_jobs_available()
+                self.jobs_became_available = True
+            if new_definitions:
+                self._write_definition_rows(new_definitions)
+        return fold.states
+
+    def _fold_jobs(
+        self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]], fold: _Fold
+    ) -> None:
+        for job_id, job_events in job_changes:
+            if not job_events:
+                continue
+            state = fold.states.get(job_id)
+            if state is None and job_id in self._jobs:
+                state = self._jobs[job_id].state
+            for job_event in job_events:
+                state = evolve(state, job_event)
+                fold.records.append((job_id, state.version, job_event))
+                fold.view_writes.extend(sync_state.writes(job_event, state))
+                fold.view_writes.extend(dead_letters.writes(job_event, state))
+                if isinstance(job_event, _MAKES_CLAIMABLE):
+                    fold.makes_claimable = True
+            assert state is not None
+            fold.states[job_id] = state
+
+    def _fold_definitions(
+        self,
+        definition_changes: Sequence[tuple[str, Sequence[Event]]],
+        records: list[tuple[UUID, int, Event]],
+    ) -> dict[str, DefinitionState]:
+        new_definitions: dict[str, DefinitionState] = {}
+        for job_type, events in definition_changes:
+            definition = new_definitions.get(job_type) or self._definitions.get(job_type)
+            stream_id = job_type_stream_id(job_type)
+            for event in events:
+                definition = evolve_definition(definition, event)
+                records.append((stream_id, definition.version, event))
+            assert definition is not None
+            new_definitions[job_type] = definition
+        return new_definitions
+
+    def _write_queue_rows(
+        self, states: dict[UUID, JobState], first_positions: dict[UUID, int]
+    ) -> None:
+        inserts, updates = [], []
+        for job_id, state in states.items():
+            key = self._ids.key(job_id)
+            known = self._jobs.get(job_id)
+            if known is None:
+                seq = first_positions[job_id]
+                inserts.append(queue_row(state, seq, key))
+            else:
+                seq = known.enqueue_seq
+                updates.append(queue_row(state, seq, key))
+            self._jobs[job_id] = LoadedJob(state, seq)
+        self._write_queue(inserts, updates)
+
+    def _write_definition_rows(self, definitions: dict[str, DefinitionState]) -> None:
+        rows = []
+        for job_type, definition in definitions.items():
+            rows.append(definition_row(definition))
+            self._definitions[job_type] = definition
+        self._write_definitions(rows)
