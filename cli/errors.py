@@ -14,7 +14,6 @@ from contextlib import contextmanager
 from typing import IO, Any
 
 import click
-from eventsourcing.persistence import PersistenceError
 
 from cli.render import first_line
 from ledger.core.errors import LedgerError
@@ -71,6 +70,6 @@ def one_line_errors() -> Iterator[None]:
     except click.UsageError as exc:
         raise BadUsageError(_usage_message(exc)) from None
     except LedgerError as exc:
+        # The store raises every database error as a LedgerError (mapped by SQLSTATE or
+        # result code), so no driver error needs catching here.
         raise RefusedError(str(exc)) from None
-    except PersistenceError as exc:
-        raise RefusedError(f"database error: {type(exc).__name__}: {exc}") from None

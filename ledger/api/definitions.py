@@ -11,7 +11,8 @@ import msgspec
 from ledger.clock import Clock
 from ledger.core.errors import DefinitionNotFoundError
 from ledger.core.events import Event, JobDefinition, JobTypeDefined, JobTypeUpdated
-from ledger.store.base import Store, UnitOfWork
+from ledger.store.store import Store
+from ledger.store.unit_of_work import UnitOfWork
 
 
 def put_definition(store: Store, clock: Clock, definition: JobDefinition) -> JobDefinition:

@@ -23,7 +23,8 @@ from ledger.core.enqueue_plan import (
 )
 from ledger.core.events import EnqueueRequest
 from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
-from ledger.store.base import Store, UnitOfWork
+from ledger.store.store import Store
+from ledger.store.unit_of_work import UnitOfWork
 
 Enqueue = Callable[[Sequence[EnqueueRequest]], list[UUID | None]]
 """A batch enqueue: one result per request (a job id, or ``None`` if deduplicated)."""

@@ -5,7 +5,8 @@ The class is layered: :class:`~ledger.api.reader.Reader` (every read), then
 then :class:`Ledger` (job types, enqueue, source sync, operators' commands, the reaper pass,
 import, and opening/closing the store). Each command is one unit of work: read (and lock) the
 jobs it concerns, ask a pure decision in :mod:`ledger.core` for the events, and
-:meth:`~ledger.store.base.UnitOfWork.append` them, which folds them into the views in the same
+:meth:`~ledger.store.unit_of_work.UnitOfWork.append` them, which folds them into the views in the
+same
 transaction. The transactions live beside the classes, one module per kind
 (:mod:`~ledger.api.enqueueing`, :mod:`~ledger.api.worker_writes`,
 :mod:`~ledger.api.operator_writes`, :mod:`~ledger.api.definitions`, :mod:`~ledger.api.reaping`);
@@ -34,8 +35,8 @@ from ledger.core.events import JSON, BackoffPolicy, EnqueueRequest, JobDefinitio
 from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.sources import Listing, SourceSync
 from ledger.core.state import JobState
-from ledger.store.base import Store
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
+from ledger.store.store import Store
 
 __all__ = [  # the outcome and lease types are imported from here by the runtime
     "DEFAULT_LEASE_S",

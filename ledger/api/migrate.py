@@ -20,7 +20,8 @@ import time
 import msgspec
 
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
-from ledger.store.base import EXPECTED_TABLES, SCHEMA_VERSION, Store
+from ledger.store.schema import EXPECTED_TABLES, SCHEMA_VERSION
+from ledger.store.store import Store
 from projections.runners.rebuilder import Progress, Rebuilder
 
 

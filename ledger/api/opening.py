@@ -9,8 +9,8 @@ from typing import NamedTuple
 
 from ledger.api.migrate import migrate
 from ledger.api.migrate import plan as migration_plan
-from ledger.store.base import Store
 from ledger.store.config import open_store
+from ledger.store.store import Store
 from projections.runners.rebuilder import Rebuilder
 
 

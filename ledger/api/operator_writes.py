@@ -10,7 +10,7 @@ from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.errors import JobNotFoundError
 from ledger.core.state import JobState
-from ledger.store.base import Store
+from ledger.store.store import Store
 
 
 def requeue(store: Store, clock: Clock, job_id: UUID, reason: str) -> JobState:

@@ -22,9 +22,9 @@ from ledger.core.exchange import Selection
 from ledger.core.state import JobState, evolve
 from ledger.store import replay_reads
 from ledger.store.audit_reads import read_page
-from ledger.store.base import Store
 from ledger.store.exporter import Exporter, ExportProgress, ExportReport, Write
 from ledger.store.job_views import jobs_at, list_jobs
+from ledger.store.store import Store
 from ledger.store.tail import HistoryFollower
 from projections.rules.audit_query import AuditPage, AuditQuery
 from projections.rules.catalog import tracked

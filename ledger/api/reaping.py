@@ -31,7 +31,8 @@ from ledger.core.reaping import (
     plan_reaps,
     reap_report,
 )
-from ledger.store.base import Store, UnitOfWork
+from ledger.store.store import Store
+from ledger.store.unit_of_work import UnitOfWork
 
 
 class DeferredJobs:

@@ -22,7 +22,7 @@ from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.events import JSON, Failure
 from ledger.core.state import JobState, Lease
-from ledger.store.base import Store
+from ledger.store.store import Store
 
 
 class WorkerCommands(Reader):

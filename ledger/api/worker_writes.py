@@ -23,7 +23,7 @@ from ledger.core import decide
 from ledger.core.errors import InvalidRequestError, JobNotFoundError, LedgerError
 from ledger.core.events import JobEvent
 from ledger.core.state import JobState, Lease, fold
-from ledger.store.base import Store
+from ledger.store.store import Store
 
 Decision = Callable[[JobState, datetime], Sequence[JobEvent] | JobEvent]
 """A command's decision bound to its arguments: (locked current state, now) -> events."""

@@ -12,20 +12,18 @@ retry or dead letter. A code filter that wants retries *and* other rows takes th
 ``limit + 1`` of each shape and then the top of both (``audit_union``): an ``OR`` would put
 neither part on its index.
 
-The read runs in one read transaction of :meth:`Store.view_tables` (a snapshot on
-PostgreSQL, a WAL snapshot on SQLite), the same helper the rebuild and the runner use.
+The read runs in one :meth:`~ledger.store.store.Store.read_snapshot` (a snapshot on
+PostgreSQL, a WAL snapshot on SQLite), the same seam the rebuild and the runner use.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
-from uuid import UUID
 
 from ledger.core.times import from_us, to_us
-from ledger.store.base import Store
-from ledger.store.queries import load
+from ledger.store.ids import IdAdapter, id_adapter
+from ledger.store.store import Store
 from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow, page
 
 RETRY = "job_retry_scheduled"
@@ -34,16 +32,18 @@ RETRY = "job_retry_scheduled"
 def audit_sql(
     fragments: Mapping[str, str], backend: str, query: AuditQuery
 ) -> tuple[str, dict[str, Any]]:
-    """The statement for one page of ``query`` and its parameters (``limit + 1`` rows)."""
+    """The statement for one page of ``query`` and its parameters (``limit + 1`` rows), from
+    ``backend``'s fragments."""
+    ids = id_adapter(backend)
     events = sorted(set(query.events))
     if query.code is None or (events and RETRY not in events):
-        return _one_shape(fragments, backend, query, events, retries=False)
+        return _one_shape(fragments, ids, query, events, retries=False)
     if events == [RETRY]:
-        return _one_shape(fragments, backend, query, [], retries=True)
+        return _one_shape(fragments, ids, query, [], retries=True)
     # Retries and other events by code: the top rows of each shape, then the top of both
     # (each part stops at limit + 1 rows on its own index; an OR would defeat both).
-    plain, params = _one_shape(fragments, backend, query, [e for e in events if e != RETRY])
-    retries, more = _one_shape(fragments, backend, query, [], retries=True)
+    plain, params = _one_shape(fragments, ids, query, [e for e in events if e != RETRY])
+    retries, more = _one_shape(fragments, ids, query, [], retries=True)
     params.update(more)  # the same names hold the same values in both parts
     union = fragments["audit_union"].format(first=plain, second=retries)
     return f"{union}\n{fragments[f'audit_union_order_{query.order}']}", params
@@ -51,7 +51,7 @@ def audit_sql(
 
 def _one_shape(
     fragments: Mapping[str, str],
-    backend: str,
+    ids: IdAdapter,
     query: AuditQuery,
     events: list[str],
     *,
@@ -72,7 +72,7 @@ def _one_shape(
         params[key] = value
 
     if query.job is not None:
-        add("job", "job", query.job if backend == "postgres" else query.job.hex)
+        add("job", "job", ids.key(query.job))
     if query.job_type is not None:
         add("job_type", "job_type", query.job_type)
     if query.code is not None:
@@ -80,7 +80,7 @@ def _one_shape(
     if len(events) == 1:
         add("event", "event", events[0])
     elif events:
-        add("events", "events", events if backend == "postgres" else json.dumps(events))
+        add("events", "events", ids.values(events))
     if query.worker is not None:
         add("worker", "worker", query.worker)
     if query.org is not None:
@@ -102,9 +102,9 @@ def _one_shape(
 def read_audit(store: Store, query: AuditQuery) -> list[AuditRow]:
     """Up to ``query.limit + 1`` rows of ``query`` (see :func:`page`), read in one snapshot."""
     query.check()
-    sql, params = audit_sql(load(store.backend), store.backend, query)
-    with store.view_tables(write=False) as tables:
-        return [_row(row) for row in tables.fetch_composed(sql, params)]
+    with store.read_snapshot() as snapshot:
+        sql, params = audit_sql(snapshot.queries, snapshot.ids.backend, query)
+        return [_row(snapshot.ids, row) for row in snapshot.fetch_composed(sql, params)]
 
 
 def read_page(store: Store, query: AuditQuery) -> AuditPage:
@@ -112,11 +112,10 @@ def read_page(store: Store, query: AuditQuery) -> AuditPage:
     return page(read_audit(store, query), query)
 
 
-def _row(row: Any) -> AuditRow:
-    job_id = row["job_id"]
+def _row(ids: IdAdapter, row: Any) -> AuditRow:
     return AuditRow(
         position=int(row["position"]),
-        job_id=job_id if isinstance(job_id, UUID) else UUID(hex=job_id),
+        job_id=ids.uuid(row["job_id"]),
         job_type=row["job_type"],
         org=row["org"],
         event=row["event"],

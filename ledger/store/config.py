@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from ledger.core.errors import InvalidRequestError
-from ledger.store.base import Store
+from ledger.store.store import Store
 
 ENV_VAR = "JOBLEDGER_DB"
 DEFAULT_DATABASE = "./jobledger.db"

@@ -1,6 +1,6 @@
 """Export: the whole histories of selected jobs, streamed out in the exchange format.
 
-Everything is read in one snapshot (``Store.view_tables(write=False)``), so the file is one
+Everything is read in one snapshot (``Store.read_snapshot()``), so the file is one
 consistent moment of the ledger even while workers write. Jobs are taken in pages of
 :data:`PAGE` in the order of their first event (``exchange_jobs_after`` walks the events table
 by position, :data:`WINDOW` positions at most per query); each page's histories are read in
@@ -19,8 +19,9 @@ import msgspec
 
 from ledger.core.errors import JobNotFoundError
 from ledger.core.exchange import Selection, StreamKind, event_line, header_line, stored_fields
-from ledger.store.base import Store, job_type_stream_id
-from ledger.store.views import ViewTables
+from ledger.store.reads import ReadSnapshot
+from ledger.store.store import Store
+from ledger.store.streams import job_type_stream_id
 
 PAGE = 500
 """Jobs read (and their histories written) per query."""
@@ -46,10 +47,6 @@ class _Job(msgspec.Struct, frozen=True):
     job_type: str
 
 
-def _uuid(value: Any) -> UUID:
-    return value if isinstance(value, UUID) else UUID(value)
-
-
 class Exporter:
     """Writes the histories a :class:`Selection` picks from one store."""
 
@@ -67,7 +64,7 @@ class Exporter:
             missing = [str(i) for i in selection.job_ids if i not in found]
             if missing:
                 raise JobNotFoundError(f"no job {', '.join(missing)}")
-        with self.store.view_tables(write=False) as tables:
+        with self.store.read_snapshot() as tables:
             job_types = sorted(
                 {job.job_type for page in self._pages(tables, selection) for job in page}
             )
@@ -85,7 +82,7 @@ class Exporter:
                     progress(jobs, events)
         return ExportReport(definitions=len(job_types), jobs=jobs, events=events)
 
-    def _pages(self, tables: ViewTables, selection: Selection) -> Iterator[list[_Job]]:
+    def _pages(self, tables: ReadSnapshot, selection: Selection) -> Iterator[list[_Job]]:
         """The selected jobs, a page at a time, in the order of their first event."""
         params: dict[str, Any] = {
             "job_type": selection.job_type,
@@ -93,9 +90,9 @@ class Exporter:
             "status": selection.status,
         }
         if selection.job_ids:
-            params["job_ids"] = self.store._id_param(list(selection.job_ids))
+            params["job_ids"] = tables.ids.keys(selection.job_ids)
             rows = tables.fetch("exchange_jobs_named", params)
-            jobs = self._admitted(rows, selection)
+            jobs = self._admitted(tables, rows, selection)
             for start in range(0, len(jobs), self.page):
                 yield jobs[start : start + self.page]
             return
@@ -107,33 +104,32 @@ class Exporter:
             )
             # A full page may stop short of the window's end: go on from its last job.
             after = int(rows[-1]["position"]) if len(rows) == self.page else upto
-            jobs = self._admitted(rows, selection)
+            jobs = self._admitted(tables, rows, selection)
             if jobs:
                 yield jobs
 
-    def _admitted(self, rows: Sequence[Any], selection: Selection) -> list[_Job]:
+    def _admitted(
+        self, tables: ReadSnapshot, rows: Sequence[Any], selection: Selection
+    ) -> list[_Job]:
         timed = selection.since is not None or selection.until is not None
-        decode = self.store.codec.decode
+        decode = tables.decode
         return [
-            _Job(int(row["position"]), _uuid(row["job_id"]), row["job_type"])
+            _Job(int(row["position"]), tables.ids.uuid(row["job_id"]), row["job_type"])
             for row in rows
-            if not timed
-            or selection.admits_enqueue_time(decode(row["topic"], bytes(row["state"])).at)
+            if not timed or selection.admits_enqueue_time(decode(row["topic"], row["state"]).at)
         ]
 
     def _write_streams(
-        self, tables: ViewTables, write: Write, kind: StreamKind, stream_ids: list[UUID]
+        self, tables: ReadSnapshot, write: Write, kind: StreamKind, stream_ids: list[UUID]
     ) -> int:
         """Write the streams' events, stream after stream in the given order; how many."""
         if not stream_ids:
             return 0
-        rows = tables.fetch(
-            "events_of_streams", {"originator_ids": self.store._id_param(stream_ids)}
-        )
+        rows = tables.fetch("events_of_streams", {"originator_ids": tables.ids.keys(stream_ids)})
         by_stream: dict[UUID, list[bytes]] = {stream_id: [] for stream_id in stream_ids}
-        codec = self.store.codec
+        codec = tables.codec
         for row in rows:
-            stream_id = _uuid(row["originator_id"])
+            stream_id = tables.ids.uuid(row["originator_id"])
             topic, state = row["topic"], bytes(row["state"])
             by_stream[stream_id].append(
                 event_line(

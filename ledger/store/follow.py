@@ -1,8 +1,10 @@
 """Waiting for new events: what lets a tracked projection follow the head without busy polling.
 
 On PostgreSQL every transaction that appends events sends ``NOTIFY jl_events`` (the
-eventsourcing recorder's channel, named after the events table), so a follower ``LISTEN``\\ s on
-a connection of its own and wakes as soon as anything commits. SQLite has no notifications:
+eventsourcing recorder's channel, named after the events table), so a follower listens for
+:attr:`~ledger.store.notifications.Topic.EVENTS_APPENDED` through the store's LISTEN facility
+(:meth:`~ledger.store.store.Store.listen`) and wakes as soon as anything commits. SQLite has
+no notifications (:attr:`~ledger.store.store.Store.has_notifications`):
 the follower polls (commits in this process also wake it, through the store's listeners).
 Either way the wait is bounded by ``timeout``, so a lost notification costs one poll interval,
 never an event: the caller always re-reads from its recorded position.
@@ -10,19 +12,11 @@ never an event: the caller always re-reads from its recorded position.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Protocol
 
-import psycopg
-
-from ledger.store.base import EVENTS_TABLE, Store
-
-log = logging.getLogger("jobledger.follow")
-
-CHANNEL = EVENTS_TABLE
-"""The recorder's channel: one notification per transaction that appended events."""
-RECONNECT_DELAY_S = 1.0
+from ledger.store.notifications import Topic
+from ledger.store.store import Store
 
 
 class EventWaiter(Protocol):
@@ -67,46 +61,21 @@ class PollingWaiter(_Signal):
 
 
 class ListeningWaiter(_Signal):
-    """``LISTEN jl_events`` on its own connection, in a daemon thread; polls meanwhile if the
-    connection fails (and says so once per failure)."""
+    """Woken by the store's notifications of appended events (its listener thread); polls
+    meanwhile if the listening connection fails."""
 
-    def __init__(self, conninfo: str) -> None:
+    def __init__(self, store: Store) -> None:
         super().__init__()
-        self._conninfo = conninfo
-        self._closed = threading.Event()
-        self._listening = threading.Event()
-        self._thread = threading.Thread(target=self._listen, name="jobledger-follow", daemon=True)
-        self._thread.start()
-        # Events committed before LISTEN took effect are read anyway (the caller reads from
-        # its position first); waiting here only keeps the first wait from sleeping through
-        # a commit made right after start.
-        self._listening.wait(timeout=5.0)
+        self._listening = store.listen(Topic.EVENTS_APPENDED, self.wake)
 
     def close(self) -> None:
-        self._closed.set()
+        self._listening.close()
         self.wake()
-        self._thread.join(timeout=2.0)
-
-    def _listen(self) -> None:
-        while not self._closed.is_set():
-            try:
-                with psycopg.connect(self._conninfo, autocommit=True) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
-                    self._listening.set()
-                    self.wake()  # a reconnect may have missed notifications
-                    while not self._closed.is_set():
-                        # A short timeout so close() is noticed without a notification.
-                        for _ in conn.notifies(timeout=0.2, stop_after=1):
-                            self.wake()
-            except psycopg.Error as exc:
-                log.warning("LISTEN %s failed (%s); polling until reconnected", CHANNEL, exc)
-                self._listening.set()
-                self._closed.wait(RECONNECT_DELAY_S)
 
 
 def event_waiter(store: Store) -> EventWaiter:
-    """The best waiter for ``store``: LISTEN on PostgreSQL, polling on SQLite."""
-    conninfo = getattr(store, "conninfo", None)
-    if isinstance(conninfo, str):
-        return ListeningWaiter(conninfo)
+    """The best waiter for ``store``: notifications where it has them (PostgreSQL), else
+    polling (SQLite)."""
+    if store.has_notifications:
+        return ListeningWaiter(store)
     return PollingWaiter(store)

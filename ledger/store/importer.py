@@ -33,8 +33,9 @@ from ledger.core.errors import ConcurrencyConflictError
 from ledger.core.events import JobEvent
 from ledger.core.exchange import ImportConflictError, Stream, StreamKind, read_streams, same_history
 from ledger.core.state import fold
-from ledger.store.base import Store, job_type_stream_id
-from ledger.store.views import ViewTables
+from ledger.store.reads import ReadSnapshot
+from ledger.store.store import Store
+from ledger.store.streams import job_type_stream_id
 
 BATCH_STREAMS = 500
 BATCH_EVENTS = 5_000
@@ -108,17 +109,11 @@ class Importer:
         """The streams the target already holds, identical; raise on any that differs."""
         present: set[UUID] = set()
         done = 1
-        with self.store.view_tables(write=False) as tables:
+        with self.store.read_snapshot() as tables:
             for batch in _batches(self._streams(open_lines)):
-                ids = self.store._id_param([stream.stream_id for stream in batch])
-                stored: dict[UUID, list[Record]] = {}
-                for row in tables.fetch("events_of_streams", {"originator_ids": ids}):
-                    stream_id = _uuid(row["originator_id"])
-                    event = self.store.codec.decode(row["topic"], bytes(row["state"]))
-                    record = Record(stream_id, int(row["originator_version"]), event)
-                    stored.setdefault(stream_id, []).append(record)
+                stored = tables.histories(stream.stream_id for stream in batch)
                 for stream in batch:
-                    if stream.stream_id in stored:
+                    if stored[stream.stream_id]:
                         _same_or_refuse(stream, stored[stream.stream_id])
                         present.add(stream.stream_id)
                     elif stream.kind is StreamKind.JOB:
@@ -127,7 +122,7 @@ class Importer:
                 progress(done)
         return present
 
-    def _check_unique(self, tables: ViewTables, stream: Stream) -> None:
+    def _check_unique(self, tables: ReadSnapshot, stream: Stream) -> None:
         """Refuse a new job whose idempotency key, or live sync subject, another job of the
         target holds: the queue view's unique indexes would refuse it mid-import."""
         state = fold(_job_event(record) for record in stream.records)
@@ -149,9 +144,10 @@ class Importer:
             )
         for query, what, params in clashes:
             for row in tables.fetch(query, params):
-                if _uuid(row["job_id"]) != stream.stream_id:
+                holder = tables.ids.uuid(row["job_id"])
+                if holder != stream.stream_id:
                     raise ImportConflictError(
-                        f"{_describe(stream)} has the {what}, which job {_uuid(row['job_id'])} "
+                        f"{_describe(stream)} has the {what}, which job {holder} "
                         "holds in the target; nothing imported"
                     )
 
@@ -196,10 +192,6 @@ def validate(
         lines += len(stream.records)
         report("validate", lines, 0)
     return lines
-
-
-def _uuid(value: object) -> UUID:
-    return value if isinstance(value, UUID) else UUID(str(value))
 
 
 def _job_event(record: Record) -> JobEvent:

@@ -2,8 +2,9 @@
 
 The live listing is one named query on ``jl_queue`` (``queue_list_page``). The listing at a
 time is :class:`projections.rules.time_travel.QueueAt` fed with the stored events in notification
-order, read in batches from one read-only snapshot (:meth:`Store.view_tables`), so memory
-holds one batch of events and the per-job states, never the whole history.
+order, read in batches from one read-only snapshot
+(:meth:`~ledger.store.store.Store.read_snapshot`), so memory holds one batch of events and
+the per-job states, never the whole history.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from ledger.store.base import Store
+from ledger.store.store import Store
 from projections.rules.job_list import JobPage, JobQuery, ListedJob, page_of
 from projections.rules.queue import decode_state
 from projections.rules.time_travel import QueueAt
@@ -39,7 +40,7 @@ def _params(query: JobQuery) -> dict[str, Any]:
 
 def list_jobs(store: Store, query: JobQuery) -> JobPage:
     """The current jobs the query asks for, newest enqueue first."""
-    rows = store._read("queue_list_page", _params(query))
+    rows = store.read("queue_list_page", _params(query))
     candidates = [ListedJob(decode_state(row["state"]), int(row["enqueue_seq"])) for row in rows]
     return page_of(candidates, query.limit)
 
@@ -56,7 +57,7 @@ def jobs_at(
     :mod:`projections.rules.time_travel`),
     folded from every event up to the head of one read-only snapshot."""
     fold = QueueAt(at, query)
-    with store.view_tables(write=False) as tables:
+    with store.read_snapshot() as tables:
         head = tables.head()
         while fold.position < head:
             events = tables.events_after(fold.position, batch)

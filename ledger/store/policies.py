@@ -1,7 +1,7 @@
 """Policies inside a unit of work: follow-up events appended before COMMIT.
 
 ``UnitOfWork.append`` folds the events it was given, then — only when the store has policies
-(:attr:`Store.policies <ledger.store.base.Store.policies>`, empty by default: then nothing
+(:attr:`Store.policies <ledger.store.store.Store.policies>`, empty by default: then nothing
 here runs and no query is added) — calls :func:`follow_policies` before it writes anything.
 That runs the pure :func:`ledger.core.policy.cascade`: each round reads and locks the jobs the
 reacting policies need (in this transaction; jobs this append already changed are taken from

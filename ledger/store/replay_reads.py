@@ -17,8 +17,8 @@ from ledger.core.codec import Record
 from ledger.core.decision_replay import JobReplay, check_history, definitions_of
 from ledger.core.errors import JobNotFoundError
 from ledger.core.events import JobDefinition, JobEnqueued
-from ledger.store.base import Store, job_type_stream_id
-from ledger.store.views import ViewTables
+from ledger.store.store import Store
+from ledger.store.streams import job_type_stream_id
 
 Definitions = list[tuple[datetime, JobDefinition]]
 
@@ -37,16 +37,6 @@ def check_job(store: Store, job_id: UUID) -> JobReplay:
     return check_history(records, definitions)
 
 
-def _histories(store: Store, tables: ViewTables, ids: list[UUID]) -> dict[UUID, list[Record]]:
-    found: dict[UUID, list[Record]] = {job_id: [] for job_id in ids}
-    rows = tables.fetch("events_of_streams", {"originator_ids": store._id_param(ids)})
-    for row in rows:
-        originator = UUID(str(row["originator_id"]))
-        event = store.codec.decode(row["topic"], bytes(row["state"]))
-        found[originator].append(Record(originator, row["originator_version"], event))
-    return found
-
-
 def check_all(
     store: Store, *, job_type: str | None = None, batch_size: int = 500
 ) -> Iterator[JobReplay]:
@@ -55,16 +45,16 @@ def check_all(
     query, params = "replay_job_ids", dict[str, object](limit=batch_size)
     if job_type is not None:
         query, params = "replay_job_ids_of_type", {**params, "job_type": job_type}
-    with store.view_tables(write=False) as tables:
-        after = UUID(int=0).hex
-        while rows := tables.fetch(query, {**params, "after": after}):
-            ids = [UUID(str(row["job_id"])) for row in rows]
-            for records in _histories(store, tables, ids).values():
+    with store.read_snapshot() as snapshot:
+        after = snapshot.ids.key(UUID(int=0))
+        while rows := snapshot.fetch(query, {**params, "after": after}):
+            ids = [snapshot.ids.uuid(row["job_id"]) for row in rows]
+            for records in snapshot.histories(ids).values():
                 if not records:
                     continue  # a queue row without a history: `projections verify` reports it
                 name = _job_type(records)
                 if name not in definitions:
                     stream = job_type_stream_id(name)
-                    definitions[name] = definitions_of(_histories(store, tables, [stream])[stream])
+                    definitions[name] = definitions_of(snapshot.histories([stream])[stream])
                 yield check_history(records, definitions[name])
-            after = ids[-1].hex
+            after = snapshot.ids.key(ids[-1])

@@ -1,5 +1,5 @@
 """Facts about the database server behind a URL, and the one maintenance statement a benchmark
-runs: the driver calls a front end needs outside a :class:`~ledger.store.base.Store`, kept here
+runs: the driver calls a front end needs outside a :class:`~ledger.store.store.Store`, kept here
 so that drivers stay in the store.
 
 Each call opens its own short connection (autocommit) rather than borrowing one from a

@@ -28,8 +28,9 @@ from ledger.core.codec import Record
 from ledger.core.errors import JobNotFoundError
 from ledger.core.events import JobEvent, JobStatus
 from ledger.core.state import JobState, evolve
-from ledger.store.base import Store
 from ledger.store.follow import EventWaiter, event_waiter
+from ledger.store.reads import decode_records
+from ledger.store.store import Store
 
 TERMINAL = frozenset({JobStatus.SUCCEEDED, JobStatus.DEAD, JobStatus.CANCELLED})
 
@@ -38,13 +39,9 @@ Stop = Literal["terminal", "timeout"]
 
 def events_after(store: Store, job_id: UUID, after: int) -> list[Record]:
     """The stream's events after version ``after``, in order (any stream: the caller checks)."""
-    rows = store._read("events_of_job_after", {"ids": store._id_param([job_id]), "after": after})
-    return [
-        Record(
-            job_id, int(row["originator_version"]), store.codec.decode(row["topic"], row["state"])
-        )
-        for row in rows
-    ]
+    # One query in a transaction of its own: this runs on every wake-up of a follow.
+    rows = store.read("events_of_job_after", {"ids": store.ids.keys([job_id]), "after": after})
+    return decode_records(store.codec, store.ids, rows, job_id)
 
 
 class HistoryFollower:

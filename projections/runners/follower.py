@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from ledger.core.errors import LedgerError
-from ledger.store.base import Store
 from ledger.store.follow import EventWaiter, event_waiter
+from ledger.store.store import Store
 from projections.rules.catalog import PROJECTIONS, Projection, tracked
 from projections.runners.tracked import CatchUp, TrackedRunner
 

@@ -27,7 +27,8 @@ from itertools import islice
 import msgspec
 
 from ledger.core.errors import DatabaseBusyError
-from ledger.store.base import Store
+from ledger.store.reads import ReadSnapshot
+from ledger.store.store import Store
 from ledger.store.views import ViewTables
 from projections.rules.catalog import BY_NAME, PROJECTIONS, Projection, tracked, version_key
 from projections.rules.diff import VerifyReport, diff_view
@@ -136,7 +137,7 @@ class Rebuilder:
     # --- reading history --------------------------------------------------------------------
 
     def _replay(
-        self, replay: Replay, tables: ViewTables, phase: str, head: int | None = None
+        self, replay: Replay, tables: ReadSnapshot, phase: str, head: int | None = None
     ) -> None:
         """Fold every event after ``replay.position`` (up to ``head``) that ``tables`` sees."""
         start = replay.position
@@ -157,7 +158,7 @@ class Rebuilder:
 
     def _verify(self, projections: list[Projection]) -> VerifyReport:
         replay = Replay(audit=bool(tracked(projections)), dirty=False)
-        with self.store.view_tables(write=False) as tables:
+        with self.store.read_snapshot() as tables:
             head = tables.head()
             positions = tables.tracking()
             stops = sorted({positions.get(p.name, 0) for p in tracked(projections)} | {head})
@@ -185,7 +186,7 @@ class Rebuilder:
         started = time.perf_counter()
         # The first pass writes every row: no need to note which ones each event touched.
         replay = Replay(audit=bool(tracked(projections)), dirty=False)
-        with self.store.view_tables(write=False) as tables:
+        with self.store.read_snapshot() as tables:
             self._replay(replay, tables, "replay")
         replay.track_dirty = True
         with ThreadPoolExecutor(1, thread_name_prefix="jl-index") as indexer:
@@ -200,12 +201,12 @@ class Rebuilder:
         rows = {p.name: replay.count(p.name) for p in projections}
         # Catch up without locks while much is left, so the locked step stays short.
         for _ in range(CATCH_UP_ROUNDS):
-            with self.store.view_tables(write=False) as tables:
+            with self.store.read_snapshot() as tables:
                 left = tables.head() - replay.position
                 if left < self.catch_up_locked_below:
                     break
                 self._replay(replay, tables, "catch-up")
-            with self.store.view_tables(write=True) as tables:
+            with self.store.view_tables() as tables:
                 self._write_dirty(tables, projections, replay)
         attempts = self._swap(projections, replay)
         seconds = time.perf_counter() - started
@@ -227,14 +228,14 @@ class Rebuilder:
         """Bulk-load the replay's rows into a fresh shadow table, a chunk per transaction,
         then index it: on ``indexer`` if the backend takes concurrent writers (the future
         returned), else here."""
-        with self.store.view_tables(write=True) as tables:
-            tables.create_shadow(projection)
-            concurrent = tables.concurrent_writers
+        with self.store.view_tables() as tables:
+            tables.shadows.create(projection)
+            concurrent = tables.shadows.concurrent_writers
         total = replay.count(projection.name)
         done = 0
         for chunk in _chunks(replay.rows(projection.name), self.chunk):
-            with self.store.view_tables(write=True) as tables:
-                tables.insert_shadow(projection, chunk)
+            with self.store.view_tables() as tables:
+                tables.shadows.insert(projection, chunk)
             done += len(chunk)
             self.progress(f"load {projection.name}", done, total)
         if concurrent:
@@ -243,8 +244,8 @@ class Rebuilder:
         return None
 
     def _index(self, projection: Projection) -> None:
-        with self.store.view_tables(write=True) as tables:
-            tables.index_shadow(projection)
+        with self.store.view_tables() as tables:
+            tables.shadows.index(projection)
 
     def _write_dirty(
         self, tables: ViewTables, projections: Sequence[Projection], replay: Replay
@@ -257,22 +258,22 @@ class Rebuilder:
                 continue
             for start in range(0, len(dirty), self.chunk):
                 keys = dirty[start : start + self.chunk]
-                tables.delete_shadow(projection, keys)
+                tables.shadows.delete(projection, keys)
                 present = [row for key in keys if (row := replay.row(name, key)) is not None]
-                tables.insert_shadow(projection, present)
+                tables.shadows.insert(projection, present)
 
     def _swap(self, projections: Sequence[Projection], replay: Replay) -> int:
         """Lock, apply the last events, swap and record versions: one transaction."""
         position = replay.position
         for attempt in range(1, self.swap_attempts + 1):
             try:
-                with self.store.view_tables(write=True) as tables:
-                    tables.lock_for_swap(projections, self.lock_timeout_s)
+                with self.store.view_tables() as tables:
+                    tables.shadows.lock_for_swap(projections, self.lock_timeout_s)
                     # From here nothing can be appended: replay to the true head.
                     self._replay(replay, tables, "swap")
                     self._write_dirty(tables, projections, replay)
                     for projection in projections:
-                        tables.swap(projection)
+                        tables.shadows.swap(projection)
                         tables.set_meta(version_key(projection.name), str(projection.version))
                         if projection.mode == "tracked":
                             # Its rows are now those of every event to the head: record that
@@ -291,7 +292,7 @@ class Rebuilder:
 
     def status(self) -> list[ProjectionStatus]:
         """Each projection's versions (code and recorded), position and lag."""
-        with self.store.view_tables(write=False) as tables:
+        with self.store.read_snapshot() as tables:
             meta = tables.meta()
             head = tables.head()
             positions = tables.tracking()
@@ -320,7 +321,7 @@ class Rebuilder:
         schema), and rebuild those whose recorded version differs from the code's. Returns
         the names rebuilt."""
         stale = [s.name for s in self.status() if s.stale]
-        with self.store.view_tables(write=True) as tables:
+        with self.store.view_tables() as tables:
             meta = tables.meta()
             for p in PROJECTIONS:
                 if version_key(p.name) not in meta:

@@ -16,7 +16,7 @@ from datetime import datetime
 import msgspec
 
 from ledger.core.times import to_us
-from ledger.store.base import Store
+from ledger.store.store import Store
 from projections.rules.catalog import AUDIT
 
 WINDOWS_S = (300, 3600)
@@ -111,7 +111,7 @@ def summarise(
 def collect(store: Store, now: datetime) -> Stats:
     """Read the figures in one snapshot of ``store`` (the audit as far as it is caught up)."""
     now_us = to_us(now)
-    with store.view_tables(write=False) as tables:
+    with store.read_snapshot() as tables:
         head = tables.head()
         position = tables.tracking().get(AUDIT.name, 0)
         counts = [

@@ -21,7 +21,7 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.events import JobEnqueued, JobEvent
-from ledger.store.base import Store
+from ledger.store.store import Store
 from ledger.store.views import ViewTables
 from projections.rules.audit import audit_row
 from projections.rules.catalog import AUDIT, Projection
@@ -59,7 +59,7 @@ class TrackedRunner:
 
     def run_once(self, limit: int | None = None) -> int:
         """Apply the next batch (up to ``limit`` events) in one transaction; how many."""
-        with self.store.view_tables(write=True) as tables:
+        with self.store.view_tables() as tables:
             position = tables.lock_tracking(self.projection.name)
             events = tables.events_after(position, limit or self.batch)
             return self.apply(tables, events, position)
@@ -67,14 +67,14 @@ class TrackedRunner:
     def catch_up(self) -> CatchUp:
         """Run batches until the recorded position is the head."""
         applied = batches = 0
-        with self.store.view_tables(write=False) as tables:
+        with self.store.read_snapshot() as snapshot:
             # Nothing new: answer from a read, without taking the write lock (a follower
             # asks this on every wake-up; on SQLite the write lock is the whole database's).
-            position = tables.tracking().get(self.projection.name, 0)
-            if tables.head() <= position:
+            position = snapshot.tracking().get(self.projection.name, 0)
+            if snapshot.head() <= position:
                 return CatchUp(self.projection.name, 0, 0, position)
         while True:
-            with self.store.view_tables(write=True) as tables:
+            with self.store.view_tables() as tables:
                 position = tables.lock_tracking(self.projection.name)
                 events = tables.events_after(position, self.batch)
                 if not events:

@@ -13,8 +13,8 @@ from cli_helpers import assert_one_error_line, event_count, invoke
 from cli.database import display_url
 from cli.errors import redact
 from ledger import Ledger
-from ledger.store.base import job_type_stream_id
 from ledger.store.config import is_postgres, sqlite_path
+from ledger.store.streams import job_type_stream_id
 
 MISSING_JOB = "0b7c0e8e-2b8f-4a53-9c8e-3f1d2c556a11"
 USAGE, REFUSED = 2, 1

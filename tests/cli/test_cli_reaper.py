@@ -17,7 +17,7 @@ from cli_helpers import Run, assert_one_error_line, event_count, invoke
 from ledger import FakeClock, JobStatus, Ledger
 from ledger.core.events import JobDeadLettered, JobFailed, JobRetryScheduled
 from ledger.maintenance.reaper import DeferredError, ReapedLease
-from ledger.store.base import job_type_stream_id
+from ledger.store.streams import job_type_stream_id
 
 PAST = datetime(2020, 1, 1, tzinfo=UTC)
 MISSING_JOB = "0b7c0e8e-2b8f-4a53-9c8e-3f1d2c556a11"

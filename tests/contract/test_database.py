@@ -9,8 +9,8 @@ import pytest
 
 from ledger import DatabaseNotInitialisedError, DatabaseUnusableError, Ledger
 from ledger.core.errors import InvalidRequestError
-from ledger.store.base import SCHEMA_VERSION
 from ledger.store.config import resolve_url, sqlite_path
+from ledger.store.schema import SCHEMA_VERSION
 
 
 def test_init_is_idempotent_on_sqlite(tmp_path: Path) -> None:

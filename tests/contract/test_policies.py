@@ -28,7 +28,7 @@ from ledger.core.policy import (
     Trigger,
     follow_up_id,
 )
-from ledger.store.base import UnitOfWork
+from ledger.store.unit_of_work import UnitOfWork
 
 TERMINAL = Failure(kind=FailureKind.TERMINAL, code="bad", message="m")
 

@@ -25,7 +25,8 @@ from ledger import (
 )
 from ledger.core.errors import DatabaseBusyError, DatabaseUnusableError, StoreError
 from ledger.core.events import JobEnqueued, JobTypeDefined
-from ledger.store.errors import from_postgres, from_sqlite
+from ledger.store.postgres.errors import from_postgres
+from ledger.store.sqlite.errors import from_sqlite
 
 
 @pytest.mark.parametrize(
@@ -110,7 +111,7 @@ def test_concurrent_definitions_of_one_type_record_it_once(
         thread.join(timeout=30)
     try:
         assert errors == []
-        from ledger.store.base import job_type_stream_id
+        from ledger.store.streams import job_type_stream_id
 
         history = ledgers[0].store.history(job_type_stream_id("t"))
         assert [type(r.event) for r in history] == [JobTypeDefined]
@@ -258,8 +259,8 @@ def test_lease_lengths_can_differ_per_job_type(defined: Ledger, clock: FakeClock
 def test_url_parameters_reach_pooled_connections(pg_url: str) -> None:
     """Options in the URL (here application_name) apply to every pooled connection."""
     with Ledger.open(f"{pg_url}?application_name=jl_probe", pool_size=2) as ledger:
-        rows = ledger.store._read("tables_present")  # any query, on a pooled connection
+        rows = ledger.store.read("tables_present")  # any query, on a pooled connection
         assert rows
-        with ledger.store._cursor() as cursor:  # type: ignore[attr-defined]
-            cursor.execute("SHOW application_name")
-            assert cursor.fetchone()["application_name"] == "jl_probe"
+        with ledger.store.read_snapshot() as snapshot:
+            [row] = snapshot.fetch_composed("SHOW application_name", {})
+            assert row["application_name"] == "jl_probe"

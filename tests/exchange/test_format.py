@@ -29,7 +29,7 @@ from ledger.core.exchange import (
     read_streams,
     stored_fields,
 )
-from ledger.store.base import job_type_stream_id
+from ledger.store.streams import job_type_stream_id
 
 AT = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

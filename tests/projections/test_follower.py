@@ -30,7 +30,7 @@ CONSOLE_SCRIPT = str(Path(sys.executable).with_name("jobledger"))
 
 
 def audit_position(ledger: Ledger) -> int:
-    with ledger.store.view_tables(write=False) as tables:
+    with ledger.store.read_snapshot() as tables:
         return tables.tracking().get("audit", 0)
 
 

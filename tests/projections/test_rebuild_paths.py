@@ -8,7 +8,7 @@ from uuid import uuid4
 from projection_helpers import populate
 
 from ledger import Ledger
-from ledger.store.views import StoredRow, upto
+from ledger.store.reads import StoredRow, upto
 from projections.rules.catalog import PROJECTIONS
 from projections.rules.replay import Replay
 from projections.runners.rebuilder import Rebuilder
@@ -18,7 +18,7 @@ def test_pages_read_what_one_read_does_and_stop_at_the_end(db_url: str) -> None:
     """However small the pages, they hold every event after the start up to the end, in
     order, once."""
     populate(db_url)
-    with Ledger.open(db_url) as ledger, ledger.store.view_tables(write=False) as tables:
+    with Ledger.open(db_url) as ledger, ledger.store.read_snapshot() as tables:
         head = tables.head()
         every = tables.events_after(0, 10_000)
         assert every[-1].position == head
@@ -48,7 +48,7 @@ def test_a_replay_notes_dirty_keys_only_when_asked(db_url: str) -> None:
     """Without dirty tracking the rows are the same and no key is noted; once switched on,
     the keys of later events are."""
     populate(db_url)
-    with Ledger.open(db_url) as ledger, ledger.store.view_tables(write=False) as tables:
+    with Ledger.open(db_url) as ledger, ledger.store.read_snapshot() as tables:
         events = tables.events_after(0, 10_000)
     tracked, untracked = Replay(), Replay(dirty=False)
     tracked.apply(events)

@@ -37,7 +37,7 @@ def lease(job: Any) -> Any:
 
 
 def job_events(ledger: Ledger) -> list[Any]:
-    with ledger.store.view_tables(write=False) as tables:
+    with ledger.store.read_snapshot() as tables:
         return [e for e in tables.events_after(0, 100_000) if isinstance(e.event, JobEvent)]
 
 
@@ -84,7 +84,7 @@ def test_run_once_and_re_delivery_change_nothing(db_url: str) -> None:
         rows = audit_rows(db_url)
         head = ledger.store.head_position()
         assert runner.catch_up().applied == 0
-        with ledger.store.view_tables(write=True) as tables:
+        with ledger.store.view_tables() as tables:
             batch = tables.events_after(10, 20)
             assert runner.apply(tables, batch) == 0
         assert audit_rows(db_url) == rows

@@ -9,7 +9,7 @@ import pytest
 from projection_helpers import as_uuid, populate, raw
 
 from ledger import Ledger
-from ledger.store.views import index_names, projection_schema
+from ledger.store.shadow_ddl import index_names, projection_schema
 from projections.rules.catalog import BY_NAME, PROJECTIONS, version_key
 from projections.rules.replay import Replay
 
@@ -133,7 +133,7 @@ def test_rebuild_all_keeps_every_index_and_constraint(db_url: str) -> None:
 def test_replaying_the_same_events_again_changes_nothing(db_url: str) -> None:
     """Re-delivered events (already applied positions) leave every expected row as it was."""
     populate(db_url)
-    with Ledger.open(db_url) as ledger, ledger.store.view_tables(write=False) as tables:
+    with Ledger.open(db_url) as ledger, ledger.store.read_snapshot() as tables:
         events = tables.events_after(0, 10_000)
     replay = Replay()
     replay.apply(events)
@@ -197,7 +197,7 @@ def test_unknown_projection_names_are_refused(db_url: str) -> None:
 def test_uuid_keys_compare_as_uuids(db_url: str) -> None:
     """Live job ids (text on SQLite, uuid on PostgreSQL) are read back as UUIDs."""
     populate(db_url)
-    with Ledger.open(db_url) as ledger, ledger.store.view_tables(write=False) as tables:
+    with Ledger.open(db_url) as ledger, ledger.store.read_snapshot() as tables:
         [projection] = [p for p in PROJECTIONS if p.name == "queue"]
         assert all(isinstance(row["job_id"], UUID) for row in tables.live_rows(projection))
 
@@ -210,7 +210,7 @@ def test_each_projection_changes_only_on_the_events_it_declares(db_url: str) -> 
     with Ledger.open(db_url) as ledger:
         [dead] = [d.job_id for d in ledger.dead_letters() if d.snapshot.subject is None]
         ledger.requeue(dead)
-        with ledger.store.view_tables(write=False) as tables:
+        with ledger.store.read_snapshot() as tables:
             events = tables.events_after(0, 100_000)
     replay = Replay()
     changed_by: dict[str, set[str]] = {p.name: set() for p in PROJECTIONS}

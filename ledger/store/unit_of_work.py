@@ -1,31 +1,30 @@
-"""The backend-neutral half of the store: units of work that fold, append and project.
+"""The unit of work: one transaction that folds, appends and projects.
 
-A :class:`UnitOfWork` is one database transaction. It reads (and on PostgreSQL locks) the jobs
-it will change, and :meth:`UnitOfWork.append` then does the only kind of write there is:
-it folds the new events onto the loaded states with the one ``evolve``, appends the events
-through the eventsourcing recorder, and writes the view rows the fold produced, all on the
-same cursor. No view row changes without the event that explains it.
+A :class:`UnitOfWork` reads (and on PostgreSQL locks) the jobs it will change, and
+:meth:`UnitOfWork.append` then does the only kind of write there is: it folds the new events
+onto the loaded states with the one ``evolve``, appends the events through the eventsourcing
+recorder, and writes the view rows the fold produced, all on the same cursor. No view row
+changes without the event that explains it.
 
-Backends (``sqlite.py``, ``postgres.py``) supply the SQL and the cursor; nothing here knows
-which database it talks to.
+Backends (:mod:`ledger.store.sqlite`, :mod:`ledger.store.postgres`) supply the SQL and the
+cursor, and the store's :class:`~ledger.store.ids.IdAdapter` spells ids and lists; nothing here
+knows which database it talks to.
 """
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any, NamedTuple
-from uuid import UUID, uuid5
+from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 
-from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
-from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
+from ledger.core.codec import EventCodec, Record
 from ledger.core.events import (
     Event,
     JobEnqueued,
@@ -36,48 +35,22 @@ from ledger.core.events import (
 )
 from ledger.core.policy import Policy, Trigger
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
-from ledger.core.times import from_us, to_us
+from ledger.core.times import to_us
+from ledger.store.ids import IdAdapter
 from ledger.store.policies import follow_policies
-from ledger.store.views import ViewTables
-from projections.rules.dead_letters import DeadLetter
-from projections.rules.definitions import decode_definition, definition_row
-from projections.rules.queue import decode_state, queue_row
+from ledger.store.streams import job_type_stream_id
+from projections.rules.definitions import definition_row
+from projections.rules.queue import queue_row
 from projections.rules.registry import view_writes
-from projections.rules.sync_state import SyncState
 from projections.rules.writes import ViewWrite
-
-SCHEMA_VERSION = "1"
-"""The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
-
-EVENTS_TABLE = "jl_events"
-EXPECTED_TABLES = frozenset(
-    {
-        EVENTS_TABLE,
-        "jl_meta",
-        "jl_queue",
-        "jl_definitions",
-        "jl_sync_state",
-        "jl_dead_letters",
-        "jl_tracking",
-        "jl_audit",
-    }
-)
-JOB_TYPE_NAMESPACE = UUID("6f3c1d0e-7a52-4c8e-9b1e-4a8f2f1d2c55")
 
 # Events after which a job may be claimable: they wake idle workers.
 _MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
 
 
-def job_type_stream_id(job_type: str) -> UUID:
-    """The originator id of a job type's definition stream (stable across databases)."""
-    return uuid5(JOB_TYPE_NAMESPACE, f"job_type:{job_type}")
-
-
-def decode_definition_row(state: bytes, stream_version: int) -> DefinitionState:
-    return DefinitionState(decode_definition(state), stream_version)
-
-
 class LoadedJob(NamedTuple):
+    """A job read in a unit of work: its state and its queue position (first event's id)."""
+
     state: JobState
     enqueue_seq: int
 
@@ -100,8 +73,9 @@ class UnitOfWork(ABC):
     policies: tuple[Policy, ...] = ()
     """The store's policies (:mod:`ledger.store.policies`), set by :meth:`Store.unit_of_work`."""
 
-    def __init__(self, codec: EventCodec) -> None:
+    def __init__(self, codec: EventCodec, ids: IdAdapter) -> None:
         self._codec = codec
+        self._ids = ids
         self._jobs: dict[UUID, LoadedJob] = {}
         self._definitions: dict[str, DefinitionState] = {}
         self.jobs_became_available = False
@@ -143,14 +117,6 @@ class UnitOfWork(ABC):
         """Tell other processes, at commit, that jobs may be claimable."""
 
     @abstractmethod
-    def _job_key(self, job_id: UUID) -> Any:
-        """The job id as the backend stores it."""
-
-    @abstractmethod
-    def _id_list(self, values: Sequence[Any]) -> Any:
-        """A list parameter as the backend's queries take it."""
-
-    @abstractmethod
     def serialise_appends(self) -> None:
         """Block other appenders until commit, before reading what an append must not race."""
 
@@ -165,7 +131,7 @@ class UnitOfWork(ABC):
         """The current states of ``job_ids`` that exist, locked until commit."""
         if not job_ids:
             return {}
-        keys = self._id_list([self._job_key(job_id) for job_id in set(job_ids)])
+        keys = self._ids.keys(set(job_ids))
         states = self._remember(self._fetch_jobs("queue_lock", {"job_ids": keys}))
         return {state.job_id: state for state in states}
 
@@ -174,7 +140,7 @@ class UnitOfWork(ABC):
         params: dict[str, Any] = {"now": to_us(now), "limit": limit}
         if types is None:
             return self._remember(self._fetch_jobs("queue_claim", params))
-        params["types"] = self._id_list(list(types))
+        params["types"] = self._ids.values(types)
         return self._remember(self._fetch_jobs("queue_claim_types", params))
 
     def expired_leases(
@@ -185,7 +151,7 @@ class UnitOfWork(ABC):
         params = {
             "now": to_us(now),
             "limit": limit,
-            "exclude": self._id_list([self._job_key(job_id) for job_id in exclude]),
+            "exclude": self._ids.keys(exclude),
         }
         return self._remember(self._fetch_jobs("queue_expired_leases", params))
 
@@ -193,7 +159,7 @@ class UnitOfWork(ABC):
         """Every event of each stream, in order, read in this transaction."""
         if not originator_ids:
             return {}
-        keys = self._id_list([self._job_key(i) for i in set(originator_ids)])
+        keys = self._ids.keys(set(originator_ids))
         found: dict[UUID, list[Record]] = {i: [] for i in originator_ids}
         for originator_id, version, topic, state in self._fetch_events(keys):
             found[originator_id].append(
@@ -351,7 +317,7 @@ class UnitOfWork(ABC):
     ) -> None:
         inserts, updates = [], []
         for job_id, state in states.items():
-            key = self._job_key(job_id)
+            key = self._ids.key(job_id)
             known = self._jobs.get(job_id)
             if known is None:
                 seq = first_positions[job_id]
@@ -368,208 +334,3 @@ class UnitOfWork(ABC):
             rows.append(definition_row(definition))
             self._definitions[job_type] = definition
         self._write_definitions(rows)
-
-
-class Store(ABC):
-    """A database holding one ledger: its events, its inline views, its schema marker."""
-
-    backend: str
-    codec: EventCodec = DEFAULT_CODEC
-    recorder: Any
-    """The eventsourcing application recorder that appends and reads the events table."""
-    policies: tuple[Policy, ...] = ()
-    """Rules that append follow-up events in the unit of work of their trigger
-    (:mod:`ledger.core.policy`); none by default, and then appends pay nothing for them."""
-    _listeners: list[Callable[[], None]]
-    _listeners_lock: threading.Lock
-
-    def __init__(self) -> None:
-        self._listeners = []
-        self._listeners_lock = threading.Lock()
-
-    @abstractmethod
-    def _transaction(self) -> AbstractContextManager[UnitOfWork]:
-        """A write transaction; committed when the block exits normally."""
-
-    @contextmanager
-    def unit_of_work(self) -> Iterator[UnitOfWork]:
-        """A write transaction; after it commits, wake this process's idle workers if it
-        may have made jobs claimable (other processes learn it from the database)."""
-        with self._transaction() as uow:
-            uow.policies = self.policies
-            yield uow
-        if uow.jobs_became_available:
-            with self._listeners_lock:
-                listeners = list(self._listeners)
-            for listener in listeners:
-                listener()
-
-    def add_listener(self, listener: Callable[[], None]) -> None:
-        """Call ``listener()`` (in the committing thread) after commits that may have made
-        jobs claimable. It must be quick and must not raise."""
-        with self._listeners_lock:
-            self._listeners.append(listener)
-
-    def remove_listener(self, listener: Callable[[], None]) -> None:
-        with self._listeners_lock:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-    @abstractmethod
-    def _read(self, query: str, params: dict[str, Any] | None = None) -> Sequence[Any]:
-        """Run a named read-only query; rows support ``row["column"]``."""
-
-    def get_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
-        """The current states of those of ``job_ids`` that exist, read without locks."""
-        if not job_ids:
-            return {}
-        states = [
-            decode_state(row["state"])
-            for row in self._read("queue_get_many", {"job_ids": self._id_param(job_ids)})
-        ]
-        return {state.job_id: state for state in states}
-
-    @abstractmethod
-    def _id_param(self, job_ids: Sequence[UUID]) -> Any:
-        """A list of job ids as the backend's queries take it."""
-
-    def sync_state(self, source_id: str) -> list[SyncState]:
-        """Every sync-state row of one source, by URI."""
-        return [
-            SyncState(
-                source_id=row["source_id"],
-                uri=row["uri"],
-                revision=row["revision"],
-                content_hash=row["content_hash"],
-                last_seen_at=from_us(row["last_seen_at"]),
-                last_ingested_at=from_us(row["last_ingested_at"]),
-            )
-            for row in self._read("sync_state_of_source", {"source_id": source_id})
-        ]
-
-    def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
-        """Dead jobs (optionally of one type), oldest death first."""
-        if job_type is None:
-            rows = self._read("dead_letters_all")
-        else:
-            rows = self._read("dead_letters_of_type", {"job_type": job_type})
-        letters = []
-        for row in rows:
-            snapshot = decode_state(row["snapshot"])
-            assert snapshot.last_error is not None and snapshot.finished_at is not None
-            letters.append(
-                DeadLetter(
-                    job_id=snapshot.job_id,
-                    job_type=snapshot.job_type,
-                    dead_at=snapshot.finished_at,
-                    failure=snapshot.last_error,
-                    snapshot=snapshot,
-                )
-            )
-        return letters
-
-    @abstractmethod
-    def view_tables(self, *, write: bool) -> AbstractContextManager[ViewTables]:
-        """One transaction for rebuild and verify: without ``write`` a consistent read-only
-        snapshot of the events and views; with it a write transaction."""
-
-    def get_job(self, job_id: UUID) -> JobState | None:
-        """One job's current state (from the queue view), or ``None``."""
-        return self.get_jobs([job_id]).get(job_id)
-
-    def all_definitions(self) -> list[DefinitionState]:
-        return [
-            decode_definition_row(row["state"], row["stream_version"])
-            for row in self._read("definitions_all")
-        ]
-
-    def count_by_status(self) -> dict[str, int]:
-        return {row["status"]: row["n"] for row in self._read("queue_counts")}
-
-    def _select_stored_events(self, originator_id: UUID) -> Sequence[StoredEvent]:
-        stored: Sequence[StoredEvent] = self.recorder.select_events(originator_id)
-        return stored
-
-    @abstractmethod
-    def _errors_mapped(self) -> AbstractContextManager[None]:
-        """Turn driver and eventsourcing errors raised inside into ledger errors."""
-
-    def schema_state(self) -> tuple[set[str], str | None]:
-        """The jobledger tables present and the recorded schema version (``None``: none)."""
-        return self._tables_and_marker()
-
-    def create_missing(self) -> list[str]:
-        """Run every (``IF NOT EXISTS``) schema statement; the tables that were missing."""
-        tables, _ = self._tables_and_marker()
-        self._create_schema()
-        return sorted(EXPECTED_TABLES - tables)
-
-    def _tables_and_marker(self) -> tuple[set[str], str | None]:
-        """The jobledger tables present and the recorded schema version, if any."""
-        tables = {row["table_name"] for row in self._read("tables_present")}
-        marker = None
-        if "jl_meta" in tables:
-            rows = self._read("meta_get", {"key": "schema_version"})
-            marker = rows[0]["value"] if rows else None
-        return tables, marker
-
-    @abstractmethod
-    def _create_schema(self) -> None: ...
-
-    @abstractmethod
-    def close(self) -> None: ...
-
-    def history(self, originator_id: UUID) -> list[Record]:
-        """Every event of one stream (a job, or a job type's definitions), in order."""
-        with self._errors_mapped():
-            stored_events = self._select_stored_events(originator_id)
-        return [
-            Record(
-                stored.originator_id,
-                stored.originator_version,
-                self.codec.decode(stored.topic, stored.state),
-            )
-            for stored in stored_events
-        ]
-
-    def job_events(self, job_id: UUID) -> Iterator[JobEvent]:
-        for record in self.history(job_id):
-            assert isinstance(record.event, JobEvent)
-            yield record.event
-
-    def initialise(self) -> bool:
-        """Create what is missing. Idempotent; returns whether anything was created.
-
-        Every statement is ``IF NOT EXISTS``, so running it on an initialised database also
-        adds tables a newer release of the same schema version introduced.
-        """
-        tables, marker = self._tables_and_marker()
-        if marker is not None and marker != SCHEMA_VERSION:
-            raise DatabaseUnusableError(
-                f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
-            )
-        if marker is not None and tables >= EXPECTED_TABLES:
-            return False
-        self._create_schema()
-        return True
-
-    def check_initialised(self) -> None:
-        """Raise unless this database holds this code's schema, all of it."""
-        tables, marker = self._tables_and_marker()
-        if marker is None:
-            state = "is partly initialised" if tables else "has no jobledger tables"
-            raise DatabaseNotInitialisedError(f"database {state}; run `jobledger init` first")
-        if marker != SCHEMA_VERSION:
-            raise DatabaseUnusableError(
-                f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
-            )
-        missing = EXPECTED_TABLES - tables
-        if missing:
-            raise DatabaseNotInitialisedError(
-                f"database lacks tables {sorted(missing)}; run `jobledger init` to add them"
-            )
-
-    def head_position(self) -> int:
-        """The notification id of the newest event (0 when there is none)."""
-        with self._errors_mapped():
-            return int(self.recorder.max_notification_id() or 0)

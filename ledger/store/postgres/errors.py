@@ -1,11 +1,17 @@
-"""Database errors as ledger errors, mapped by SQLSTATE or SQLite result code — never by
-matching message text."""
+"""PostgreSQL errors as ledger errors, mapped by SQLSTATE — never by matching message text.
+
+eventsourcing wraps psycopg's errors in its own ``PersistenceError``; those are unwrapped and
+mapped the same way, and one the mapping cannot classify is a
+:class:`~ledger.core.errors.StoreError`, so no driver or eventsourcing error leaves the store.
+"""
 
 from __future__ import annotations
 
-import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import psycopg
+from eventsourcing.persistence import PersistenceError
 
 from ledger.core.errors import (
     ConcurrencyConflictError,
@@ -27,6 +33,7 @@ _PG_UNUSABLE_CLASSES = ("08", "28", "3D", "42501", "57P", "25P03", "53300")
 
 
 def from_postgres(exc: psycopg.Error, where: str) -> LedgerError:
+    """The ledger error for a psycopg error (``where``: which database, for the message)."""
     sqlstate = exc.sqlstate
     detail = str(exc).strip() or type(exc).__name__
     if sqlstate in _PG_CONFLICT:
@@ -41,27 +48,21 @@ def from_postgres(exc: psycopg.Error, where: str) -> LedgerError:
     return StoreError(f"{where}: {detail}", sqlstate=sqlstate)
 
 
-_SQLITE_BUSY = {"SQLITE_BUSY", "SQLITE_LOCKED"}
-_SQLITE_UNUSABLE = {
-    "SQLITE_NOTADB",
-    "SQLITE_CANTOPEN",
-    "SQLITE_READONLY",
-    "SQLITE_PERM",
-    "SQLITE_CORRUPT",
-    "SQLITE_AUTH",
-    "SQLITE_FULL",
-    "SQLITE_IOERR",
-}
+def from_persistence(exc: PersistenceError, where: str) -> LedgerError:
+    """eventsourcing wraps psycopg's errors; map the original by its SQLSTATE."""
+    cause = exc.__cause__
+    if isinstance(cause, psycopg.Error):
+        return from_postgres(cause, where)
+    return StoreError(f"{where}: {exc}")
 
 
-def from_sqlite(exc: sqlite3.Error, where: str) -> LedgerError:
-    name = getattr(exc, "sqlite_errorname", None) or ""
-    primary = "_".join(name.split("_")[:2])  # SQLITE_BUSY_SNAPSHOT -> SQLITE_BUSY
-    detail = str(exc) or type(exc).__name__
-    if primary == "SQLITE_CONSTRAINT":
-        return ConcurrencyConflictError(f"{where}: {detail}", sqlstate=name)
-    if primary in _SQLITE_BUSY:
-        return DatabaseBusyError(f"{where}: {detail}", sqlstate=name)
-    if primary in _SQLITE_UNUSABLE:
-        return DatabaseUnusableError(f"{where}: {detail}", sqlstate=name)
-    return StoreError(f"{where}: {detail}", sqlstate=name or None)
+@contextmanager
+def errors_mapped(where: str) -> Iterator[None]:
+    """Raise psycopg and eventsourcing errors from inside as ledger errors (``where``: which
+    database, for the message)."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        raise from_postgres(exc, where) from exc
+    except PersistenceError as exc:
+        raise from_persistence(exc, where) from exc

@@ -1,0 +1,142 @@
+"""The PostgreSQL store: a pooled eventsourcing datastore, its recorder and the named queries.
+
+Units of work: :mod:`ledger.store.postgres.unit_of_work`; the read seam's statements:
+:mod:`ledger.store.postgres.session`; shadow tables: :mod:`ledger.store.postgres.shadows`;
+``LISTEN``: :mod:`ledger.store.postgres.listener`; error mapping:
+:mod:`ledger.store.postgres.errors`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import psycopg
+from eventsourcing.postgres import PostgresDatastore
+from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import DictRow
+
+from ledger.core.codec import EventCodec
+from ledger.store.ids import id_adapter
+from ledger.store.notifications import Topic
+from ledger.store.postgres.errors import errors_mapped
+from ledger.store.postgres.listener import TaskListening, ThreadListening
+from ledger.store.postgres.recorder import LedgerRecorder
+from ledger.store.postgres.session import PostgresRunner
+from ledger.store.postgres.shadows import PostgresShadowTables
+from ledger.store.postgres.unit_of_work import PostgresUnitOfWork
+from ledger.store.postgres.view_tables import PostgresViewTables
+from ledger.store.queries import load, schema_statements
+from ledger.store.reads import ReadSnapshot
+from ledger.store.schema import SCHEMA_VERSION
+from ledger.store.store import Store
+
+IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
+
+# Never pass eventsourcing's ``pool_open_timeout``: with it, every connection checkout calls
+# psycopg_pool's ``wait()``, which blocks until the pool is *full* — until every other
+# thread has returned its connection — serialising all database work (and tripping an
+# assertion when two threads wait at once). The connect timeout still bounds checkouts.
+
+_DATASTORE_KEYS = {"dbname", "host", "port", "user", "password", "connect_timeout"}
+
+
+class PostgresStore(Store):
+    """A ledger in one PostgreSQL database (``conninfo``: a URL or libpq string)."""
+
+    backend = "postgres"
+    has_notifications = True
+
+    def __init__(
+        self,
+        conninfo: str,
+        codec: EventCodec | None = None,
+        pool_size: int = 2,
+        max_overflow: int = 8,
+    ) -> None:
+        super().__init__()
+        if codec is not None:
+            self.codec = codec
+        self.ids = id_adapter(self.backend)
+        self.conninfo = conninfo
+        params = conninfo_to_dict(conninfo)
+        self.dbname = str(params.get("dbname", ""))
+        self.sql = self.queries = load("postgres")
+        connect_timeout = float(str(params.get("connect_timeout", 5)))
+        self.where = f"PostgreSQL database {self.dbname!r} on {params.get('host') or 'localhost'}"
+        with errors_mapped(f"cannot use {self.where}"):
+            # One direct connection first: a refused connection or a missing database is
+            # reported at once and precisely, not as a pool timeout seconds later.
+            psycopg.connect(conninfo, connect_timeout=max(1, int(connect_timeout))).close()
+            self.datastore = PostgresDatastore(
+                dbname=self.dbname,
+                host=str(params.get("host", "")),
+                port=str(params.get("port", "5432")),
+                user=str(params.get("user", "")),
+                password=str(params.get("password", "")),
+                connect_timeout=connect_timeout,
+                idle_in_transaction_session_timeout=IDLE_IN_TRANSACTION_TIMEOUT_S,
+                pool_size=pool_size,
+                max_overflow=max_overflow,
+            )
+            # eventsourcing builds the pool's connection arguments from a fixed set of keys;
+            # add the URL's others (sslmode, application_name, options…) so pooled
+            # connections honour them too. The pool opens on first use.
+            extra = {k: v for k, v in params.items() if k not in _DATASTORE_KEYS}
+            assert isinstance(self.datastore.pool.kwargs, dict)
+            self.datastore.pool.kwargs.update(extra)
+            self.recorder = LedgerRecorder(self.datastore, self.sql)
+
+    @contextmanager
+    def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
+        """A pooled connection's transaction, committed when the block exits normally."""
+        with (
+            errors_mapped(self.where),
+            self.datastore.get_connection() as conn,
+            conn.transaction(),
+            conn.cursor() as cursor,
+        ):
+            yield cursor
+
+    def _errors_mapped(self) -> AbstractContextManager[None]:
+        return errors_mapped(self.where)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[PostgresUnitOfWork]:
+        with self._cursor() as cursor:
+            yield PostgresUnitOfWork(self, cursor)
+
+    def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        with self._cursor() as cursor:
+            cursor.execute(self.sql[query], params or {})
+            return cursor.fetchall()
+
+    @contextmanager
+    def read_snapshot(self) -> Iterator[ReadSnapshot]:
+        with self._cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            yield ReadSnapshot(PostgresRunner(cursor), self.sql, self.ids, self.codec)
+
+    @contextmanager
+    def view_tables(self) -> Iterator[PostgresViewTables]:
+        with self._cursor() as cursor:
+            shadows = PostgresShadowTables(cursor, self.recorder)
+            yield PostgresViewTables(cursor, self.sql, self.ids, self.codec, shadows)
+
+    def listen(self, topic: Topic, on_notify: Callable[[], None]) -> ThreadListening:
+        return ThreadListening(self.conninfo, topic, on_notify)
+
+    async def listen_async(self, topic: Topic, on_notify: Callable[[], None]) -> TaskListening:
+        return await TaskListening(self.conninfo, topic, on_notify).started()
+
+    def _create_schema(self) -> None:
+        with errors_mapped(self.where):
+            self.recorder.create_table()
+        with self._cursor() as cursor:
+            for statement in schema_statements(self.backend):
+                cursor.execute(statement)
+            cursor.execute(self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION})
+
+    def close(self) -> None:
+        self.datastore.close()

@@ -1,0 +1,135 @@
+"""The PostgreSQL unit of work: lock the rows, then append in one pipelined round.
+
+Claims and other multi-job units of work lock the view rows they change first (``FOR
+UPDATE``, ``SKIP LOCKED`` for claims), then append: the recorder takes ``LOCK TABLE jl_events
+IN EXCLUSIVE MODE`` (see :mod:`ledger.store.postgres.recorder`). Writers that change existing
+rows lock them before the table lock; enqueue, which takes the table lock first, locks no
+existing row; rows a transaction creates are written after the table lock. So writers cannot
+deadlock on the two. The workers' wake-up is ``NOTIFY jl_jobs_available``, sent only by
+commits that may make jobs claimable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import groupby
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+import psycopg
+from eventsourcing.persistence import StoredEvent
+from psycopg.rows import DictRow
+from psycopg.sql import SQL, Literal
+
+from ledger.core.state import DefinitionState
+from ledger.store.postgres.errors import from_postgres
+from ledger.store.streams import decode_definition_row
+from ledger.store.unit_of_work import LoadedJob, UnitOfWork
+from projections.rules.queue import decode_state
+from projections.rules.writes import ViewWrite
+
+if TYPE_CHECKING:
+    from ledger.store.postgres.store import PostgresStore
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Row dicts to one list per column, for ``unnest`` statements."""
+    return {name: [row[name] for row in rows] for name in rows[0]}
+
+
+def lock_timeout(cursor: psycopg.Cursor[DictRow], seconds: float) -> None:
+    """``SET LOCAL lock_timeout`` to ``seconds``, rounded up: 0 ms would mean no timeout."""
+    millis = max(1, math.ceil(seconds * 1000))
+    cursor.execute(SQL("SET LOCAL lock_timeout = {}").format(Literal(f"{millis}ms")))
+
+
+class PostgresUnitOfWork(UnitOfWork):
+    """A unit of work on one pooled connection's transaction (see the module docstring)."""
+
+    def __init__(self, store: PostgresStore, cursor: psycopg.Cursor[DictRow]) -> None:
+        super().__init__(store.codec, store.ids)
+        self._store = store
+        self._cursor = cursor
+        self._sql = store.sql
+        self._appends_serialised = False
+
+    def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
+        self._cursor.execute(self._sql[query], params, prepare=True)
+        return [
+            LoadedJob(decode_state(row["state"]), row["enqueue_seq"])
+            for row in self._cursor.fetchall()
+        ]
+
+    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]:
+        params = {"job_types": self._ids.values(job_types)}
+        self._cursor.execute(self._sql["definitions_get"], params)
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._cursor.fetchall()
+        ]
+
+    def _insert_stored_events(
+        self, stored: list[StoredEvent], *, positions_needed: bool
+    ) -> Sequence[int] | None:
+        self._store.recorder._insert_stored_events(
+            self._cursor, stored, returning=positions_needed, locked=self._appends_serialised
+        )
+        self._appends_serialised = True
+        if not positions_needed:
+            return None
+        return [row["notification_id"] for row in self._cursor.fetchall()]
+
+    @contextmanager
+    def _write_phase(self) -> Iterator[None]:
+        # Pipeline mode: the lock, NOTIFY, events insert and view writes go out without
+        # waiting for each other's results; errors still surface before commit.
+        with self._cursor.connection.pipeline():
+            yield
+
+    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+        # One statement per batch with a parameter array per column: one row per statement
+        # (executemany) costs a server round of parse/plan/index upkeep per row.
+        if inserts:
+            self._cursor.execute(self._sql["queue_insert"], _columns(inserts), prepare=True)
+        if updates:
+            self._cursor.execute(self._sql["queue_update"], _columns(updates), prepare=True)
+
+    def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
+        self._cursor.executemany(self._sql["definitions_upsert"], rows)
+
+    def _execute_writes(self, writes: list[ViewWrite]) -> None:
+        for query, group in groupby(writes, key=lambda write: write.query):
+            self._cursor.executemany(self._sql[query], [write.params for write in group])
+
+    def _notify_jobs_available(self) -> None:
+        self._cursor.execute(self._sql["jobs_available_notify"])
+
+    def _fetch_events(self, keys: Any) -> list[tuple[UUID, int, str, bytes]]:
+        self._cursor.execute(self._sql["events_of_streams"], {"originator_ids": keys})
+        return [
+            (row["originator_id"], row["originator_version"], row["topic"], bytes(row["state"]))
+            for row in self._cursor.fetchall()
+        ]
+
+    def _remembered(self) -> dict[str, Any]:
+        # A lock taken inside a savepoint is released when it is rolled back.
+        return {**super()._remembered(), "_appends_serialised": self._appends_serialised}
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        try:
+            with self._cursor.connection.transaction():  # nested: a SAVEPOINT
+                yield
+        except psycopg.Error as exc:
+            raise from_postgres(exc, self._store.where) from exc
+
+    def set_lock_timeout(self, seconds: float) -> None:
+        lock_timeout(self._cursor, seconds)
+
+    def serialise_appends(self) -> None:
+        """Take the events-table lock now, so reads that decide an append cannot race."""
+        if not self._appends_serialised:
+            self._store.recorder._lock_table(self._cursor)
+            self._appends_serialised = True

@@ -1,0 +1,87 @@
+"""The ledger's tables: which exist, the recorded schema version, creating what is missing.
+
+``jobledger init`` (and the migration plan in :mod:`ledger.api.migrate`) create the tables;
+workers run with table creation off and only check (concurrent DDL from several workers fails
+with "tuple concurrently updated"). Every ``schema_*`` statement is ``IF NOT EXISTS``, so
+running them on an initialised database only adds tables a newer release of the same schema
+version introduced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
+
+SCHEMA_VERSION = "1"
+"""The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
+
+EVENTS_TABLE = "jl_events"
+EXPECTED_TABLES = frozenset(
+    {
+        EVENTS_TABLE,
+        "jl_meta",
+        "jl_queue",
+        "jl_definitions",
+        "jl_sync_state",
+        "jl_dead_letters",
+        "jl_tracking",
+        "jl_audit",
+    }
+)
+
+ReadQuery = Callable[[str, dict[str, Any] | None], Sequence[Any]]
+
+
+class Schema:
+    """Schema management over a store's one-query read and its backend's DDL."""
+
+    def __init__(self, read: ReadQuery, create: Callable[[], None]) -> None:
+        self._read = read
+        self._create = create
+
+    def state(self) -> tuple[set[str], str | None]:
+        """The jobledger tables present and the recorded schema version (``None``: none)."""
+        tables = {row["table_name"] for row in self._read("tables_present", None)}
+        marker = None
+        if "jl_meta" in tables:
+            rows = self._read("meta_get", {"key": "schema_version"})
+            marker = rows[0]["value"] if rows else None
+        return tables, marker
+
+    def create_missing(self) -> list[str]:
+        """Run every schema statement; the tables that were missing."""
+        tables, _ = self.state()
+        self._create()
+        return sorted(EXPECTED_TABLES - tables)
+
+    def initialise(self) -> bool:
+        """Create what is missing. Idempotent; returns whether anything was created."""
+        tables, marker = self.state()
+        if marker is not None and marker != SCHEMA_VERSION:
+            raise _other_version(marker)
+        if marker is not None and tables >= EXPECTED_TABLES:
+            return False
+        self._create()
+        return True
+
+    def check_initialised(self) -> None:
+        """Raise unless this database holds this code's schema, all of it."""
+        tables, marker = self.state()
+        if marker is None:
+            state = "is partly initialised" if tables else "has no jobledger tables"
+            raise DatabaseNotInitialisedError(f"database {state}; run `jobledger init` first")
+        if marker != SCHEMA_VERSION:
+            raise _other_version(marker)
+        missing = EXPECTED_TABLES - tables
+        if missing:
+            raise DatabaseNotInitialisedError(
+                f"database lacks tables {sorted(missing)}; run `jobledger init` to add them"
+            )
+
+
+def _other_version(marker: str) -> DatabaseUnusableError:
+    return DatabaseUnusableError(
+        f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
+    )

@@ -1,0 +1,47 @@
+"""How a SQLite transaction's cursor runs the read seam's statements."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from eventsourcing.sqlite import SQLiteCursor
+
+from ledger.store.ids import IdAdapter
+from ledger.store.reads import StoredRow
+from ledger.store.shadow_ddl import safe_column, safe_name
+from projections.rules.catalog import Projection
+from projections.rules.replay import Row
+
+LIVE_ROWS_BATCH = 10_000
+"""Rows fetched per call when reading a whole view."""
+
+
+class SQLiteRunner:
+    """:class:`~ledger.store.reads.StatementRunner` on one eventsourcing SQLite cursor."""
+
+    def __init__(self, cursor: SQLiteCursor, ids: IdAdapter) -> None:
+        self._cursor = cursor
+        self._ids = ids
+
+    def rows(self, sql: str, params: Mapping[str, Any]) -> list[Any]:
+        self._cursor.execute(sql, params)
+        return list(self._cursor.fetchall())
+
+    def stored_events(self, sql: str, params: Mapping[str, Any]) -> list[StoredRow]:
+        self._cursor.execute(sql, params)
+        uuid = self._ids.uuid
+        return [(row[0], uuid(row[1]), row[2], row[3], row[4]) for row in self._cursor.fetchall()]
+
+    def table_rows(self, projection: Projection) -> Iterator[Row]:
+        columns = ", ".join(safe_column(c) for c in projection.columns)
+        self._cursor.execute(f"SELECT {columns} FROM {safe_name(projection.table)}")
+        cursor = self._cursor.sqlite_cursor  # eventsourcing's wrapper has no fetchmany
+        while batch := cursor.fetchmany(LIVE_ROWS_BATCH):
+            for row in batch:
+                values = dict(zip(projection.columns, row, strict=True))
+                if "job_id" in values:
+                    values["job_id"] = self._ids.uuid(values["job_id"])
+                if "enabled" in values:
+                    values["enabled"] = bool(values["enabled"])
+                yield values

@@ -1,0 +1,116 @@
+"""The SQLite unit of work: the write lock first, then read, fold and append.
+
+Writers are serialised by ``BEGIN IMMEDIATE`` (taking the write lock before the first read,
+so a unit of work that reads before it writes cannot fail on the lock upgrade), and within a
+process by the eventsourcing pool's writer interlock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from itertools import groupby
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+from eventsourcing.persistence import StoredEvent
+from eventsourcing.sqlite import SQLiteCursor
+
+from ledger.core.state import DefinitionState
+from ledger.store.sqlite.errors import from_sqlite
+from ledger.store.streams import decode_definition_row
+from ledger.store.unit_of_work import LoadedJob, UnitOfWork
+from projections.rules.queue import decode_state
+from projections.rules.writes import ViewWrite
+
+if TYPE_CHECKING:
+    from ledger.store.sqlite.store import SQLiteStore
+
+
+class SQLiteUnitOfWork(UnitOfWork):
+    """A unit of work in one ``BEGIN IMMEDIATE`` transaction (the database's write lock)."""
+
+    def __init__(self, store: SQLiteStore, cursor: SQLiteCursor) -> None:
+        super().__init__(store.codec, store.ids)
+        self._store = store
+        self._cursor = cursor
+        self._sql = store.sql
+
+    def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
+        self._cursor.execute(self._sql[query], params)
+        return [
+            LoadedJob(decode_state(row["state"]), row["enqueue_seq"])
+            for row in self._cursor.fetchall()
+        ]
+
+    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]:
+        params = {"job_types": self._ids.values(job_types)}
+        self._cursor.execute(self._sql["definitions_get"], params)
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._cursor.fetchall()
+        ]
+
+    def _insert_stored_events(
+        self, stored: list[StoredEvent], *, positions_needed: bool
+    ) -> Sequence[int] | None:
+        # One executemany instead of the recorder's execute per event. The positions are
+        # consecutive rowids: BEGIN IMMEDIATE excludes other writers, and jl_events rows are
+        # never deleted, so each new rowid is the previous maximum plus one.
+        self._cursor.executemany(
+            self._sql["events_insert"],
+            [(s.originator_id.hex, s.originator_version, s.topic, s.state) for s in stored],
+        )
+        if not positions_needed:
+            return None
+        self._cursor.execute("SELECT last_insert_rowid()")
+        last = int(self._cursor.fetchone()[0])
+        return list(range(last - len(stored) + 1, last + 1))
+
+    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+        if inserts:
+            self._cursor.executemany(self._sql["queue_insert"], inserts)
+        if updates:
+            self._cursor.executemany(self._sql["queue_update"], updates)
+
+    def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
+        self._cursor.executemany(self._sql["definitions_upsert"], rows)
+
+    def _execute_writes(self, writes: list[ViewWrite]) -> None:
+        for query, group in groupby(writes, key=lambda write: write.query):
+            rows = [self._ids.stored_params(write.params) for write in group]
+            self._cursor.executemany(self._sql[query], rows)
+
+    def _notify_jobs_available(self) -> None:
+        """Nothing to send: SQLite has no notifications; other processes poll."""
+
+    def _fetch_events(self, keys: Any) -> list[tuple[UUID, int, str, bytes]]:
+        self._cursor.execute(self._sql["events_of_streams"], {"originator_ids": keys})
+        return [
+            (
+                self._ids.uuid(row["originator_id"]),
+                row["originator_version"],
+                row["topic"],
+                row["state"],
+            )
+            for row in self._cursor.fetchall()
+        ]
+
+    @contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        self._cursor.execute("SAVEPOINT jl_item")
+        try:
+            yield
+        except sqlite3.Error as exc:
+            self._cursor.execute("ROLLBACK TO jl_item")
+            self._cursor.execute("RELEASE jl_item")
+            raise from_sqlite(exc, self._store.where) from exc
+        except BaseException:
+            self._cursor.execute("ROLLBACK TO jl_item")
+            self._cursor.execute("RELEASE jl_item")
+            raise
+        self._cursor.execute("RELEASE jl_item")
+
+    def serialise_appends(self) -> None:
+        """Nothing to do: ``BEGIN IMMEDIATE`` already holds the database's write lock."""

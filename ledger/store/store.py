@@ -1,0 +1,231 @@
+"""The store: one database holding one ledger, read and written through a few seams.
+
+- writes: :meth:`Store.unit_of_work` (:mod:`ledger.store.unit_of_work`), the only way anything
+  is written; after a commit that may have made jobs claimable it wakes this process's
+  listeners (:mod:`ledger.store.listeners`);
+- reads: :meth:`Store.read` (one named query, its own short transaction),
+  :meth:`Store.read_snapshot` (many queries, one snapshot: :mod:`ledger.store.reads`), and the
+  few backend-neutral reads below that the commands and the CLI use;
+- the views' write transactions for the projection runners: :meth:`Store.view_tables`;
+- cross-process wake-ups: :attr:`Store.has_notifications`, :meth:`Store.listen`,
+  :meth:`Store.listen_async` (:mod:`ledger.store.notifications`);
+- the schema: :mod:`ledger.store.schema`.
+
+Every driver and eventsourcing error raised through these is a
+:class:`~ledger.core.errors.LedgerError` (the backends map them by SQLSTATE or result code), so
+no caller needs a driver import. Backends: :mod:`ledger.store.postgres`,
+:mod:`ledger.store.sqlite`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, ClassVar
+from uuid import UUID
+
+from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
+from ledger.core.events import JobEvent
+from ledger.core.policy import Policy
+from ledger.core.state import DefinitionState, JobState
+from ledger.core.times import from_us
+from ledger.store.ids import IdAdapter
+from ledger.store.listeners import ListenerBus
+from ledger.store.notifications import AsyncListening, Listening, Topic
+from ledger.store.reads import ReadSnapshot
+from ledger.store.schema import Schema
+from ledger.store.streams import decode_definition_row
+from ledger.store.unit_of_work import UnitOfWork
+from ledger.store.views import ViewTables
+from projections.rules.dead_letters import DeadLetter
+from projections.rules.queue import decode_state
+from projections.rules.sync_state import SyncState
+
+
+class Store(ABC):
+    """A database holding one ledger: its events, its views, its schema marker."""
+
+    backend: ClassVar[str]
+    has_notifications: ClassVar[bool] = False
+    """Whether other processes' commits can wake this one (:meth:`listen`); without them,
+    callers poll."""
+    codec: EventCodec = DEFAULT_CODEC
+    ids: IdAdapter
+    """How this backend stores and binds ids and lists."""
+    queries: Mapping[str, str]
+    """This backend's named queries."""
+    recorder: Any
+    """The eventsourcing application recorder that appends and reads the events table."""
+    policies: tuple[Policy, ...] = ()
+    """Rules that append follow-up events in the unit of work of their trigger
+    (:mod:`ledger.core.policy`); none by default, and then appends pay nothing for them."""
+
+    def __init__(self) -> None:
+        self._committed = ListenerBus()
+        self.schema = Schema(self.read, self._create_schema)
+
+    # --- backend hooks ----------------------------------------------------------------------
+
+    @abstractmethod
+    def _transaction(self) -> AbstractContextManager[UnitOfWork]:
+        """A write transaction; committed when the block exits normally."""
+
+    @abstractmethod
+    def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Run one named read-only query in a transaction of its own; rows support
+        ``row["column"]``."""
+
+    @abstractmethod
+    def read_snapshot(self) -> AbstractContextManager[ReadSnapshot]:
+        """A consistent read-only snapshot of the events and views, for many queries."""
+
+    @abstractmethod
+    def view_tables(self) -> AbstractContextManager[ViewTables]:
+        """A write transaction over the views, for the projection runners (tracked rows,
+        positions, shadow tables and the swap)."""
+
+    @abstractmethod
+    def _errors_mapped(self) -> AbstractContextManager[None]:
+        """Turn driver and eventsourcing errors raised inside into ledger errors."""
+
+    @abstractmethod
+    def _create_schema(self) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # --- writes -----------------------------------------------------------------------------
+
+    @contextmanager
+    def unit_of_work(self) -> Iterator[UnitOfWork]:
+        """A write transaction; after it commits, wake this process's idle workers if it
+        may have made jobs claimable (other processes learn it from the database)."""
+        with self._transaction() as uow:
+            uow.policies = self.policies
+            yield uow
+        if uow.jobs_became_available:
+            self._committed.notify()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (in the committing thread) after commits that may have made
+        jobs claimable. It must be quick and must not raise."""
+        self._committed.add(listener)
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        self._committed.remove(listener)
+
+    # --- other processes' commits -----------------------------------------------------------
+
+    def listen(self, topic: Topic, on_notify: Callable[[], None]) -> Listening:
+        """Call ``on_notify()`` from a thread of its own for each notification on ``topic``
+        (and after each reconnect) until closed; returns once ``LISTEN`` took effect (or
+        first failed, or a few seconds passed). Only where :attr:`has_notifications`."""
+        raise NotImplementedError(f"{self.backend} has no notifications: poll")
+
+    async def listen_async(self, topic: Topic, on_notify: Callable[[], None]) -> AsyncListening:
+        """:meth:`listen` as a task of the running event loop (``on_notify`` is called in
+        the loop). Only where :attr:`has_notifications`."""
+        raise NotImplementedError(f"{self.backend} has no notifications: poll")
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def get_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
+        """The current states of those of ``job_ids`` that exist, read without locks."""
+        if not job_ids:
+            return {}
+        rows = self.read("queue_get_many", {"job_ids": self.ids.keys(job_ids)})
+        states = [decode_state(row["state"]) for row in rows]
+        return {state.job_id: state for state in states}
+
+    def get_job(self, job_id: UUID) -> JobState | None:
+        """One job's current state (from the queue view), or ``None``."""
+        return self.get_jobs([job_id]).get(job_id)
+
+    def sync_state(self, source_id: str) -> list[SyncState]:
+        """Every sync-state row of one source, by URI."""
+        return [
+            SyncState(
+                source_id=row["source_id"],
+                uri=row["uri"],
+                revision=row["revision"],
+                content_hash=row["content_hash"],
+                last_seen_at=from_us(row["last_seen_at"]),
+                last_ingested_at=from_us(row["last_ingested_at"]),
+            )
+            for row in self.read("sync_state_of_source", {"source_id": source_id})
+        ]
+
+    def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
+        """Dead jobs (optionally of one type), oldest death first."""
+        if job_type is None:
+            rows = self.read("dead_letters_all")
+        else:
+            rows = self.read("dead_letters_of_type", {"job_type": job_type})
+        letters = []
+        for row in rows:
+            snapshot = decode_state(row["snapshot"])
+            assert snapshot.last_error is not None and snapshot.finished_at is not None
+            letters.append(
+                DeadLetter(
+                    job_id=snapshot.job_id,
+                    job_type=snapshot.job_type,
+                    dead_at=snapshot.finished_at,
+                    failure=snapshot.last_error,
+                    snapshot=snapshot,
+                )
+            )
+        return letters
+
+    def all_definitions(self) -> list[DefinitionState]:
+        """Every job type's definition, from the definitions view."""
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self.read("definitions_all")
+        ]
+
+    def count_by_status(self) -> dict[str, int]:
+        """How many jobs the queue view holds in each status."""
+        return {row["status"]: row["n"] for row in self.read("queue_counts")}
+
+    def history(self, originator_id: UUID) -> list[Record]:
+        """Every event of one stream (a job, or a job type's definitions), in order."""
+        with self._errors_mapped():
+            stored_events = self.recorder.select_events(originator_id)
+        return [
+            Record(
+                stored.originator_id,
+                stored.originator_version,
+                self.codec.decode(stored.topic, stored.state),
+            )
+            for stored in stored_events
+        ]
+
+    def job_events(self, job_id: UUID) -> Iterator[JobEvent]:
+        """One job's events, in order."""
+        for record in self.history(job_id):
+            assert isinstance(record.event, JobEvent)
+            yield record.event
+
+    def head_position(self) -> int:
+        """The notification id of the newest event (0 when there is none)."""
+        with self._errors_mapped():
+            return int(self.recorder.max_notification_id() or 0)
+
+    # --- schema (see ledger.store.schema) ---------------------------------------------------
+
+    def schema_state(self) -> tuple[set[str], str | None]:
+        """The jobledger tables present and the recorded schema version (``None``: none)."""
+        return self.schema.state()
+
+    def create_missing(self) -> list[str]:
+        """Run every (``IF NOT EXISTS``) schema statement; the tables that were missing."""
+        return self.schema.create_missing()
+
+    def initialise(self) -> bool:
+        """Create what is missing; whether anything was (:meth:`Schema.initialise`)."""
+        return self.schema.initialise()
+
+    def check_initialised(self) -> None:
+        """Raise unless this database holds this code's schema, all of it."""
+        self.schema.check_initialised()
