@@ -60,7 +60,7 @@ def test_a_real_history_uses_exactly_the_declared_writes(db_url: str) -> None:
     with Ledger.open(db_url) as ledger:
         [dead] = [d.job_id for d in ledger.dead_letters() if d.snapshot.subject is None]
         ledger.requeue(dead)
-        with ledger.store.view_tables(write=False) as tables:
+        with ledger.store.read_snapshot() as tables:
             events = tables.events_after(0, 100_000)
     states: dict[object, JobState] = {}
     used: dict[str, set[str]] = {view.projection.name: set() for view in registry.WRITTEN}
