@@ -15,6 +15,7 @@ delay has passed). :class:`~ledger.maintenance.runner.ServiceRunner` runs it on
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime
 
 from ledger.api.ledger import Ledger
@@ -29,6 +30,8 @@ __all__ = [  # the service, its config and its report (defined in the core)
     "Reaper",
     "ReaperConfig",
 ]
+
+log = logging.getLogger(__name__)
 
 
 class Reaper:
@@ -48,7 +51,15 @@ class Reaper:
     def run_once(self, now: datetime | None = None) -> ReapReport:
         """One pass at ``now`` (the ledger's clock by default), skipping the jobs this
         reaper's earlier passes deferred until their retry delay has passed."""
-        return self._ledger.reap(self.config, deferred=self._deferred, now=now)
+        report = self._ledger.reap(self.config, deferred=self._deferred, now=now)
+        if report.processed or report.deferred_error_count:
+            log.info(
+                "reaped %d expired leases (%d dead-lettered), %d deferred",
+                report.processed,
+                len(report.dead_lettered),
+                report.deferred_error_count,
+            )
+        return report
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run passes every ``config.interval_s`` until ``stop`` is set (a pass that fails

@@ -80,6 +80,7 @@ class PoolConfig:
             limit=self.reaper_batch,
             retry_delay_s=self.reaper_retry_delay_s,
             lock_timeout_s=self.reaper_lock_timeout_s,
+            interval_s=self.reaper_interval_s if self.reaper_interval_s > 0 else 30.0,
         )
 
 

@@ -17,7 +17,6 @@ tracked task that a second cancellation cannot strand.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -27,6 +26,7 @@ from uuid import UUID
 
 from ledger.api.ledger import Ledger, Outcome
 from ledger.maintenance.reaper import Reaper
+from ledger.maintenance.runner import ServiceRunner
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
@@ -280,20 +280,9 @@ class WorkerPool:
     # --- the reaper -------------------------------------------------------------------------
 
     async def _reap(self) -> None:
-        while not self._stop_requested.is_set():
-            try:
-                report = await asyncio.to_thread(self._reaper.run_once)
-                if report.processed or report.deferred_error_count:
-                    log.info(
-                        "reaped %d expired leases (%d dead-lettered), %d deferred",
-                        report.processed,
-                        len(report.dead_lettered),
-                        report.deferred_error_count,
-                    )
-            except Exception as exc:
-                log.warning("reaper pass failed: %s", exc)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop_requested.wait(), self.config.reaper_interval_s)
+        # The maintenance runner runs the pass on a thread of its own (never the loop's, nor
+        # the executor handlers use), logs a failed pass and keeps the interval.
+        await ServiceRunner([self._reaper]).run(self._stop_requested)
 
 
 __all__ = ["Health", "JobContext", "PoolConfig", "PoolStats", "Registry", "WorkerPool"]
