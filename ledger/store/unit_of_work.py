@@ -2,9 +2,10 @@
 
 A :class:`UnitOfWork` reads (and on PostgreSQL locks) the jobs it will change, and
 :meth:`UnitOfWork.append` then does the only kind of write there is: it folds the new events
-onto the loaded states with the one ``evolve``, appends the events through the eventsourcing
-recorder, and writes the view rows the fold produced, all on the same cursor. No view row
-changes without the event that explains it.
+onto the loaded states (:class:`~ledger.store.fold.AppendFold`, the one ``evolve``), runs the
+store's policies, appends the events through the eventsourcing recorder, and writes the view
+rows the fold produced, all on the same cursor. No view row changes without the event that
+explains it.
 
 Backends (:mod:`ledger.store.sqlite`, :mod:`ledger.store.postgres`) supply the SQL and the
 cursor, and the store's :class:`~ledger.store.ids.IdAdapter` spells ids and lists; nothing here
@@ -16,9 +17,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any, NamedTuple
 from uuid import UUID
 
@@ -27,25 +26,17 @@ from eventsourcing.persistence import StoredEvent
 from ledger.core.codec import EventCodec, Record
 from ledger.core.events import (
     Event,
-    JobEnqueued,
     JobEvent,
-    JobReleased,
-    JobRequeued,
-    JobRetryScheduled,
 )
-from ledger.core.policy import Policy, Trigger
-from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.core.policy import Policy
+from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import to_us
+from ledger.store.fold import AppendFold
 from ledger.store.ids import IdAdapter
 from ledger.store.policies import follow_policies
-from ledger.store.streams import job_type_stream_id
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
-from projections.rules.registry import view_writes
 from projections.rules.writes import ViewWrite
-
-# Events after which a job may be claimable: they wake idle workers.
-_MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
 
 
 class LoadedJob(NamedTuple):
@@ -53,18 +44,6 @@ class LoadedJob(NamedTuple):
 
     state: JobState
     enqueue_seq: int
-
-
-@dataclass
-class _Fold:
-    """What folding one unit of work's job events produced, before anything is written."""
-
-    records: list[tuple[UUID, int, Event]] = field(default_factory=list)
-    states: dict[UUID, JobState] = field(default_factory=dict)
-    view_writes: list[ViewWrite] = field(default_factory=list)
-    makes_claimable: bool = False
-    triggers: list[Trigger] | None = None
-    """Each job event with the state after it, for the policies (``None``: there are none)."""
 
 
 class UnitOfWork(ABC):
@@ -236,16 +215,13 @@ class UnitOfWork(ABC):
         Every job in ``job_changes`` must have been read in this unit of work, unless its first
         event is ``job_enqueued``. Returns the jobs' new states.
         """
-        # Definitions first: a job_type_defined must precede the jobs enqueued under it.
-        fold = _Fold(triggers=[] if self.policies else None)
-        new_definitions = self._fold_definitions(definition_changes, fold.records)
-        self._fold_jobs(job_changes, fold)
+        fold = AppendFold(self._loaded_state, triggers=[] if self.policies else None)
+        new_definitions = fold.fold_definitions(definition_changes, self._definitions)
+        fold.fold_jobs(job_changes)
         asked: list[UUID] | None = None
         if fold.triggers:
             asked = list(fold.states)  # follow-ups' jobs are not the caller's to see
-            follow_policies(
-                self.policies, fold.triggers, fold.states, self, partial(self._fold_jobs, fold=fold)
-            )
+            follow_policies(self.policies, fold.triggers, fold.states, self, fold.fold_jobs)
         if not fold.records:
             return {}
         stored = [
@@ -276,41 +252,9 @@ class UnitOfWork(ABC):
                 self._write_definition_rows(new_definitions)
         return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
 
-    def _fold_jobs(
-        self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]], fold: _Fold
-    ) -> None:
-        for job_id, job_events in job_changes:
-            if not job_events:
-                continue
-            state = fold.states.get(job_id)
-            if state is None and job_id in self._jobs:
-                state = self._jobs[job_id].state
-            for job_event in job_events:
-                state = evolve(state, job_event)
-                fold.records.append((job_id, state.version, job_event))
-                fold.view_writes += view_writes(job_event, state)
-                if fold.triggers is not None:
-                    fold.triggers.append(Trigger(job_id, job_event, state))
-                if isinstance(job_event, _MAKES_CLAIMABLE):
-                    fold.makes_claimable = True
-            assert state is not None
-            fold.states[job_id] = state
-
-    def _fold_definitions(
-        self,
-        definition_changes: Sequence[tuple[str, Sequence[Event]]],
-        records: list[tuple[UUID, int, Event]],
-    ) -> dict[str, DefinitionState]:
-        new_definitions: dict[str, DefinitionState] = {}
-        for job_type, events in definition_changes:
-            definition = new_definitions.get(job_type) or self._definitions.get(job_type)
-            stream_id = job_type_stream_id(job_type)
-            for event in events:
-                definition = evolve_definition(definition, event)
-                records.append((stream_id, definition.version, event))
-            assert definition is not None
-            new_definitions[job_type] = definition
-        return new_definitions
+    def _loaded_state(self, job_id: UUID) -> JobState | None:
+        loaded = self._jobs.get(job_id)
+        return loaded.state if loaded is not None else None
 
     def _write_queue_rows(
         self, states: dict[UUID, JobState], first_positions: dict[UUID, int]

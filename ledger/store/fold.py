@@ -1,0 +1,82 @@
+"""What one append folds, before anything is written: the pure half of ``UnitOfWork.append``.
+
+:class:`AppendFold` folds a unit of work's new events onto the states it loaded, with the
+core's one ``evolve``: the records to append (stream, version, event), each job's new state,
+the inline views' named writes (from :mod:`projections.rules.registry`), whether any event may
+have made a job claimable, and — only when the store has policies — each event with the state
+after it, for them. It does no I/O; the unit of work then writes what it produced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from uuid import UUID
+
+from ledger.core.events import (
+    Event,
+    JobEnqueued,
+    JobEvent,
+    JobReleased,
+    JobRequeued,
+    JobRetryScheduled,
+)
+from ledger.core.policy import Trigger
+from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.store.streams import job_type_stream_id
+from projections.rules.registry import view_writes
+from projections.rules.writes import ViewWrite
+
+MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
+"""Events after which a job may be claimable: they wake idle workers."""
+
+
+@dataclass
+class AppendFold:
+    """The records, states and view writes of one append (see the module docstring)."""
+
+    loaded: Callable[[UUID], JobState | None]
+    """The state the unit of work read for a job (``None``: not read, or new)."""
+    records: list[tuple[UUID, int, Event]] = field(default_factory=list)
+    states: dict[UUID, JobState] = field(default_factory=dict)
+    view_writes: list[ViewWrite] = field(default_factory=list)
+    makes_claimable: bool = False
+    triggers: list[Trigger] | None = None
+    """Each job event with the state after it, for the policies (``None``: there are none)."""
+
+    def fold_jobs(self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]]) -> None:
+        """Fold each job's events onto its latest state (this append's, else the loaded one)."""
+        for job_id, job_events in job_changes:
+            if not job_events:
+                continue
+            state = self.states.get(job_id)
+            if state is None:
+                state = self.loaded(job_id)
+            for job_event in job_events:
+                state = evolve(state, job_event)
+                self.records.append((job_id, state.version, job_event))
+                self.view_writes += view_writes(job_event, state)
+                if self.triggers is not None:
+                    self.triggers.append(Trigger(job_id, job_event, state))
+                if isinstance(job_event, MAKES_CLAIMABLE):
+                    self.makes_claimable = True
+            assert state is not None
+            self.states[job_id] = state
+
+    def fold_definitions(
+        self,
+        definition_changes: Sequence[tuple[str, Sequence[Event]]],
+        known: Mapping[str, DefinitionState],
+    ) -> dict[str, DefinitionState]:
+        """Fold job-type events onto the ``known`` definitions; the changed ones. Definitions
+        are folded first: a ``job_type_defined`` must precede the jobs enqueued under it."""
+        new_definitions: dict[str, DefinitionState] = {}
+        for job_type, events in definition_changes:
+            definition = new_definitions.get(job_type) or known.get(job_type)
+            stream_id = job_type_stream_id(job_type)
+            for event in events:
+                definition = evolve_definition(definition, event)
+                self.records.append((stream_id, definition.version, event))
+            assert definition is not None
+            new_definitions[job_type] = definition
+        return new_definitions
