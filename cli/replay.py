@@ -27,6 +27,7 @@ from ledger.core.codec import Record
 from ledger.core.decision_replay import ReplayFinding, ReplaySummary
 from ledger.core.diagnostics import current_state
 from ledger.core.errors import InvalidRequestError
+from ledger.core.facts import history_prefix
 from ledger.core.state import JobState
 
 
@@ -46,10 +47,10 @@ def _state_then(records: list[Record], to_event: int | None, at: datetime | None
                 f"job {records[0].originator_id} has {len(records)} events; "
                 f"--to-event must be 1..{len(records)}"
             )
-        prefix = records[:to_event]
+        prefix = history_prefix(records, version=to_event)
     else:
         assert at is not None
-        prefix = [r for r in records if r.event.at <= at]
+        prefix = history_prefix(records, at=at)
         if not prefix:
             raise InvalidRequestError(
                 f"job {records[0].originator_id} did not exist yet at {when(at)} "

@@ -17,9 +17,11 @@ from uuid import UUID
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
 from ledger.core.decision_replay import JobReplay
+from ledger.core.diagnostics import current_state
 from ledger.core.events import JobDefinition, JobEvent, JobStatus
 from ledger.core.exchange import Selection
-from ledger.core.state import JobState, evolve
+from ledger.core.facts import history_prefix
+from ledger.core.state import JobState
 from ledger.store import replay_reads
 from ledger.store.audit_reads import read_page
 from ledger.store.exporter import Exporter, ExportProgress, ExportReport, Write
@@ -65,16 +67,7 @@ class Reader:
     ) -> JobState | None:
         """The job as it was after event ``version``, or at time ``at`` (``None`` before it
         existed): the fold of the matching prefix of its history."""
-        state: JobState | None = None
-        for record in self.history(job_id):
-            event = record.event
-            assert isinstance(event, JobEvent)
-            if version is not None and record.originator_version > version:
-                break
-            if at is not None and event.at > at:
-                break
-            state = evolve(state, event)
-        return state
+        return current_state(history_prefix(self.history(job_id), version=version, at=at))
 
     def follow_history(
         self,

@@ -26,6 +26,26 @@ from ledger.core.events import (
 )
 from ledger.core.state import JobState, evolve
 
+
+def history_prefix(
+    records: Sequence[Record], *, version: int | None = None, at: datetime | None = None
+) -> list[Record]:
+    """The records up to event ``version`` (inclusive) and up to the first one stamped later
+    than ``at``: what the job's history was then. A prefix, never a filter: one job's events
+    may be stamped out of order by clocks that interleave, and a filtered history may not even
+    fold. Folded (:func:`~ledger.core.diagnostics.current_state`), it is the job's state then
+    — the one time-travel rule ``state_at``, ``jobs --at`` and ``replay --to-event/--at``
+    share."""
+    prefix: list[Record] = []
+    for record in records:
+        if version is not None and record.originator_version > version:
+            break
+        if at is not None and record.event.at > at:
+            break
+        prefix.append(record)
+    return prefix
+
+
 TIMELINE_FIELDS = (
     "status",
     "stage",

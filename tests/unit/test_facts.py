@@ -107,3 +107,29 @@ def test_state_changes_are_the_diff_of_consecutive_folds() -> None:
         assert not entry.created and entry.changes == expected
         assert entry.changes, f"event {k} changed nothing visible"
     assert entries[1].changes["status"] == (JobStatus.PENDING, JobStatus.LEASED)
+
+
+def test_history_prefix_by_version_and_by_time() -> None:
+    """The prefix up to event N, or up to a time, is the history then: folded, it is the
+    state after event N / at that time; both bounds together keep what both admit."""
+    job = Job().lease(1).release(5).lease(9)
+    records = job.records
+    by_version = facts.history_prefix(records, version=2)
+    assert [r.originator_version for r in by_version] == [1, 2]
+    state = fold(r.event for r in by_version)
+    assert state is not None and state.status is JobStatus.LEASED and state.attempt == 1
+    by_time = facts.history_prefix(records, at=job.at(5))
+    assert [r.originator_version for r in by_time] == [1, 2, 3]
+    both = facts.history_prefix(records, version=2, at=job.at(0))
+    assert [r.originator_version for r in both] == [1]
+    assert facts.history_prefix(records, at=T0 - timedelta(seconds=1)) == []
+    assert facts.history_prefix(records) == list(records)
+
+
+def test_history_prefix_stops_at_the_first_later_stamp() -> None:
+    """An event stamped after ``at`` ends the prefix even when a later event is stamped
+    earlier (interleaved clocks): a prefix, so it always folds."""
+    job = Job().lease(10).release(2)  # the release is stamped before the lease
+    prefix = facts.history_prefix(job.records, at=job.at(5))
+    assert [r.originator_version for r in prefix] == [1]
+    assert fold(r.event for r in prefix) is not None
