@@ -204,12 +204,12 @@ BUCKETS: tuple[tuple[str, Callable[[str], bool]], ...] = (
     ("sqlite3 C calls (SQL execution, commit)", lambda k: "sqlite3" in k and "~" in k),
     ("msgspec encode/decode", lambda k: "msgspec" in k),
     (
-        "fold/decide (ledger.core.state, ledger.core.decide)",
-        lambda k: "ledger/state" in k or "ledger/decide" in k,
+        "fold/decide (ledger.core.state, .decide, .requests)",
+        lambda k: any(f"ledger/core/{m}" in k for m in ("state", "decide", "requests")),
     ),
     (
         "view rows (projections, ledger.core.times)",
-        lambda k: "projections/" in k or "ledger/times" in k,
+        lambda k: "projections/" in k or "ledger/core/times" in k,
     ),
     ("ledger API + unit of work", lambda k: "ledger/" in k),
     ("eventsourcing recorder/pool", lambda k: "eventsourcing" in k),

@@ -24,10 +24,10 @@ from cli.state_text import state_lines
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain, state_json
 from ledger.core.codec import Record
-from ledger.core.decision_replay import ReplayFinding, ReplaySummary
 from ledger.core.diagnostics import current_state
 from ledger.core.errors import InvalidRequestError
 from ledger.core.facts import history_prefix
+from ledger.core.replay_findings import ReplayFinding, ReplaySummary
 from ledger.core.state import JobState
 
 

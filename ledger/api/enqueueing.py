@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from uuid import UUID
 
 from ledger.clock import Clock
-from ledger.core import decide
 from ledger.core.enqueue_plan import (
     IdempotencyKey,
     KeyedJob,
@@ -22,6 +21,7 @@ from ledger.core.enqueue_plan import (
     subject_key,
 )
 from ledger.core.events import EnqueueRequest
+from ledger.core.requests import normalise_request
 from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
@@ -39,7 +39,7 @@ def enqueue_batch(
     new_id: Callable[[], UUID],
 ) -> list[UUID | None]:
     """Enqueue ``requests`` in one transaction, all or none; one result per request."""
-    normalised = [decide.normalise_request(request) for request in requests]
+    normalised = [normalise_request(request) for request in requests]
     if not normalised:
         return []
     with store.unit_of_work() as uow:

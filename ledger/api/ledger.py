@@ -33,6 +33,7 @@ from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.events import JSON, BackoffPolicy, EnqueueRequest, JobDefinition, Subject
 from ledger.core.reaping import ReaperConfig, ReapReport
+from ledger.core.requests import validate_definition
 from ledger.core.sources import Listing, SourceSync
 from ledger.core.state import JobState
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
@@ -131,7 +132,7 @@ class Ledger(WorkerCommands):
             enabled=enabled,
             backoff=backoff or BackoffPolicy(),
         )
-        validated = decide.validate_definition(definition)
+        validated = validate_definition(definition)
         return definitions.put_definition(self.store, self.clock, validated)
 
     def set_enabled(self, job_type: str, enabled: bool) -> JobDefinition:

@@ -16,11 +16,11 @@ from uuid import UUID
 
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
-from ledger.core.decision_replay import JobReplay
 from ledger.core.diagnostics import current_state
 from ledger.core.events import JobDefinition, JobEvent, JobStatus
 from ledger.core.exchange import Selection
 from ledger.core.facts import history_prefix
+from ledger.core.replay_findings import JobReplay
 from ledger.core.state import JobState
 from ledger.store import replay_reads
 from ledger.store.audit_reads import read_page

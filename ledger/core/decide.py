@@ -2,17 +2,14 @@
 
 Each returns events or raises a :class:`~ledger.core.errors.LedgerError` with a stable code. They
 never read a clock, a random source or a store: the shell passes ``now`` and any random draw
-in, which is what lets ``replay --check`` re-run them over recorded history.
+in, which is what lets ``replay --check`` re-run them over recorded history. What a caller
+sends is validated by :mod:`ledger.core.requests`; this module holds only the transitions.
 """
 
 from __future__ import annotations
 
-import math
-from datetime import UTC, datetime, timedelta
-from typing import TypeVar
+from datetime import datetime, timedelta
 from uuid import UUID
-
-import msgspec
 
 from ledger.core.backoff import retry_delay
 from ledger.core.errors import (
@@ -42,120 +39,10 @@ from ledger.core.events import (
     JobStatus,
     JobSucceeded,
 )
+from ledger.core.requests import aware, check_name, check_output, check_reason, typed
 from ledger.core.state import JobState, Lease
 
-MAX_PAYLOAD_BYTES = 1024 * 1024
-"""The largest payload (as JSON) an enqueue accepts; larger data belongs in a blob store."""
-
-MAX_NAME_LENGTH = 200
-INT32 = 2**31
-
 LEASE_EXPIRED_CODE = "job.lease_expired"
-
-T = TypeVar("T")
-
-
-# --- validation -----------------------------------------------------------------------------
-
-
-def _name(value: object, what: str, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequestError(f"{what} must be a non-empty string")
-    if len(value) > MAX_NAME_LENGTH:
-        raise InvalidRequestError(f"{what} is longer than {MAX_NAME_LENGTH} characters")
-
-
-def _aware(value: datetime, what: str) -> datetime:
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise InvalidRequestError(f"{what} must carry a time zone")
-    return value.astimezone(UTC)
-
-
-def _typed(value: T, cls: type[T], what: str) -> T:
-    """Check every field's type. msgspec checks types when it decodes, not when Python code
-    builds a struct, and a wrongly typed value that got stored could never be read back."""
-    try:
-        return msgspec.convert(msgspec.to_builtins(value, builtin_types=(datetime,)), cls)
-    except msgspec.ValidationError as exc:
-        raise InvalidRequestError(f"{what}: {exc}") from None
-
-
-def canonical(request: EnqueueRequest) -> bytes:
-    """A request's canonical JSON (object keys sorted): equal bytes, same request."""
-    return msgspec.json.encode(msgspec.to_builtins(request), order="sorted")
-
-
-def validate_definition(definition: JobDefinition) -> JobDefinition:
-    """Reject a definition no job could run under; returns it type-checked."""
-    definition = _typed(definition, JobDefinition, "job definition")
-    _name(definition.job_type, "job_type")
-    if definition.version < 1:
-        raise InvalidRequestError("version must be >= 1")
-    if definition.max_attempts < 1:
-        raise InvalidRequestError("max_attempts must be >= 1")
-    if not definition.default_timeout_s > 0 or not math.isfinite(definition.default_timeout_s):
-        raise InvalidRequestError("default_timeout_s must be a positive number")
-    if not -INT32 <= definition.default_priority < INT32:
-        raise InvalidRequestError("default_priority must fit in 32 bits")
-    backoff = definition.backoff
-    if backoff.base_s < 0 or backoff.max_s < backoff.base_s or not 0 <= backoff.jitter < 1:
-        raise InvalidRequestError("backoff needs 0 <= base_s <= max_s and 0 <= jitter < 1")
-    return definition
-
-
-def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
-    """Validate an enqueue request; returns it with every field type-checked, its payload
-    as plain JSON values (a tuple becomes a list) and its times in UTC.
-
-    Raises InvalidRequestError; nothing that passes can fail to decode later."""
-    if not isinstance(request.payload, dict):
-        raise InvalidRequestError("payload must be a JSON object")
-    try:
-        encoded = msgspec.json.encode(request.payload)
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidRequestError(f"payload is not JSON-serialisable: {exc}") from None
-    if len(encoded) > MAX_PAYLOAD_BYTES:
-        raise InvalidRequestError(
-            f"payload is {len(encoded)} bytes; the limit is {MAX_PAYLOAD_BYTES}"
-        )
-    request = _typed(
-        msgspec.structs.replace(request, payload=msgspec.json.decode(encoded)),
-        EnqueueRequest,
-        "enqueue request",
-    )
-    _name(request.job_type, "job_type")
-    if request.priority is not None and not -INT32 <= request.priority < INT32:
-        raise InvalidRequestError("priority must fit in 32 bits")
-    if request.max_attempts is not None and request.max_attempts < 1:
-        raise InvalidRequestError("max_attempts must be >= 1")
-    if request.timeout_s is not None and not (
-        request.timeout_s > 0 and math.isfinite(request.timeout_s)
-    ):
-        raise InvalidRequestError("timeout_s must be a positive number")
-    if request.delay_s is not None and not (
-        request.delay_s >= 0 and math.isfinite(request.delay_s)
-    ):
-        raise InvalidRequestError("delay_s must be a non-negative number")
-    if request.run_at is not None and request.delay_s is not None:
-        raise InvalidRequestError("give run_at or delay_s, not both")
-    _name(request.org, "org", optional=True)
-    _name(request.queue, "queue", optional=True)
-    _name(request.idempotency_key, "idempotency_key", optional=True)
-    if request.subject is not None:
-        _name(request.subject.source_id, "subject.source_id")
-        if not isinstance(request.subject.uri, str) or not request.subject.uri:
-            raise InvalidRequestError("subject.uri must be a non-empty string")
-    if request.run_at is not None:
-        return msgspec.structs.replace(request, run_at=_aware(request.run_at, "run_at"))
-    return request
-
-
-def same_request(existing: EnqueueRequest, request: EnqueueRequest) -> bool:
-    """Whether ``request`` repeats ``existing`` field for field, as requested (not as
-    resolved), compared canonically: key order does not matter, ``1`` is not ``1.0``."""
-    return canonical(existing) == canonical(request)
 
 
 # --- enqueue --------------------------------------------------------------------------------
@@ -219,19 +106,6 @@ def check_fence(state: JobState, lease: Lease, now: datetime) -> None:
         raise LeaseOwnerMismatchError(f"the lease on job {state.job_id} has expired")
 
 
-def check_output(output: JSON | None, what: str = "output") -> None:
-    """Refuse a value that is not JSON: it could not be stored or read back."""
-    try:
-        msgspec.json.encode(output)
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidRequestError(f"{what} is not JSON-serialisable: {exc}") from None
-
-
-def _reason(reason: object) -> None:
-    if not isinstance(reason, str):
-        raise InvalidRequestError("reason must be a string")
-
-
 def decide_heartbeat(
     state: JobState, lease: Lease, lease_s: float, now: datetime
 ) -> JobHeartbeated:
@@ -259,7 +133,7 @@ def decide_progress(
     """Record a stage change and/or progress. Neither extends the lease."""
     check_fence(state, lease, now)
     if stage is not None:
-        _name(stage, "stage")
+        check_name(stage, "stage")
     for count, what in ((done, "done"), (total, "total")):
         if count is not None and (type(count) is not int or count < 0):
             raise InvalidRequestError(f"progress {what} must be a whole number >= 0")
@@ -360,9 +234,9 @@ def decide_fail(
 ) -> list[JobEvent]:
     """Record a failed attempt, then a retry (backoff) or a dead letter."""
     check_fence(state, lease, now)
-    failure = _typed(failure, Failure, "failure")
+    failure = typed(failure, Failure, "failure")
     if not_before is not None:
-        not_before = _aware(not_before, "not_before")
+        not_before = aware(not_before, "not_before")
     return [
         JobFailed(
             at=now,
@@ -386,7 +260,7 @@ def decide_fail(
 def decide_release(state: JobState, lease: Lease, now: datetime, reason: str) -> JobReleased:
     """Hand the job back unfinished; the attempt is not consumed."""
     check_fence(state, lease, now)
-    _reason(reason)
+    check_reason(reason)
     return JobReleased(
         at=now,
         run_number=lease.run_number,
@@ -461,7 +335,7 @@ def decide_release_stale(state: JobState, now: datetime, reason: str) -> JobRele
 
 def decide_cancel(state: JobState, now: datetime, reason: str) -> JobCancelled:
     """Cancel a pending or leased job; its worker's later writes fail the fence."""
-    _reason(reason)
+    check_reason(reason)
     if not state.status.is_live:
         raise InvalidTransitionError(f"job {state.job_id} is {state.status}; only live jobs cancel")
     return JobCancelled(at=now, run_number=state.run_number, reason=reason)
@@ -472,7 +346,7 @@ def decide_requeue(
 ) -> JobRequeued:
     """Start a new run of a dead or cancelled job, unless its sync subject already has a
     live job (``live_subject_job``): a subject has at most one live job."""
-    _reason(reason)
+    check_reason(reason)
     if state.status not in (JobStatus.DEAD, JobStatus.CANCELLED):
         raise InvalidTransitionError(
             f"job {state.job_id} is {state.status}; only dead or cancelled jobs requeue"

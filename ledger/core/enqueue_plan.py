@@ -35,6 +35,7 @@ import msgspec
 from ledger.core import decide
 from ledger.core.errors import IdempotencyConflictError
 from ledger.core.events import EnqueueRequest, Event, JobDefinition, JobEvent, JobTypeDefined
+from ledger.core.requests import same_request
 
 IdempotencyKey = tuple[str, str, str]
 """``(job_type, org or "", key)``: the namespace an idempotency key is unique in."""
@@ -107,7 +108,7 @@ def plan_enqueue(
         key = idempotency_key(request)
         holder = keyed.get(key) if key is not None else None
         if holder is not None:
-            if not decide.same_request(holder.request, request):
+            if not same_request(holder.request, request):
                 raise IdempotencyConflictError(
                     f"idempotency key {request.idempotency_key!r} already names job "
                     f"{holder.job_id} with different requested fields",

@@ -18,9 +18,9 @@ from datetime import datetime
 from typing import Any
 
 from ledger.api.ledger import Completion, FailureReport, LeaseLength, Ledger, Outcome
-from ledger.core.decide import check_output
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Failure, FailureKind
+from ledger.core.requests import check_output
 from ledger.core.state import JobState, Lease
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.handlers import (

@@ -14,9 +14,10 @@ from datetime import datetime
 from uuid import UUID
 
 from ledger.core.codec import Record
-from ledger.core.decision_replay import JobReplay, check_history, definitions_of
+from ledger.core.decision_replay import check_history, definitions_of
 from ledger.core.errors import JobNotFoundError
 from ledger.core.events import JobDefinition, JobEnqueued
+from ledger.core.replay_findings import JobReplay
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
 

@@ -20,7 +20,6 @@ from replay_helpers import (
 
 from ledger import BackoffPolicy, FailureKind, FakeClock, Ledger
 from ledger.core.decide import LEASE_EXPIRED_CODE
-from ledger.core.decision_replay import ReplayFinding, ReplaySummary
 from ledger.core.events import (
     Failure,
     JobDeadLettered,
@@ -28,6 +27,7 @@ from ledger.core.events import (
     JobHeartbeated,
     JobRetryScheduled,
 )
+from ledger.core.replay_findings import ReplayFinding, ReplaySummary
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from ledger.core.events import (
     JobFailed,
     JobRetryScheduled,
 )
+from ledger.core.requests import normalise_request
 from ledger.core.state import JobState, Lease, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -86,7 +87,7 @@ def _decide(name: str, state: JobState, now: datetime, draw: float, n: int) -> l
 
 def build(commands: list[tuple[str, float, int]]) -> list[Record]:
     """The history the current code records for ``commands`` (refused ones record nothing)."""
-    request = decide.normalise_request(EnqueueRequest(job_type="p", payload={"i": 1}))
+    request = normalise_request(EnqueueRequest(job_type="p", payload={"i": 1}))
     enqueued = decide.decide_enqueue(JOB, request, DEFINITION, T0)
     state = evolve(None, enqueued)
     records = [Record(JOB, 1, enqueued)]

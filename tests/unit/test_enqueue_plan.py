@@ -8,7 +8,6 @@ from uuid import UUID
 
 import pytest
 
-from ledger.core import decide
 from ledger.core.enqueue_plan import (
     EnqueuePlan,
     IdempotencyKey,
@@ -27,6 +26,7 @@ from ledger.core.events import (
     Subject,
     SubjectOp,
 )
+from ledger.core.requests import normalise_request
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINED = {"t": JobDefinition(job_type="t", default_priority=7)}
@@ -39,7 +39,7 @@ def ids() -> Callable[[], UUID]:
 
 
 def request(job_type: str = "t", **fields: object) -> EnqueueRequest:
-    return decide.normalise_request(EnqueueRequest(job_type=job_type, **fields))  # type: ignore[arg-type]
+    return normalise_request(EnqueueRequest(job_type=job_type, **fields))  # type: ignore[arg-type]
 
 
 def subject(uri: str, source_id: str = "s") -> Subject:

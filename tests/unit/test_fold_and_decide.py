@@ -34,6 +34,7 @@ from ledger.core.events import (
     JobStatus,
     Stage,
 )
+from ledger.core.requests import MAX_PAYLOAD_BYTES, normalise_request
 from ledger.core.state import IllegalTransitionError, JobState, Lease, evolve, fold
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -41,7 +42,7 @@ DEFINITION = JobDefinition(job_type="t", backoff=BackoffPolicy(base_s=10, max_s=
 
 
 def enqueued(**request: object) -> tuple[JobState, list[JobEvent]]:
-    req = decide.normalise_request(EnqueueRequest(job_type="t", **request))  # type: ignore[arg-type]
+    req = normalise_request(EnqueueRequest(job_type="t", **request))  # type: ignore[arg-type]
     event = decide.decide_enqueue(uuid4(), req, DEFINITION, T0)
     state = evolve(None, event)
     return state, [event]
@@ -85,7 +86,7 @@ def test_enqueue_of_an_unknown_or_disabled_type_fails_with_the_stable_code() -> 
     [
         ({"job_type": ""}, "job_type"),
         ({"job_type": "t", "payload": ["not", "an", "object"]}, "JSON object"),
-        ({"job_type": "t", "payload": {"x": "y" * (decide.MAX_PAYLOAD_BYTES + 1)}}, "limit"),
+        ({"job_type": "t", "payload": {"x": "y" * (MAX_PAYLOAD_BYTES + 1)}}, "limit"),
         ({"job_type": "t", "priority": 2**40}, "priority"),
         ({"job_type": "t", "max_attempts": 0}, "max_attempts"),
         ({"job_type": "t", "timeout_s": 0.0}, "timeout_s"),
@@ -100,7 +101,7 @@ def test_bad_requests_are_refused_before_any_decision(
 ) -> None:
     """Malformed fields raise InvalidRequestError naming the field."""
     with pytest.raises(InvalidRequestError, match=message):
-        decide.normalise_request(EnqueueRequest(**fields))  # type: ignore[arg-type]
+        normalise_request(EnqueueRequest(**fields))  # type: ignore[arg-type]
 
 
 def test_lease_increments_the_attempt_and_counts_as_first_heartbeat() -> None:

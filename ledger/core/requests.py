@@ -1,0 +1,149 @@
+"""What callers ask, validated and normalised: enqueue requests, job definitions, names,
+outputs and reasons, a request's canonical form and whether two requests are the same.
+
+Apart from the transitions (:mod:`ledger.core.decide`) because a request is checked before any
+state is read: the enqueue path normalises a batch, and ``replay --check`` re-normalises a
+recorded request, without deciding anything. Pure: no store, driver or clock. Every refusal is
+an :class:`~ledger.core.errors.InvalidRequestError`.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from typing import TypeVar
+
+import msgspec
+
+from ledger.core.errors import InvalidRequestError
+from ledger.core.events import JSON, EnqueueRequest, JobDefinition
+
+MAX_PAYLOAD_BYTES = 1024 * 1024
+"""The largest payload (as JSON) an enqueue accepts; larger data belongs in a blob store."""
+
+MAX_NAME_LENGTH = 200
+INT32 = 2**31
+
+T = TypeVar("T")
+
+
+# --- requests and definitions ---------------------------------------------------------------
+
+
+def check_name(value: object, what: str, *, optional: bool = False) -> None:
+    """Refuse a name (job type, queue, stage, …) that is empty or over ``MAX_NAME_LENGTH``."""
+    if value is None and optional:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequestError(f"{what} must be a non-empty string")
+    if len(value) > MAX_NAME_LENGTH:
+        raise InvalidRequestError(f"{what} is longer than {MAX_NAME_LENGTH} characters")
+
+
+def aware(value: datetime, what: str) -> datetime:
+    """Refuse a naive time; returns the time in UTC."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise InvalidRequestError(f"{what} must carry a time zone")
+    return value.astimezone(UTC)
+
+
+def typed(value: T, cls: type[T], what: str) -> T:
+    """Check every field's type. msgspec checks types when it decodes, not when Python code
+    builds a struct, and a wrongly typed value that got stored could never be read back."""
+    try:
+        return msgspec.convert(msgspec.to_builtins(value, builtin_types=(datetime,)), cls)
+    except msgspec.ValidationError as exc:
+        raise InvalidRequestError(f"{what}: {exc}") from None
+
+
+def canonical(request: EnqueueRequest) -> bytes:
+    """A request's canonical JSON (object keys sorted): equal bytes, same request."""
+    return msgspec.json.encode(msgspec.to_builtins(request), order="sorted")
+
+
+def validate_definition(definition: JobDefinition) -> JobDefinition:
+    """Reject a definition no job could run under; returns it type-checked."""
+    definition = typed(definition, JobDefinition, "job definition")
+    check_name(definition.job_type, "job_type")
+    if definition.version < 1:
+        raise InvalidRequestError("version must be >= 1")
+    if definition.max_attempts < 1:
+        raise InvalidRequestError("max_attempts must be >= 1")
+    if not definition.default_timeout_s > 0 or not math.isfinite(definition.default_timeout_s):
+        raise InvalidRequestError("default_timeout_s must be a positive number")
+    if not -INT32 <= definition.default_priority < INT32:
+        raise InvalidRequestError("default_priority must fit in 32 bits")
+    backoff = definition.backoff
+    if backoff.base_s < 0 or backoff.max_s < backoff.base_s or not 0 <= backoff.jitter < 1:
+        raise InvalidRequestError("backoff needs 0 <= base_s <= max_s and 0 <= jitter < 1")
+    return definition
+
+
+def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
+    """Validate an enqueue request; returns it with every field type-checked, its payload
+    as plain JSON values (a tuple becomes a list) and its times in UTC.
+
+    Raises InvalidRequestError; nothing that passes can fail to decode later."""
+    if not isinstance(request.payload, dict):
+        raise InvalidRequestError("payload must be a JSON object")
+    try:
+        encoded = msgspec.json.encode(request.payload)
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise InvalidRequestError(f"payload is not JSON-serialisable: {exc}") from None
+    if len(encoded) > MAX_PAYLOAD_BYTES:
+        raise InvalidRequestError(
+            f"payload is {len(encoded)} bytes; the limit is {MAX_PAYLOAD_BYTES}"
+        )
+    request = typed(
+        msgspec.structs.replace(request, payload=msgspec.json.decode(encoded)),
+        EnqueueRequest,
+        "enqueue request",
+    )
+    check_name(request.job_type, "job_type")
+    if request.priority is not None and not -INT32 <= request.priority < INT32:
+        raise InvalidRequestError("priority must fit in 32 bits")
+    if request.max_attempts is not None and request.max_attempts < 1:
+        raise InvalidRequestError("max_attempts must be >= 1")
+    if request.timeout_s is not None and not (
+        request.timeout_s > 0 and math.isfinite(request.timeout_s)
+    ):
+        raise InvalidRequestError("timeout_s must be a positive number")
+    if request.delay_s is not None and not (
+        request.delay_s >= 0 and math.isfinite(request.delay_s)
+    ):
+        raise InvalidRequestError("delay_s must be a non-negative number")
+    if request.run_at is not None and request.delay_s is not None:
+        raise InvalidRequestError("give run_at or delay_s, not both")
+    check_name(request.org, "org", optional=True)
+    check_name(request.queue, "queue", optional=True)
+    check_name(request.idempotency_key, "idempotency_key", optional=True)
+    if request.subject is not None:
+        check_name(request.subject.source_id, "subject.source_id")
+        if not isinstance(request.subject.uri, str) or not request.subject.uri:
+            raise InvalidRequestError("subject.uri must be a non-empty string")
+    if request.run_at is not None:
+        return msgspec.structs.replace(request, run_at=aware(request.run_at, "run_at"))
+    return request
+
+
+def same_request(existing: EnqueueRequest, request: EnqueueRequest) -> bool:
+    """Whether ``request`` repeats ``existing`` field for field, as requested (not as
+    resolved), compared canonically: key order does not matter, ``1`` is not ``1.0``."""
+    return canonical(existing) == canonical(request)
+
+
+# --- what workers and operators send --------------------------------------------------------
+
+
+def check_output(output: JSON | None, what: str = "output") -> None:
+    """Refuse a value that is not JSON: it could not be stored or read back."""
+    try:
+        msgspec.json.encode(output)
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise InvalidRequestError(f"{what} is not JSON-serialisable: {exc}") from None
+
+
+def check_reason(reason: object) -> None:
+    """Refuse a release, cancel or requeue reason that is not a string."""
+    if not isinstance(reason, str):
+        raise InvalidRequestError("reason must be a string")
