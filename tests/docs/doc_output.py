@@ -15,6 +15,7 @@ dir       the directories of an absolute path              any absolute director
 seconds   a decimal followed by ``s`` (``0.83s``)          any number of seconds
 float     after ``delay_s=``/``"delay_s": ``/              any number
           ``"seconds": ``
+line      a traceback's line number (``", line 48``)       any line number
 ========  ===============================================  ===================================
 
 A *bound* token stands for one value for the whole page: the first time a documented UUID
@@ -56,6 +57,7 @@ VOLATILE: dict[str, tuple[str, str]] = {
     ),
     "dir": (r"(?<![\w:/.])/(?:[\w.-]+/)+", r"/(?:[\w.-]+/)*"),
     "seconds": (r"\b\d+\.\d+(?=s\b)", _NUMBER),
+    "line": (r'(?<=", line )\d+', r"\d+"),
     "float": (r'(?<=delay_s=)[\d.e-]+|(?<="delay_s": )[\d.e-]+|(?<="seconds": )[\d.e-]+', _NUMBER),
 }
 _TOKEN = re.compile("|".join(f"(?P<{kind}>{page})" for kind, (page, _) in VOLATILE.items()))
@@ -71,7 +73,9 @@ class Bindings:
         """``command`` with every documented bound value replaced by its printed value."""
         if not self.printed:
             return command
-        pattern = re.compile("|".join(re.escape(doc) for doc in sorted(self.printed, key=len)[::-1]))
+        pattern = re.compile(
+            "|".join(re.escape(doc) for doc in sorted(self.printed, key=len)[::-1])
+        )
         return pattern.sub(lambda match: self.printed[match[0]], command)
 
     def bind(self, pairs: list[tuple[str, str]]) -> str | None:

@@ -5,10 +5,11 @@ Python namespace shared by its code blocks and hidden setups, and one set of bin
 ``doc_output``). Console commands run through click's ``CliRunner`` on ``cli.main.cli``,
 in-process against the real ledger files and databases in that directory; a command that
 needs a shell (``;``, ``>``, ``|``, or a program other than ``jobledger``) runs in a real
-``bash`` with this interpreter's ``jobledger`` first on ``PATH``. Output is stdout and stderr interleaved, as a terminal
-shows them, but without progress bars (their drawing depends on the terminal and on timing;
-a documented bar line is optional, see ``doc_output``). The database commands use by default
-is ``./jobledger.db`` in the page's directory, until a setup calls ``doc.use(…)``.
+``bash`` with this interpreter's ``jobledger`` first on ``PATH``. Output is stdout and stderr
+interleaved, as a terminal shows them, but without progress bars (their drawing depends on
+the terminal and on timing; a documented bar line is optional, see ``doc_output``). The
+database commands use by default is ``./jobledger.db`` in the page's directory, until a setup
+calls ``doc.use(…)``.
 
 A setup may set ``doc.clock`` to a ``FakeClock``: in-process commands then read their time from
 it (the system clock is patched while they run), so a story told with leases that ran out or
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import shlex
 import subprocess
@@ -73,6 +75,8 @@ def commands_of(example: Example) -> list[Command]:
     for number, start in enumerate(starts):
         end = starts[number + 1] if number + 1 < len(starts) else len(lines)
         output = lines[start + 1 : end]
+        while output and not output[-1].strip():
+            output.pop()  # a blank line between a command's output and the next prompt
         exit_code: int | None = 0
         if output and output[-1].startswith(EXIT_LINE):
             exit_code = int(output.pop()[len(EXIT_LINE) : -1])
@@ -98,6 +102,12 @@ class DocSession:
 
     def __post_init__(self) -> None:
         self.namespace.update(doc=self, __name__="__doc_example__")
+
+    def bind(self, documented: str, actual: str) -> None:
+        """Read the page's ``documented`` value (an id, say) as ``actual`` from here on."""
+        conflict = self.bindings.bind([(documented, actual)])
+        if conflict is not None:
+            raise AssertionError(conflict)
 
     def use(self, url: str, *, create: bool = True) -> str:
         """Make ``url`` the database of the commands that follow (``JOBLEDGER_DB``); with
@@ -206,6 +216,9 @@ class DocSession:
     def _invoke(self, args: list[str]) -> Result:
         with contextlib.ExitStack() as patches:
             patches.enter_context(mock.patch.object(click, "progressbar", _hidden_progressbar))
+            # Log records are not the command's output: without a handler of its own, logging
+            # would print warnings to the captured stderr outside pytest and not under it.
+            patches.enter_context(_logs_kept_out())
             if self.clock is not None:
                 clock = self.clock
                 patches.enter_context(mock.patch.object(SystemClock, "now", lambda _: clock.now()))
@@ -229,6 +242,16 @@ class DocSession:
 
 
 _click_progressbar = click.progressbar
+
+
+@contextlib.contextmanager
+def _logs_kept_out() -> Iterator[None]:
+    handler = logging.NullHandler()
+    logging.getLogger().addHandler(handler)
+    try:
+        yield
+    finally:
+        logging.getLogger().removeHandler(handler)
 
 
 def _hidden_progressbar(*args: Any, **kwargs: Any) -> Any:
