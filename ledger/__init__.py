@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "PermanentError": "ledger.runtime.handlers",
     "PoolConfig": "ledger.runtime.config",
     "PoolStats": "ledger.runtime.health",
+    "Reader": "ledger.api.reader",
     "Record": "ledger.core.codec",
     "Registry": "ledger.runtime.handlers",
     "Result": "ledger.runtime.handlers",
@@ -98,6 +99,7 @@ __all__ = [
     "PermanentError",
     "PoolConfig",
     "PoolStats",
+    "Reader",
     "Record",
     "Registry",
     "Result",
@@ -127,6 +129,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.api.ledger import Ledger
     from ledger.api.outcomes import BatchResult, Completion, FailureReport
+    from ledger.api.reader import Reader
     from ledger.clock import Clock, FakeClock, SystemClock
     from ledger.core.codec import Record
     from ledger.core.errors import (
