@@ -56,3 +56,43 @@ def test_public_names_load_on_first_use() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "ok"
+
+
+def test_no_import_cycle_between_project_modules() -> None:
+    """No module of ledger, projections or cli imports (even only for type checking) a module
+    that imports it back, directly or through others: each strongly connected part of the
+    import graph is one module."""
+    import grimp  # import-linter's graph builder
+
+    graph = grimp.build_graph("ledger", "projections", "cli")
+    modules = graph.modules
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # Tarjan's strongly connected components
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in modules:
+                continue
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            part = []
+            while True:
+                member = stack.pop()
+                part.append(member)
+                if member == module:
+                    break
+            if len(part) > 1:
+                cycles.append(sorted(part))
+
+    for module in sorted(modules):
+        if module not in index:
+            visit(module)
+    assert cycles == []

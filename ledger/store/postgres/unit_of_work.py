@@ -12,10 +12,10 @@ commits that may make jobs claimable.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 import psycopg
@@ -23,15 +23,36 @@ from eventsourcing.persistence import StoredEvent
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Literal
 
+from ledger.core.codec import EventCodec
 from ledger.core.state import DefinitionState
+from ledger.store.ids import IdAdapter
 from ledger.store.postgres.errors import from_postgres
+from ledger.store.postgres.recorder import LedgerRecorder
 from ledger.store.streams import decode_definition_row
 from ledger.store.unit_of_work import LoadedJob, UnitOfWork
 from projections.rules.queue import decode_state
 from projections.rules.writes import ViewWrite
 
-if TYPE_CHECKING:
-    from ledger.store.postgres.store import PostgresStore
+
+class StoreParts(Protocol):
+    """What a unit of work uses of the store that opened it (a protocol, so the unit of work
+    does not import the store that imports it)."""
+
+    @property
+    def codec(self) -> EventCodec: ...
+
+    @property
+    def ids(self) -> IdAdapter: ...
+
+    @property
+    def sql(self) -> Mapping[str, str]: ...
+
+    @property
+    def where(self) -> str:
+        """How the database is named in error messages."""
+
+    @property
+    def recorder(self) -> LedgerRecorder: ...
 
 
 def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -48,7 +69,7 @@ def lock_timeout(cursor: psycopg.Cursor[DictRow], seconds: float) -> None:
 class PostgresUnitOfWork(UnitOfWork):
     """A unit of work on one pooled connection's transaction (see the module docstring)."""
 
-    def __init__(self, store: PostgresStore, cursor: psycopg.Cursor[DictRow]) -> None:
+    def __init__(self, store: StoreParts, cursor: psycopg.Cursor[DictRow]) -> None:
         super().__init__(store.codec, store.ids)
         self._store = store
         self._cursor = cursor

@@ -8,30 +8,47 @@ process by the eventsourcing pool's writer interlock.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from uuid import UUID
 
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteCursor
 
+from ledger.core.codec import EventCodec
 from ledger.core.state import DefinitionState
+from ledger.store.ids import IdAdapter
 from ledger.store.sqlite.errors import from_sqlite
 from ledger.store.streams import decode_definition_row
 from ledger.store.unit_of_work import LoadedJob, UnitOfWork
 from projections.rules.queue import decode_state
 from projections.rules.writes import ViewWrite
 
-if TYPE_CHECKING:
-    from ledger.store.sqlite.store import SQLiteStore
+
+class StoreParts(Protocol):
+    """What a unit of work uses of the store that opened it (a protocol, so the unit of work
+    does not import the store that imports it)."""
+
+    @property
+    def codec(self) -> EventCodec: ...
+
+    @property
+    def ids(self) -> IdAdapter: ...
+
+    @property
+    def sql(self) -> Mapping[str, str]: ...
+
+    @property
+    def where(self) -> str:
+        """How the database is named in error messages."""
 
 
 class SQLiteUnitOfWork(UnitOfWork):
     """A unit of work in one ``BEGIN IMMEDIATE`` transaction (the database's write lock)."""
 
-    def __init__(self, store: SQLiteStore, cursor: SQLiteCursor) -> None:
+    def __init__(self, store: StoreParts, cursor: SQLiteCursor) -> None:
         super().__init__(store.codec, store.ids)
         self._store = store
         self._cursor = cursor
