@@ -115,6 +115,12 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
     help="Also keep the tracked views (audit) caught up, from a thread of this process "
     "(costs handler throughput; `projections follow` in its own process does not).",
 )
+@click.option(
+    "--apply-definitions",
+    is_flag=True,
+    help="Apply the handlers' definition options (max attempts, timeout, backoff) to job "
+    "types already defined; without it a stored definition that differs is kept and logged.",
+)
 @json_option
 @click.pass_obj
 def worker(
@@ -128,6 +134,7 @@ def worker(
     grace: float,
     burst: bool,
     follow_projections: bool,
+    apply_definitions: bool,
     as_json: bool,
 ) -> None:
     """Run workers for the handlers registered in MODULE:ATTR."""
@@ -146,6 +153,7 @@ def worker(
             lease_s=lease,
             poll_interval_s=poll,
             follow_projections=follow_projections,
+            apply_definitions=apply_definitions,
         )
         click.echo(
             f"{pool.worker_id}: {concurrency} workers for {', '.join(pool.types)} "

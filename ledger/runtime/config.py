@@ -49,7 +49,10 @@ class PoolConfig:
     completion_delay_s: float = 0.005
     """How long the completer gathers outcomes before it writes them."""
     define_types: bool = True
-    """Define (or update) each registered type from its handler's options at start."""
+    """Define each registered type that is undefined from its handler's options at start
+    (a defined one is kept; a difference is logged: :mod:`ledger.runtime.definitions`)."""
+    apply_definitions: bool = False
+    """With ``define_types``: also apply the handlers' options to types already defined."""
     follow_projections: bool = False
     """Keep the tracked views (audit) current from a thread of this process. Off by default:
     the follower's decoding competes with the handlers for the GIL (measured: ~25% of a pool's
@@ -101,4 +104,5 @@ class PoolSettings(TypedDict, total=False):
     completion_batch: int
     completion_delay_s: float
     define_types: bool
+    apply_definitions: bool
     follow_projections: bool

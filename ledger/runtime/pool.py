@@ -186,7 +186,8 @@ class WorkerPool:
         self._started = True
         self._stop_requested.clear()
         if self.config.define_types:
-            await asyncio.to_thread(sync_definitions, self._ledger, self._registry)
+            apply = self.config.apply_definitions
+            await asyncio.to_thread(sync_definitions, self._ledger, self._registry, apply=apply)
         released = await asyncio.to_thread(
             self._ledger.release_claims_with_prefix,
             self.worker_id.rpartition(":")[0] + ":",
