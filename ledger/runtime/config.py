@@ -27,6 +27,8 @@ class PoolConfig:
     """Worker slots: jobs whose handlers may run at once (0: claim nothing, only reap)."""
     types: Sequence[str] | None = None
     """The job types to claim; ``None`` means every type the registry has a handler for."""
+    queues: Sequence[str] | None = None
+    """The queues to claim from (``"default"``: jobs enqueued without one); ``None``: all."""
     name: str = "default"
     """The pool's name, the first part of its worker id ``<name>@<host>:<pid>``."""
     lease_s: float = 30.0
@@ -92,6 +94,7 @@ class PoolSettings(TypedDict, total=False):
 
     concurrency: int
     types: Sequence[str] | None
+    queues: Sequence[str] | None
     name: str
     lease_s: float
     poll_interval_s: float

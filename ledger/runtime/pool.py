@@ -95,6 +95,7 @@ class WorkerPool:
             ledger,
             self.worker_id,
             types=config.claimed_types(registry),
+            queues=config.queues,
             lease_s=lease_lengths,
             stats=self.stats,
         )

@@ -43,6 +43,13 @@ CREATE TABLE IF NOT EXISTS jl_queue (
 CREATE INDEX IF NOT EXISTS jl_queue_claim_idx
     ON jl_queue (priority DESC, run_at, enqueue_seq) WHERE status = 'pending'
 
+-- name: schema_queue_claim_queue_idx
+-- Claims by queue (queue_claim_queues): claim order within each queue, pending jobs only. A
+-- job without a queue is in the queue 'default' (ledger.core.events.DEFAULT_QUEUE).
+CREATE INDEX IF NOT EXISTS jl_queue_claim_queue_idx
+    ON jl_queue ((coalesce(queue, 'default')), priority DESC, run_at, enqueue_seq)
+    WHERE status = 'pending'
+
 -- name: schema_queue_lease_idx
 -- Expired-lease scans (reaper), oldest expiry first.
 CREATE INDEX IF NOT EXISTS jl_queue_lease_idx
@@ -189,6 +196,24 @@ FOR UPDATE SKIP LOCKED
 -- As queue_claim, for some job types only (jl_queue_claim_idx, filtered).
 SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE status = 'pending' AND run_at <= %(now)s AND job_type = ANY(%(types)s)
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: queue_claim_queues
+-- As queue_claim, for some queues only (jl_queue_claim_queue_idx; 'default' is no queue).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'pending' AND run_at <= %(now)s
+  AND coalesce(queue, 'default') = ANY(%(queues)s)
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: queue_claim_types_queues
+-- As queue_claim_queues, for some job types only (jl_queue_claim_queue_idx, filtered).
+SELECT job_id, enqueue_seq, state FROM jl_queue
+WHERE status = 'pending' AND run_at <= %(now)s
+  AND coalesce(queue, 'default') = ANY(%(queues)s) AND job_type = ANY(%(types)s)
 ORDER BY priority DESC, run_at, enqueue_seq
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
