@@ -209,6 +209,13 @@ class Ledger(WorkerCommands):
         """Cancel a pending or leased job."""
         return self._fenced(job_id, lambda s, now: decide.decide_cancel(s, now, reason))
 
+    def cancel_many(
+        self, job_ids: Sequence[UUID], *, reason: str = "cancelled by operator"
+    ) -> operator_writes.CancelReport:
+        """Cancel many pending or leased jobs in one transaction, each refusal (unknown job,
+        finished job) reported rather than raised."""
+        return operator_writes.cancel_each(self.store, self.clock, job_ids, reason)
+
     def requeue(self, job_id: UUID, *, reason: str = "requeued by operator") -> JobState:
         """Start a new run of a dead or cancelled job (refused while its sync subject has
         another live job: at most one live job per subject)."""

@@ -52,6 +52,7 @@ def job_query(
     org: str | None,
     limit: int,
     cursor: int | None,
+    *,
     queue: str | None = None,
 ) -> JobQuery:
     """A checked query (``request.invalid`` for a bad limit, cursor or status)."""
