@@ -52,6 +52,8 @@ def claim(
         raise InvalidRequestError("claim needs limit >= 1 and lease lengths > 0")
     for queue in queues or ():
         check_name(queue, "queue")
+    if queues is not None:
+        queues = list(dict.fromkeys(queues))  # a name twice would claim its jobs twice
     if (types is not None and not types) or (queues is not None and not queues):
         return []
     with store.unit_of_work() as uow:

@@ -58,3 +58,10 @@ def test_a_blank_queue_name_is_refused(defined: Ledger) -> None:
     """A queue filter naming "" is request.invalid, as enqueue's own queue check."""
     with pytest.raises(InvalidRequestError):
         defined.claim("w", queues=[""])
+
+
+def test_a_queue_named_twice_is_claimed_once(defined: Ledger) -> None:
+    """queues=["a", "a"] claims each of a's jobs once."""
+    ids = defined.enqueue_many([EnqueueRequest(job_type="t", queue="a") for _ in range(2)])
+    claimed = defined.claim("w", limit=10, queues=["a", "a"])
+    assert [job.job_id for job in claimed] == ids
