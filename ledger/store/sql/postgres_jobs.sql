@@ -3,7 +3,8 @@
 -- name: queue_list_page
 -- Up to %(limit)s jobs enqueued before position %(before)s, newest first, optionally filtered
 -- by status (a JSON array or NULL), type, org and queue ('default': also no queue).
--- jl_queue_listing_seq_idx walked backwards (or jl_queue_listing_idx and a sort, for a rare status).
+-- jl_queue_listing_seq_idx walked backwards (or jl_queue_listing_idx and a sort, for a rare
+-- status).
 SELECT enqueue_seq, state FROM jl_queue
 WHERE enqueue_seq < %(before)s
   AND (%(statuses)s::text::jsonb IS NULL

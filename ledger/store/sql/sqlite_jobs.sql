@@ -3,7 +3,8 @@
 -- name: queue_list_page
 -- Up to :limit jobs enqueued before position :before, newest first, optionally filtered by
 -- status (a JSON array or NULL), type, org and queue ('default': also no queue).
--- jl_queue_listing_seq_idx walked backwards (or jl_queue_listing_idx and a sort, for a rare status).
+-- jl_queue_listing_seq_idx walked backwards (or jl_queue_listing_idx and a sort, for a rare
+-- status).
 SELECT enqueue_seq, state FROM jl_queue
 WHERE enqueue_seq < :before
   AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
