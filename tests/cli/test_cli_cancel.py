@@ -12,6 +12,13 @@ from ledger import JobStatus, Ledger
 from ledger.core.errors import LeaseOwnerMismatchError
 
 
+def assert_history_holds(url: str) -> None:
+    """`projections verify` and `replay --check --all` are clean."""
+    with Ledger.open(url) as ledger:
+        assert ledger.projections().verify().clean
+        assert [f for job in ledger.replay_check_all() for f in job.findings] == []
+
+
 def test_cancel_a_pending_job_records_the_reason(db_url: str) -> None:
     """A pending job becomes cancelled with the operator's reason; the output names it."""
     with Ledger.open(db_url) as ledger:
@@ -45,6 +52,7 @@ def test_cancel_of_a_leased_job_fences_out_its_late_worker_write(db_url: str) ->
         state = ledger.get(job.job_id)
     assert state is not None and state.status is JobStatus.CANCELLED and state.output is None
     assert event_count(db_url) == before
+    assert_history_holds(db_url)
 
 
 @pytest.mark.parametrize("kind", ["unknown", "terminal"])
@@ -85,6 +93,7 @@ def test_cancel_many_reports_each_job_and_exits_1_on_a_refusal(db_url: str) -> N
     ]  # fmt: skip
     with Ledger.open(db_url) as ledger:
         assert ledger.counts() == {"cancelled": 2}
+    assert_history_holds(db_url)
 
 
 def test_cancel_needs_a_job_id(db_url: str) -> None:

@@ -67,6 +67,8 @@ def test_a_worker_process_with_queues_a_claims_only_as_jobs(db_url: str, tmp_pat
         }
     assert {states[i].status for i in by_queue["a"]} == {JobStatus.SUCCEEDED}
     assert {states[i].status for i in by_queue["b"] + by_queue[None]} == {JobStatus.PENDING}
+    with Ledger.open(db_url) as ledger:
+        assert ledger.projections().verify().clean
 
 
 def test_jobs_queue_filters_the_listing_now_and_at_a_time(db_url: str) -> None:
