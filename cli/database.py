@@ -12,6 +12,7 @@ from cli.progress import ProgressBars
 from cli.render import echo_json, json_option
 from ledger.api import migrate as migration
 from ledger.api.ledger import Ledger
+from ledger.api.opening import open_ready_store
 from ledger.api.shaping import plain
 from ledger.store.config import is_postgres, open_store, sqlite_path
 
@@ -50,18 +51,32 @@ def open_ledger(url: str, *, auto_define: bool = False) -> Ledger:
     return Ledger.open(url, auto_define=auto_define, pool_size=POOL_SIZE)
 
 
-def _initialise(url: str) -> bool:
-    """Create the ledger's tables at ``url`` if missing; return whether it had to."""
-    with Ledger.open(url, create=True, pool_size=POOL_SIZE) as ledger:
-        return ledger.created
+def _refill_line(refill: migration.Refill) -> str:
+    return (
+        f"rebuilt {refill.name} from the history (table {refill.table} was missing): "
+        f"{refill.rows} rows from {refill.events} events"
+    )
 
 
 @click.command()
 @click.pass_obj
 def init(settings: Settings) -> None:
-    """Create the ledger's tables in the database. Safe to run again."""
+    """Create the ledger's tables in the database. Safe to run again.
+
+    A view whose table had to be created in a ledger with a history is rebuilt from it.
+    """
     where = describe(settings.url)
-    if _initialise(settings.url):
+    bars = ProgressBars()
+    try:
+        opened = open_ready_store(settings.url, create=True, pool_size=POOL_SIZE, progress=bars)
+    finally:
+        bars.close()
+    opened.store.close()
+    for table in opened.created_tables:
+        click.echo(f"created {table}")
+    for refill in opened.refilled:
+        click.echo(_refill_line(refill))
+    if opened.created:
         click.echo(f"initialised {where}")
     else:
         click.echo(f"{where} already initialised")
@@ -89,6 +104,11 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
                     click.echo(f"would rebuild {line}")
                 for table in planned.missing_tables:
                     click.echo(f"would create {table}")
+                for view in planned.missing_views:
+                    click.echo(
+                        f"would rebuild {view.name} from the history "
+                        f"(table {view.table} is missing)"
+                    )
             return
         bars = ProgressBars()
         try:
@@ -106,4 +126,6 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
             click.echo(f"rebuilt {line}")
         for table in report.created_tables:
             click.echo(f"created {table}")
+        for refill in report.refilled:
+            click.echo(_refill_line(refill))
         click.echo(f"migrated {describe(settings.url)} in {report.seconds:.1f}s")

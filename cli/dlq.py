@@ -13,7 +13,6 @@ import msgspec
 
 from cli import params
 from cli.database import Settings, open_ledger
-from cli.errors import RefusedError
 from cli.render import (
     MISSING,
     PAYLOAD_PREVIEW,
@@ -24,7 +23,9 @@ from cli.render import (
     table,
     when,
 )
+from cli.reports import per_job_report, raise_if_refused
 from ledger.api.ledger import Ledger
+from ledger.api.operator_writes import Refusal
 from ledger.api.shaping import dead_letter_json, plain
 from ledger.core.errors import LedgerError
 from ledger.core.events import Subject
@@ -96,18 +97,9 @@ class Requeued(msgspec.Struct, frozen=True):
     run_number: int
 
 
-class Refused(msgspec.Struct, frozen=True):
-    """A job the ledger would not requeue, and why (its error's stable code)."""
-
-    job_id: UUID
-    job_type: str
-    code: str
-    message: str
-
-
 class RequeueReport(msgspec.Struct):
     requeued: list[Requeued]
-    refused: list[Refused]
+    refused: list[Refusal]
 
 
 def _requeue_all(ledger: Ledger, letters: list[DeadLetter], reason: str) -> RequeueReport:
@@ -118,7 +110,7 @@ def _requeue_all(ledger: Ledger, letters: list[DeadLetter], reason: str) -> Requ
             state = ledger.requeue(letter.job_id, reason=reason)
         except LedgerError as error:
             report.refused.append(
-                Refused(letter.job_id, letter.job_type, error.code, error.message)
+                Refusal(letter.job_id, letter.job_type, error.code, error.message)
             )
         else:
             report.requeued.append(Requeued(state.job_id, state.job_type, state.run_number))
@@ -126,13 +118,8 @@ def _requeue_all(ledger: Ledger, letters: list[DeadLetter], reason: str) -> Requ
 
 
 def _report_text(report: RequeueReport) -> str:
-    done, refused = len(report.requeued), len(report.refused)
-    summary = f"requeued {done} of {done + refused} dead job(s), {refused} refused"
-    rows = [[str(r.job_id), r.job_type, "requeued", f"run {r.run_number}"] for r in report.requeued]
-    rows += [
-        [str(r.job_id), r.job_type, "refused", f"{r.code}: {r.message}"] for r in report.refused
-    ]
-    return f"{summary}\n{table(['JOB', 'TYPE', 'OUTCOME', 'DETAIL'], rows)}"
+    done = [(str(r.job_id), r.job_type, f"run {r.run_number}") for r in report.requeued]
+    return per_job_report("requeued", "dead job(s)", done, report.refused)
 
 
 @dlq.command()
@@ -182,6 +169,4 @@ def requeue(
         click.echo(_no_dead_jobs(job_type))
     else:
         click.echo(_report_text(report))
-    if report.refused:
-        total = len(report.requeued) + len(report.refused)
-        raise RefusedError(f"{len(report.refused)} of {total} dead job(s) refused requeue")
+    raise_if_refused("requeue", "dead job(s)", len(report.requeued), report.refused)

@@ -54,6 +54,9 @@ HEADERS = ["ID", "TYPE", "ORG", "STATUS", "RUN/ATT", "RUN AT", "WORKER", "LEASE 
 @click.option("--type", "job_type", help="Only jobs of this type.")
 @click.option("--org", help="Only jobs of this org.")
 @click.option(
+    "--queue", help="Only jobs in this queue ('default': also jobs enqueued without one)."
+)
+@click.option(
     "--limit",
     type=click.IntRange(1, MAX_LIMIT),
     default=DEFAULT_LIMIT,
@@ -80,6 +83,7 @@ def jobs(
     statuses: tuple[str, ...],
     job_type: str | None,
     org: str | None,
+    queue: str | None,
     limit: int,
     cursor: int | None,
     at: str | None,
@@ -95,7 +99,12 @@ def jobs(
     with open_ledger(settings.url) as ledger:
         if at is None:
             page = ledger.jobs(
-                statuses=wanted, job_type=job_type, org=org, limit=limit, cursor=cursor
+                statuses=wanted,
+                job_type=job_type,
+                org=org,
+                queue=queue,
+                limit=limit,
+                cursor=cursor,
             )
         else:
             moment = parse_moment(at, ledger.clock.now()).astimezone(UTC)
@@ -104,6 +113,7 @@ def jobs(
                 statuses=wanted,
                 job_type=job_type,
                 org=org,
+                queue=queue,
                 limit=limit,
                 cursor=cursor,
                 progress=FoldingProgress() if sys.stderr.isatty() else None,

@@ -9,6 +9,7 @@ import click
 from cli import (
     audit,
     bench,
+    cancel,
     database,
     demo,
     diagnose,
@@ -83,6 +84,7 @@ for command in (
     job_types.disable,
     job_types.definitions,
     enqueue.enqueue,
+    cancel.cancel,
     show.show,
     history.history,
     job_list.jobs,

@@ -81,6 +81,11 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
 @click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--types", metavar="A,B", help="Only these job types  [default: all registered]")
 @click.option(
+    "--queues",
+    metavar="A,B",
+    help="Only jobs in these queues ('default': jobs enqueued without one)  [default: all]",
+)
+@click.option(
     "--lease",
     type=click.FloatRange(min=1),
     default=30.0,
@@ -115,6 +120,12 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
     help="Also keep the tracked views (audit) caught up, from a thread of this process "
     "(costs handler throughput; `projections follow` in its own process does not).",
 )
+@click.option(
+    "--apply-definitions",
+    is_flag=True,
+    help="Apply the handlers' definition options (max attempts, timeout, backoff) to job "
+    "types already defined; without it a stored definition that differs is kept and logged.",
+)
 @json_option
 @click.pass_obj
 def worker(
@@ -123,11 +134,13 @@ def worker(
     app: str,
     concurrency: int,
     types: str | None,
+    queues: str | None,
     lease: float,
     poll: float,
     grace: float,
     burst: bool,
     follow_projections: bool,
+    apply_definitions: bool,
     as_json: bool,
 ) -> None:
     """Run workers for the handlers registered in MODULE:ATTR."""
@@ -136,6 +149,9 @@ def worker(
     unknown = sorted(set(selected or []) - set(registry.job_types()))
     if unknown:
         raise click.BadParameter(f"no handler registered for {unknown}", param_hint="--types")
+    queue_names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
+    if queues is not None and not queue_names:
+        raise click.BadParameter("name at least one queue", param_hint="--queues")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     with Ledger.open(settings.url, pool_size=4) as ledger:
         pool = WorkerPool(
@@ -143,12 +159,15 @@ def worker(
             registry,
             concurrency=concurrency,
             types=selected,
+            queues=queue_names,
             lease_s=lease,
             poll_interval_s=poll,
             follow_projections=follow_projections,
+            apply_definitions=apply_definitions,
         )
+        in_queues = f" in queues {', '.join(queue_names)}" if queue_names else ""
         click.echo(
-            f"{pool.worker_id}: {concurrency} workers for {', '.join(pool.types)} "
+            f"{pool.worker_id}: {concurrency} workers for {', '.join(pool.types)}{in_queues} "
             f"on {describe(settings.url)}",
             err=True,
         )

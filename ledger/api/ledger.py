@@ -69,7 +69,8 @@ class Ledger(WorkerCommands):
         self.created = False
         """Whether :meth:`open` with ``create`` had to create the tables."""
         self.rebuilt: list[str] = []
-        """The stale projections :meth:`open` with ``create`` rebuilt."""
+        """The projections :meth:`open` with ``create`` rebuilt: the stale ones, then those
+        whose tables it had to create under an existing history."""
         self._new_id = new_id
 
     @classmethod
@@ -84,15 +85,16 @@ class Ledger(WorkerCommands):
     ) -> Self:
         """Open the ledger at ``url`` (see :mod:`ledger.store.config`).
 
-        With ``create`` the tables are created if missing (what ``jobledger init`` does) and
-        stale projections rebuilt; without it a database that has no ledger is refused with a
+        With ``create`` the tables are created if missing (what ``jobledger init`` does), stale
+        projections rebuilt, and a projection whose table had to be created rebuilt from the
+        history; without it a database that has no ledger is refused with a
         clear error (see :mod:`ledger.api.opening`). ``auto_define`` makes enqueue define
         unknown job types with the defaults.
         """
-        store, created, rebuilt = open_ready_store(url, create=create, pool_size=pool_size)
-        opened = cls(store, clock=clock, auto_define=auto_define)
-        opened.created = created
-        opened.rebuilt = rebuilt
+        ready = open_ready_store(url, create=create, pool_size=pool_size)
+        opened = cls(ready.store, clock=clock, auto_define=auto_define)
+        opened.created = ready.created
+        opened.rebuilt = [*ready.rebuilt, *(refill.name for refill in ready.refilled)]
         return opened
 
     def close(self) -> None:
@@ -206,6 +208,13 @@ class Ledger(WorkerCommands):
     def cancel(self, job_id: UUID, *, reason: str = "cancelled by operator") -> JobState:
         """Cancel a pending or leased job."""
         return self._fenced(job_id, lambda s, now: decide.decide_cancel(s, now, reason))
+
+    def cancel_many(
+        self, job_ids: Sequence[UUID], *, reason: str = "cancelled by operator"
+    ) -> operator_writes.CancelReport:
+        """Cancel many pending or leased jobs in one transaction, each refusal (unknown job,
+        finished job) reported rather than raised."""
+        return operator_writes.cancel_each(self.store, self.clock, job_ids, reason)
 
     def requeue(self, job_id: UUID, *, reason: str = "requeued by operator") -> JobState:
         """Start a new run of a dead or cancelled job (refused while its sync subject has

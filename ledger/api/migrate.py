@@ -1,13 +1,18 @@
 """``jobledger migrate``: bring an existing ledger's schema up to this code.
 
-Two kinds of change, in this order:
+Three kinds of change, in this order:
 
 1. projections whose recorded schema version differs from the code's are *stale*: each is
    rebuilt from the history into a shadow table of the new shape and swapped in
    (:class:`projections.runners.rebuilder.Rebuilder`), with the system running;
 2. tables and indexes this code expects and the database lacks are created (every schema
    statement is ``IF NOT EXISTS``; running them after the rebuilds means an index on a column a
-   stale table lacked is created on the rebuilt table, not refused by the old one).
+   stale table lacked is created on the rebuilt table, not refused by the old one);
+3. a projection whose table was among the missing ones (or, for a tracked one, whose position
+   table was) is *refilled*: a table created empty under a ledger with a history would be a
+   view silently missing its rows — ``dlq`` saying "no dead jobs" over dead jobs — so it is
+   rebuilt from the history at once, in the same command (:func:`refill`). ``init`` does the
+   same (:mod:`ledger.api.opening`).
 
 The events themselves never change: the schema of ``jl_events`` is the eventsourcing
 library's, and old event versions are upcast when read (:mod:`ledger.core.codec`).
@@ -15,14 +20,39 @@ library's, and old event versions are upcast when read (:mod:`ledger.core.codec`
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Collection
 
 import msgspec
 
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
 from ledger.store.schema import EXPECTED_TABLES, SCHEMA_VERSION
 from ledger.store.store import Store
+from projections.rules.catalog import PROJECTIONS, recorded_version, stale
 from projections.runners.rebuilder import Progress, Rebuilder
+
+log = logging.getLogger("jobledger.projections")
+
+TRACKING_TABLE = "jl_tracking"
+"""Where the tracked projections record their positions: losing it loses theirs."""
+
+
+class MissingView(msgspec.Struct, frozen=True):
+    """A projection emptied by a missing table, to rebuild once the table is created."""
+
+    name: str
+    table: str
+    """The missing table: the projection's own, or the tracking table for a tracked one."""
+
+
+class Refill(msgspec.Struct, frozen=True):
+    """A projection rebuilt from the history because its table had been missing."""
+
+    name: str
+    table: str
+    rows: int
+    events: int
 
 
 class MigrationPlan(msgspec.Struct, frozen=True):
@@ -33,6 +63,8 @@ class MigrationPlan(msgspec.Struct, frozen=True):
     stale: list[str]
     """Projections to rebuild, each with ``name (recorded vN, code vM)``."""
     stale_names: list[str]
+    missing_views: list[MissingView]
+    """Projections to rebuild after their missing table is created (never also stale)."""
 
     @property
     def empty(self) -> bool:
@@ -44,8 +76,21 @@ class MigrationReport(msgspec.Struct, frozen=True):
 
     plan: MigrationPlan
     rebuilt: list[str]
+    """The stale projections rebuilt."""
     created_tables: list[str]
+    refilled: list[Refill]
     seconds: float
+
+
+def missing_views(missing_tables: Collection[str]) -> list[MissingView]:
+    """The projections whose rows a set of missing tables has lost, in catalogue order."""
+    views = []
+    for p in PROJECTIONS:
+        if p.table in missing_tables:
+            views.append(MissingView(p.name, p.table))
+        elif p.mode == "tracked" and TRACKING_TABLE in missing_tables:
+            views.append(MissingView(p.name, TRACKING_TABLE))
+    return views
 
 
 def plan(store: Store) -> MigrationPlan:
@@ -59,24 +104,52 @@ def plan(store: Store) -> MigrationPlan:
         raise DatabaseUnusableError(
             f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
         )
-    stale = [s for s in Rebuilder(store).status() if s.stale]
+    missing = sorted(EXPECTED_TABLES - tables)
+    refilling = missing_views(missing)
+    skip = {view.name for view in refilling}
+    with store.read_snapshot() as snapshot:  # only jl_meta: the tracking table may be missing
+        meta = snapshot.meta()
+    outdated = [p for p in stale(meta) if p.name not in skip]
     return MigrationPlan(
         schema_version=marker,
-        missing_tables=sorted(EXPECTED_TABLES - tables),
-        stale=[f"{s.name} (recorded v{s.recorded_version}, code v{s.code_version})" for s in stale],
-        stale_names=[s.name for s in stale],
+        missing_tables=missing,
+        stale=[
+            f"{p.name} (recorded v{recorded_version(meta, p)}, code v{p.version})" for p in outdated
+        ],
+        stale_names=[p.name for p in outdated],
+        missing_views=refilling,
     )
 
 
 def migrate(store: Store, *, progress: Progress | None = None) -> MigrationReport:
-    """Rebuild the stale projections, then create what is missing (see the module)."""
+    """Rebuild the stale projections, create what is missing, refill what it emptied (see
+    the module)."""
     started = time.perf_counter()
     planned = plan(store)
-    rebuilt = Rebuilder(store, progress=progress).refresh()
+    rebuilder = Rebuilder(store, progress=progress)
+    if planned.stale_names:
+        log.warning("rebuilding stale projections: %s", ", ".join(planned.stale_names))
+        rebuilder.rebuild(planned.stale_names)
     created = store.create_missing()
+    refilled = refill(store, planned.missing_views, progress=progress)
+    rebuilder.refresh()  # nothing stale is left: only records the versions of new views
     return MigrationReport(
         plan=planned,
-        rebuilt=rebuilt,
+        rebuilt=planned.stale_names,
         created_tables=created,
+        refilled=refilled,
         seconds=time.perf_counter() - started,
     )
+
+
+def refill(
+    store: Store, views: list[MissingView], *, progress: Progress | None = None
+) -> list[Refill]:
+    """Rebuild ``views`` (their tables just created, empty) from the whole history, in one
+    rebuild; nothing to do on an empty history. Logged, and reported per view."""
+    if not views or store.head_position() == 0:
+        return []
+    names = [view.name for view in views]
+    log.warning("rebuilding projections whose tables were missing: %s", ", ".join(names))
+    report = Rebuilder(store, progress=progress).rebuild(names)
+    return [Refill(v.name, v.table, rows=report.rows[v.name], events=report.events) for v in views]

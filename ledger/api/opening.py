@@ -1,17 +1,19 @@
 """Opening a ledger's store: refuse a database without a ledger, or bring one up to date.
 
-What :meth:`ledger.api.ledger.Ledger.open` does before it wraps the store.
+What :meth:`ledger.api.ledger.Ledger.open` (and ``jobledger init``) does before it wraps the
+store.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-from ledger.api.migrate import migrate
+from ledger.api.migrate import Refill, migrate, missing_views, refill
 from ledger.api.migrate import plan as migration_plan
 from ledger.store.config import open_store
+from ledger.store.schema import EXPECTED_TABLES
 from ledger.store.store import Store
-from projections.runners.rebuilder import Rebuilder
+from projections.runners.rebuilder import Progress, Rebuilder
 
 
 class OpenedStore(NamedTuple):
@@ -20,30 +22,49 @@ class OpenedStore(NamedTuple):
     """Whether the tables had to be created."""
     rebuilt: list[str]
     """The stale projections that were rebuilt."""
+    created_tables: list[str] = []
+    """The tables created in a database that already held some (empty on a fresh one)."""
+    refilled: list[Refill] = []
+    """The projections rebuilt from the history because their tables had been missing."""
 
 
-def open_ready_store(url: str | None, *, create: bool, pool_size: int | None) -> OpenedStore:
+def open_ready_store(
+    url: str | None, *, create: bool, pool_size: int | None, progress: Progress | None = None
+) -> OpenedStore:
     """Open the store at ``url``; without ``create`` a database that has no ledger is
-    refused, with it the tables are created or migrated as needed. Closes the store on error.
+    refused, with it the tables are created or migrated as needed, and a projection whose
+    table had to be created under an existing history is rebuilt from it (``progress``
+    reports that rebuild). Closes the store on error.
     """
     store = open_store(url, pool_size=pool_size, create=create)
     try:
-        created, rebuilt = False, []
+        opened = OpenedStore(store, False, [])
         if not create:
             store.check_initialised()
         elif store.schema_state()[1] is None:
+            tables = store.schema_state()[0]
+            missing = sorted(EXPECTED_TABLES - tables)
             created = store.initialise()
             Rebuilder(store).refresh()  # records each projection's version
+            # An interrupted init, or a lost jl_meta under a history: refill what was missing.
+            refilled = refill(store, missing_views(missing), progress=progress)
+            opened = OpenedStore(store, created, [], missing if tables else [], refilled)
         elif migration_plan(store).empty:
             # Up to date: no DDL (it would take table locks under running workers); only
             # record the versions of projections that have none.
             Rebuilder(store).refresh()
         else:
             # What `jobledger migrate` does (stale views rebuilt, logged; then what is
-            # missing created — in that order, see ledger.api.migrate).
-            migrated = migrate(store)
-            created, rebuilt = bool(migrated.created_tables), migrated.rebuilt
+            # missing created and what it emptied rebuilt — see ledger.api.migrate).
+            migrated = migrate(store, progress=progress)
+            opened = OpenedStore(
+                store,
+                bool(migrated.created_tables),
+                migrated.rebuilt,
+                migrated.created_tables,
+                migrated.refilled,
+            )
     except BaseException:
         store.close()
         raise
-    return OpenedStore(store, created, rebuilt)
+    return opened

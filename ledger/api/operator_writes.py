@@ -1,16 +1,75 @@
-"""Operator and recovery writes that are more than a fenced decision: requeue (which must
-respect the live-subject rule) and the boot reap of a crashed process's claims."""
+"""Operator and recovery writes that are more than a fenced decision: cancel of many jobs
+(each refusal reported), requeue (which must respect the live-subject rule) and the boot reap
+of a crashed process's claims."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from uuid import UUID
 
+import msgspec
+
+from ledger.api.worker_writes import write_fenced_many
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.errors import JobNotFoundError
+from ledger.core.events import JobCancelled, JobStatus
+from ledger.core.requests import check_reason
 from ledger.core.state import JobState
 from ledger.store.store import Store
+
+
+class Refusal(msgspec.Struct, frozen=True):
+    """A job an operator's command left as it was, and why (its error's stable code)."""
+
+    job_id: UUID
+    job_type: str | None
+    """``None`` for a job that does not exist."""
+    code: str
+    message: str
+
+
+class Cancelled(msgspec.Struct, frozen=True):
+    """A job cancelled, and what it was until then."""
+
+    job_id: UUID
+    job_type: str
+    was: str
+    """Its status before: ``pending`` or ``leased``."""
+    worker_id: str | None
+    """The worker whose lease the cancel ended (its later writes fail the fence)."""
+
+
+class CancelReport(msgspec.Struct, frozen=True):
+    cancelled: list[Cancelled]
+    refused: list[Refusal]
+
+
+def _cancelled(state: JobState) -> Cancelled:
+    leased = state.status is JobStatus.LEASED
+    worker = state.worker_id if leased else None
+    return Cancelled(state.job_id, state.job_type, state.status.value, worker)
+
+
+def cancel_each(store: Store, clock: Clock, job_ids: Iterable[UUID], reason: str) -> CancelReport:
+    """Cancel every live job of ``job_ids`` in one transaction; each unknown or finished one
+    is reported as refused, not raised, and stops no other. A repeated id counts once."""
+    check_reason(reason)
+    wanted = list(dict.fromkeys(job_ids))
+    before: dict[UUID, JobState] = {}
+
+    def decision(state: JobState, now: datetime) -> JobCancelled:
+        before[state.job_id] = state
+        return decide.decide_cancel(state, now, reason)
+
+    result = write_fenced_many(store, clock, [(job_id, decision) for job_id in wanted])
+    cancelled = [_cancelled(before[job_id]) for job_id in wanted if job_id not in result.rejected]
+    refused = [
+        Refusal(job_id, before[job_id].job_type if job_id in before else None, e.code, e.message)
+        for job_id, e in result.rejected.items()
+    ]
+    return CancelReport(cancelled, refused)
 
 
 def requeue(store: Store, clock: Clock, job_id: UUID, reason: str) -> JobState:

@@ -96,10 +96,12 @@ class Reader:
         org: str | None = None,
         limit: int = DEFAULT_LIMIT,
         cursor: int | None = None,
+        queue: str | None = None,
     ) -> JobPage:
         """One page of the current jobs, newest enqueue first (any status if ``statuses`` is
-        empty). Pass a page's ``next_cursor`` as ``cursor`` for the next one."""
-        query = job_query(statuses, job_type, org, limit, cursor)
+        empty; ``queue="default"`` includes the jobs enqueued without a queue). Pass a page's
+        ``next_cursor`` as ``cursor`` for the next one."""
+        query = job_query(statuses, job_type, org, limit, cursor, queue=queue)
         return list_jobs(self.store, query)
 
     def jobs_at(
@@ -112,11 +114,12 @@ class Reader:
         limit: int = DEFAULT_LIMIT,
         cursor: int | None = None,
         progress: Callable[[int, int], None] | None = None,
+        queue: str | None = None,
     ) -> JobPage:
         """:meth:`jobs` as it was at ``at``: each job folded from its history up to its first
         event later than ``at`` (as :meth:`state_at`); jobs enqueued later are absent. Reads
         the whole history in batches; ``progress(position, head)`` follows it."""
-        query = job_query(statuses, job_type, org, limit, cursor)
+        query = job_query(statuses, job_type, org, limit, cursor, queue=queue)
         return jobs_at(self.store, at, query, progress=progress)
 
     # --- job types, sync state, dead letters -------------------------------------------------

@@ -46,14 +46,22 @@ class WorkerCommands(Reader):
         limit: int = 1,
         types: Sequence[str] | None = None,
         lease_s: LeaseLength = DEFAULT_LEASE_S,
+        queues: Sequence[str] | None = None,
     ) -> list[JobState]:
         """Lease up to ``limit`` due pending jobs, in claim order, to ``worker_id``.
 
-        ``types=None`` claims any type; an empty ``types`` claims nothing. ``lease_s`` may
-        map job types to their own lease lengths.
+        ``types=None`` claims any type; an empty ``types`` claims nothing. ``queues`` likewise
+        (a job enqueued without a queue is in :data:`~ledger.core.events.DEFAULT_QUEUE`,
+        ``"default"``). ``lease_s`` may map job types to their own lease lengths.
         """
         return worker_writes.claim(
-            self.store, self.clock, worker_id, limit=limit, types=types, lease_s=lease_s
+            self.store,
+            self.clock,
+            worker_id,
+            limit=limit,
+            types=types,
+            lease_s=lease_s,
+            queues=queues,
         )
 
     def heartbeat(self, lease: Lease, *, lease_s: LeaseLength = DEFAULT_LEASE_S) -> JobState:

@@ -22,6 +22,7 @@ from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.errors import InvalidRequestError, JobNotFoundError, LedgerError
 from ledger.core.events import JobEvent
+from ledger.core.requests import check_name
 from ledger.core.state import JobState, Lease, fold
 from ledger.store.store import Store
 
@@ -41,17 +42,22 @@ def claim(
     limit: int,
     types: Sequence[str] | None,
     lease_s: LeaseLength,
+    queues: Sequence[str] | None = None,
 ) -> list[JobState]:
-    """Lease up to ``limit`` due pending jobs (of ``types``; any if ``None``) to ``worker_id``;
-    their new states in claim order."""
+    """Lease up to ``limit`` due pending jobs (of ``types`` and in ``queues``; any if
+    ``None``) to ``worker_id``; their new states in claim order."""
     if not worker_id:
         raise InvalidRequestError("worker_id must be a non-empty string")
     if limit < 1 or not all_positive(lease_s):
         raise InvalidRequestError("claim needs limit >= 1 and lease lengths > 0")
-    if types is not None and not types:
+    for queue in queues or ():
+        check_name(queue, "queue")
+    if queues is not None:
+        queues = list(dict.fromkeys(queues))  # a name twice would claim its jobs twice
+    if (types is not None and not types) or (queues is not None and not queues):
         return []
     with store.unit_of_work() as uow:
-        due = uow.claimable(clock.now(), types, limit)
+        due = uow.claimable(clock.now(), types, limit, queues)
         if not due:
             return []
         # Stamp the events with a second reading, taken once the rows are ours: an event

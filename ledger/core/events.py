@@ -106,6 +106,17 @@ class JobDefinition(_Value, frozen=True):
     backoff: BackoffPolicy = BackoffPolicy()
 
 
+DEFAULT_QUEUE = "default"
+"""The queue of a job enqueued without one (``queue=None``): claims and listings by queue name
+it so, and a job enqueued to ``"default"`` is in the same queue. (The SQL spells it too, in
+the claim-by-queue index's expression ``coalesce(queue, 'default')``.)"""
+
+
+def queue_of(queue: str | None) -> str:
+    """The queue a job's requested ``queue`` puts it in."""
+    return DEFAULT_QUEUE if queue is None else queue
+
+
 class EnqueueRequest(_Value, frozen=True):
     """An enqueue request exactly as the caller made it (unset fields stay ``None``).
 

@@ -27,21 +27,23 @@ class Claims:
         types: Sequence[str],
         lease_s: dict[str, float],
         stats: PoolStats,
+        queues: Sequence[str] | None = None,
     ) -> None:
         self._ledger = ledger
         self.worker_id = worker_id
         self.types = list(types)
+        self.queues = list(queues) if queues is not None else None
         self.lease_s = lease_s
         self._stats = stats
         self._held: dict[UUID, Lease] = {}
 
     def claim(self, limit: int) -> list[JobState]:
-        """Up to ``limit`` due jobs of :attr:`types`, leased in one transaction (none if this
-        pool claims no types)."""
+        """Up to ``limit`` due jobs of :attr:`types` (in :attr:`queues`, if set), leased in one
+        transaction (none if this pool claims no types)."""
         if not self.types:
             return []
         jobs = self._ledger.claim(
-            self.worker_id, limit=limit, types=self.types, lease_s=self.lease_s
+            self.worker_id, limit=limit, types=self.types, lease_s=self.lease_s, queues=self.queues
         )
         for job in jobs:
             assert job.lease is not None

@@ -27,6 +27,8 @@ class PoolConfig:
     """Worker slots: jobs whose handlers may run at once (0: claim nothing, only reap)."""
     types: Sequence[str] | None = None
     """The job types to claim; ``None`` means every type the registry has a handler for."""
+    queues: Sequence[str] | None = None
+    """The queues to claim from (``"default"``: jobs enqueued without one); ``None``: all."""
     name: str = "default"
     """The pool's name, the first part of its worker id ``<name>@<host>:<pid>``."""
     lease_s: float = 30.0
@@ -49,7 +51,10 @@ class PoolConfig:
     completion_delay_s: float = 0.005
     """How long the completer gathers outcomes before it writes them."""
     define_types: bool = True
-    """Define (or update) each registered type from its handler's options at start."""
+    """Define each registered type that is undefined from its handler's options at start
+    (a defined one is kept; a difference is logged: :mod:`ledger.runtime.definitions`)."""
+    apply_definitions: bool = False
+    """With ``define_types``: also apply the handlers' options to types already defined."""
     follow_projections: bool = False
     """Keep the tracked views (audit) current from a thread of this process. Off by default:
     the follower's decoding competes with the handlers for the GIL (measured: ~25% of a pool's
@@ -89,6 +94,7 @@ class PoolSettings(TypedDict, total=False):
 
     concurrency: int
     types: Sequence[str] | None
+    queues: Sequence[str] | None
     name: str
     lease_s: float
     poll_interval_s: float
@@ -101,4 +107,5 @@ class PoolSettings(TypedDict, total=False):
     completion_batch: int
     completion_delay_s: float
     define_types: bool
+    apply_definitions: bool
     follow_projections: bool

@@ -95,6 +95,7 @@ class WorkerPool:
             ledger,
             self.worker_id,
             types=config.claimed_types(registry),
+            queues=config.queues,
             lease_s=lease_lengths,
             stats=self.stats,
         )
@@ -186,7 +187,8 @@ class WorkerPool:
         self._started = True
         self._stop_requested.clear()
         if self.config.define_types:
-            await asyncio.to_thread(sync_definitions, self._ledger, self._registry)
+            apply = self.config.apply_definitions
+            await asyncio.to_thread(sync_definitions, self._ledger, self._registry, apply=apply)
         released = await asyncio.to_thread(
             self._ledger.release_claims_with_prefix,
             self.worker_id.rpartition(":")[0] + ":",

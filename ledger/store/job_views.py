@@ -33,6 +33,7 @@ def _params(query: JobQuery) -> dict[str, Any]:
         "statuses": json.dumps(statuses) if statuses else None,
         "job_type": query.job_type,
         "org": query.org,
+        "queue": query.queue,
         "before": query.before,
         "limit": query.limit + 1,  # one more says whether there is a next page
     }

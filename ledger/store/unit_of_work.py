@@ -114,13 +114,25 @@ class UnitOfWork(ABC):
         states = self._remember(self._fetch_jobs("queue_lock", {"job_ids": keys}))
         return {state.job_id: state for state in states}
 
-    def claimable(self, now: datetime, types: Sequence[str] | None, limit: int) -> list[JobState]:
-        """Due pending jobs in claim order, up to ``limit``, locked (others' locks skipped)."""
+    def claimable(
+        self,
+        now: datetime,
+        types: Sequence[str] | None,
+        limit: int,
+        queues: Sequence[str] | None = None,
+    ) -> list[JobState]:
+        """Due pending jobs in claim order, up to ``limit``, locked (others' locks skipped);
+        of ``types`` and in ``queues`` only, where given (a job without a queue is in
+        ``DEFAULT_QUEUE``)."""
         params: dict[str, Any] = {"now": to_us(now), "limit": limit}
-        if types is None:
-            return self._remember(self._fetch_jobs("queue_claim", params))
-        params["types"] = self._ids.values(types)
-        return self._remember(self._fetch_jobs("queue_claim_types", params))
+        query = "queue_claim"
+        if types is not None:
+            params["types"] = self._ids.values(types)
+            query += "_types"
+        if queues is not None:
+            params["queues"] = self._ids.values(queues)
+            query += "_queues"
+        return self._remember(self._fetch_jobs(query, params))
 
     def expired_leases(
         self, now: datetime, limit: int, exclude: Sequence[UUID] = ()

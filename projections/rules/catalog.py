@@ -27,6 +27,8 @@ __all__ = [
     "Mode",
     "Projection",
     "get",
+    "recorded_version",
+    "stale",
     "tracked",
     "version_key",
 ]
@@ -51,6 +53,18 @@ SHADOW_SUFFIX = "__rebuild"
 def version_key(name: str) -> str:
     """The ``jl_meta`` key recording the schema version a projection's table was built by."""
     return f"projection:{name}:version"
+
+
+def recorded_version(meta: dict[str, str], projection: Projection) -> int | None:
+    """The schema version ``jl_meta`` records for ``projection`` (``None``: none yet)."""
+    recorded = meta.get(version_key(projection.name))
+    return int(recorded) if recorded is not None else None
+
+
+def stale(meta: dict[str, str]) -> list[Projection]:
+    """The projections whose recorded version differs from the code's (none recorded: not
+    stale — the table was built by this code), in catalogue order."""
+    return [p for p in PROJECTIONS if recorded_version(meta, p) not in (None, p.version)]
 
 
 def tracked(projections: tuple[Projection, ...] | list[Projection]) -> list[Projection]:

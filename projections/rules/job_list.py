@@ -13,7 +13,7 @@ from collections.abc import Iterable
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JobStatus
+from ledger.core.events import EnqueueRequest, JobStatus, queue_of
 from ledger.core.state import JobState
 
 DEFAULT_LIMIT = 50
@@ -27,6 +27,8 @@ class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
     statuses: frozenset[JobStatus] = frozenset()
     job_type: str | None = None
     org: str | None = None
+    queue: str | None = None
+    """Only jobs in this queue (``"default"``: also those enqueued without one)."""
     limit: int = DEFAULT_LIMIT
     cursor: int | None = None
     """Show jobs enqueued before this position (a previous page's ``next_cursor``)."""
@@ -35,10 +37,12 @@ class JobQuery(msgspec.Struct, frozen=True, kw_only=True):
     def before(self) -> int:
         return NO_CURSOR if self.cursor is None else self.cursor
 
-    def admits_origin(self, job_type: str, org: str | None) -> bool:
-        """Whether a job of this type and org can match (both are fixed at enqueue)."""
-        return (self.job_type is None or job_type == self.job_type) and (
-            self.org is None or org == self.org
+    def admits_origin(self, request: EnqueueRequest) -> bool:
+        """Whether a job enqueued so can match (type, org and queue are fixed at enqueue)."""
+        return (
+            (self.job_type is None or request.job_type == self.job_type)
+            and (self.org is None or request.org == self.org)
+            and (self.queue is None or queue_of(request.queue) == self.queue)
         )
 
 
@@ -48,6 +52,8 @@ def job_query(
     org: str | None,
     limit: int,
     cursor: int | None,
+    *,
+    queue: str | None = None,
 ) -> JobQuery:
     """A checked query (``request.invalid`` for a bad limit, cursor or status)."""
     if limit < 1 or (cursor is not None and cursor < 1):
@@ -56,7 +62,9 @@ def job_query(
         wanted = frozenset(JobStatus(status) for status in statuses)
     except ValueError as exc:
         raise InvalidRequestError(str(exc)) from None
-    return JobQuery(statuses=wanted, job_type=job_type, org=org, limit=limit, cursor=cursor)
+    return JobQuery(
+        statuses=wanted, job_type=job_type, org=org, queue=queue, limit=limit, cursor=cursor
+    )
 
 
 class ListedJob(msgspec.Struct, frozen=True):

@@ -73,7 +73,7 @@ class QueueAt:
             isinstance(event, JobEnqueued)
             and event.at <= self.at
             and item.position < self.query.before
-            and self.query.admits_origin(event.request.job_type, event.request.org)
+            and self.query.admits_origin(event.request)
         )
 
     def page(self) -> JobPage:

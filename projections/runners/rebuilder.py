@@ -30,7 +30,15 @@ from ledger.core.errors import DatabaseBusyError
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
-from projections.rules.catalog import BY_NAME, PROJECTIONS, Projection, tracked, version_key
+from projections.rules.catalog import (
+    BY_NAME,
+    PROJECTIONS,
+    Projection,
+    recorded_version,
+    stale,
+    tracked,
+    version_key,
+)
 from projections.rules.diff import VerifyReport, diff_view
 from projections.rules.replay import Replay, Row
 
@@ -297,9 +305,9 @@ class Rebuilder:
             head = tables.head()
             positions = tables.tracking()
         statuses = []
+        stale_projections = stale(meta)
         for p in PROJECTIONS:
-            recorded = meta.get(version_key(p.name))
-            recorded_version = int(recorded) if recorded is not None else None
+            recorded = recorded_version(meta, p)
             # inline: written with the events; tracked: where its runner got to
             position = positions.get(p.name, 0) if p.mode == "tracked" else head
             statuses.append(
@@ -308,8 +316,8 @@ class Rebuilder:
                     mode=p.mode,
                     tables=[p.table],
                     code_version=p.version,
-                    recorded_version=recorded_version,
-                    stale=recorded_version is not None and recorded_version != p.version,
+                    recorded_version=recorded,
+                    stale=p in stale_projections,
                     position=position,
                     lag=head - position,
                 )

@@ -85,13 +85,14 @@ async def test_drain_claims_only_the_types_it_is_given_and_leaves_no_task(
 async def test_drain_does_not_sync_definitions_but_sync_definitions_does(
     sync_ledger: Ledger,
 ) -> None:
-    """A handler's options reach the definition through sync_definitions, not through drain."""
+    """A handler's options reach a defined type through sync_definitions(apply=True), not
+    through drain."""
     registry = email_registry()
     sync_ledger.define("email")
     await drain(sync_ledger, registry)
     definition = sync_ledger.definition("email")
     assert definition is not None and definition.max_attempts == 8  # the ledger's default
-    await asyncio.to_thread(sync_definitions, sync_ledger, registry)
+    await asyncio.to_thread(sync_definitions, sync_ledger, registry, apply=True)
     definition = sync_ledger.definition("email")
     assert definition is not None and definition.max_attempts == 4
 
@@ -110,7 +111,7 @@ async def test_work_job_runs_a_claimed_job_and_records_its_outcome_at_once(
 
 
 async def test_run_until_idle_runs_a_real_pool_to_idle_and_stops_it(sync_ledger: Ledger) -> None:
-    """A started pool (definitions synced, several slots) works everything due, then stops:
+    """A started pool (definitions applied, several slots) works everything due, then stops:
     its stats come back and none of its tasks is left running."""
     registry = email_registry()
     sync_ledger.define("email")
@@ -119,7 +120,12 @@ async def test_run_until_idle_runs_a_real_pool_to_idle_and_stops_it(sync_ledger:
     )
     tasks_before = asyncio.all_tasks()
     stats = await run_until_idle(
-        sync_ledger, registry, concurrency=3, poll_interval_s=0.05, types=["email"]
+        sync_ledger,
+        registry,
+        concurrency=3,
+        poll_interval_s=0.05,
+        types=["email"],
+        apply_definitions=True,
     )
     assert asyncio.all_tasks() <= tasks_before
     assert (stats.claimed, stats.succeeded) == (12, 12)

@@ -43,6 +43,13 @@ CREATE TABLE IF NOT EXISTS jl_queue (
 CREATE INDEX IF NOT EXISTS jl_queue_claim_idx
     ON jl_queue (priority DESC, run_at, enqueue_seq) WHERE status = 'pending'
 
+-- name: schema_queue_claim_queue_idx
+-- Claims by queue (queue_claim_queues): claim order within each queue, pending jobs only. A
+-- job without a queue is in the queue 'default' (ledger.core.events.DEFAULT_QUEUE).
+CREATE INDEX IF NOT EXISTS jl_queue_claim_queue_idx
+    ON jl_queue ((coalesce(queue, 'default')), priority DESC, run_at, enqueue_seq)
+    WHERE status = 'pending'
+
 -- name: schema_queue_lease_idx
 -- Expired-lease scans (reaper), oldest expiry first.
 CREATE INDEX IF NOT EXISTS jl_queue_lease_idx
@@ -192,6 +199,40 @@ WHERE status = 'pending' AND run_at <= %(now)s AND job_type = ANY(%(types)s)
 ORDER BY priority DESC, run_at, enqueue_seq
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
+
+-- name: queue_claim_queues
+-- As queue_claim, for some queues only ('default' is no queue): per queue an ordered walk of
+-- jl_queue_claim_queue_idx (a LATERAL per name, so each is an equality and the index gives the
+-- order), merged. `= ANY(queues)` instead would walk jl_queue_claim_idx past every other
+-- queue's job: 8.8 ms over 20,000 pending jobs of another queue, 0.14 ms so. Each queue's walk
+-- may lock up to limit rows the merge then drops; they are free again at commit. The names
+-- must be distinct (the store dedupes them).
+SELECT c.job_id, c.enqueue_seq, c.state
+FROM unnest(%(queues)s::text[]) AS wanted (name)
+CROSS JOIN LATERAL (
+    SELECT job_id, enqueue_seq, state, priority, run_at FROM jl_queue
+    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(queue, 'default') = wanted.name
+    ORDER BY priority DESC, run_at, enqueue_seq
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+) AS c
+ORDER BY c.priority DESC, c.run_at, c.enqueue_seq
+LIMIT %(limit)s
+
+-- name: queue_claim_types_queues
+-- As queue_claim_queues, for some job types only (jl_queue_claim_queue_idx, filtered).
+SELECT c.job_id, c.enqueue_seq, c.state
+FROM unnest(%(queues)s::text[]) AS wanted (name)
+CROSS JOIN LATERAL (
+    SELECT job_id, enqueue_seq, state, priority, run_at FROM jl_queue
+    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(queue, 'default') = wanted.name
+      AND job_type = ANY(%(types)s)
+    ORDER BY priority DESC, run_at, enqueue_seq
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+) AS c
+ORDER BY c.priority DESC, c.run_at, c.enqueue_seq
+LIMIT %(limit)s
 
 -- name: queue_expired_leases
 -- Leased jobs whose lease ended strictly before now, oldest first, but those the reaper has

@@ -2,14 +2,16 @@
 
 -- name: queue_list_page
 -- Up to %(limit)s jobs enqueued before position %(before)s, newest first, optionally filtered
--- by status (a JSON array or NULL), type and org. jl_queue_listing_seq_idx walked
--- backwards (or jl_queue_listing_idx and a sort, for a rare status).
+-- by status (a JSON array or NULL), type, org and queue ('default': also no queue).
+-- jl_queue_listing_seq_idx walked backwards (or jl_queue_listing_idx and a sort, for a rare
+-- status).
 SELECT enqueue_seq, state FROM jl_queue
 WHERE enqueue_seq < %(before)s
   AND (%(statuses)s::text::jsonb IS NULL
        OR status IN (SELECT jsonb_array_elements_text(%(statuses)s::text::jsonb)))
   AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s::text)
   AND (%(org)s::text IS NULL OR org = %(org)s::text)
+  AND (%(queue)s::text IS NULL OR coalesce(queue, 'default') = %(queue)s::text)
 ORDER BY enqueue_seq DESC
 LIMIT %(limit)s
 

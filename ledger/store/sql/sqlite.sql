@@ -38,6 +38,13 @@ CREATE TABLE IF NOT EXISTS jl_queue (
 CREATE INDEX IF NOT EXISTS jl_queue_claim_idx
     ON jl_queue (priority DESC, run_at, enqueue_seq) WHERE status = 'pending'
 
+-- name: schema_queue_claim_queue_idx
+-- Claims by queue (queue_claim_queues): claim order within each queue, pending jobs only. A
+-- job without a queue is in the queue 'default' (ledger.core.events.DEFAULT_QUEUE).
+CREATE INDEX IF NOT EXISTS jl_queue_claim_queue_idx
+    ON jl_queue ((coalesce(queue, 'default')), priority DESC, run_at, enqueue_seq)
+    WHERE status = 'pending'
+
 -- name: schema_queue_lease_idx
 -- Expired-lease scans (reaper), oldest expiry first.
 CREATE INDEX IF NOT EXISTS jl_queue_lease_idx
@@ -184,6 +191,27 @@ LIMIT :limit
 -- INDEXED BY: without statistics SQLite would sort every pending/leased row.
 SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_idx
 WHERE status = 'pending' AND run_at <= :now AND job_type IN (SELECT value FROM json_each(:types))
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT :limit
+
+-- name: queue_claim_queues
+-- As queue_claim, for some queues only (jl_queue_claim_queue_idx; 'default' is no queue).
+-- INDEXED BY: without statistics SQLite would walk jl_queue_claim_idx past other queues.
+-- +run_at: with statistics SQLite would skip-scan the priorities to reach run_at (measured
+-- 2.9 ms a claim over 20,000 pending jobs instead of 0.6 ms).
+SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_queue_idx
+WHERE status = 'pending' AND +run_at <= :now
+  AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
+ORDER BY priority DESC, run_at, enqueue_seq
+LIMIT :limit
+
+-- name: queue_claim_types_queues
+-- As queue_claim_queues, for some job types only (jl_queue_claim_queue_idx, filtered).
+-- INDEXED BY, +run_at: as queue_claim_queues.
+SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_queue_idx
+WHERE status = 'pending' AND +run_at <= :now
+  AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
+  AND job_type IN (SELECT value FROM json_each(:types))
 ORDER BY priority DESC, run_at, enqueue_seq
 LIMIT :limit
 

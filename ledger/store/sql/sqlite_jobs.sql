@@ -2,13 +2,15 @@
 
 -- name: queue_list_page
 -- Up to :limit jobs enqueued before position :before, newest first, optionally filtered by
--- status (a JSON array or NULL), type and org. jl_queue_listing_seq_idx walked
--- backwards (or jl_queue_listing_idx and a sort, for a rare status).
+-- status (a JSON array or NULL), type, org and queue ('default': also no queue).
+-- jl_queue_listing_seq_idx walked backwards (or jl_queue_listing_idx and a sort, for a rare
+-- status).
 SELECT enqueue_seq, state FROM jl_queue
 WHERE enqueue_seq < :before
   AND (:statuses IS NULL OR status IN (SELECT value FROM json_each(:statuses)))
   AND (:job_type IS NULL OR job_type = :job_type)
   AND (:org IS NULL OR org = :org)
+  AND (:queue IS NULL OR coalesce(queue, 'default') = :queue)
 ORDER BY enqueue_seq DESC
 LIMIT :limit
 
