@@ -104,6 +104,8 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
                     click.echo(f"would rebuild {line}")
                 for table in planned.missing_tables:
                     click.echo(f"would create {table}")
+                for index in planned.missing_indexes:
+                    click.echo(f"would create index {index}")
                 for view in planned.missing_views:
                     click.echo(
                         f"would rebuild {view.name} from the history "
@@ -126,6 +128,8 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
             click.echo(f"rebuilt {line}")
         for table in report.created_tables:
             click.echo(f"created {table}")
+        for index in report.plan.missing_indexes:
+            click.echo(f"created index {index}")
         for refill in report.refilled:
             click.echo(_refill_line(refill))
         click.echo(f"migrated {describe(settings.url)} in {report.seconds:.1f}s")

@@ -60,6 +60,8 @@ class MigrationPlan(msgspec.Struct, frozen=True):
 
     schema_version: str
     missing_tables: list[str]
+    missing_indexes: list[str]
+    """Indexes of this code's schema the database lacks, on tables it has."""
     stale: list[str]
     """Projections to rebuild, each with ``name (recorded vN, code vM)``."""
     stale_names: list[str]
@@ -68,7 +70,7 @@ class MigrationPlan(msgspec.Struct, frozen=True):
 
     @property
     def empty(self) -> bool:
-        return not self.missing_tables and not self.stale_names
+        return not self.missing_tables and not self.missing_indexes and not self.stale_names
 
 
 class MigrationReport(msgspec.Struct, frozen=True):
@@ -105,6 +107,7 @@ def plan(store: Store) -> MigrationPlan:
             f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
         )
     missing = sorted(EXPECTED_TABLES - tables)
+    lacking = store.schema.missing_indexes(tables)  # a missing table's come with it
     refilling = missing_views(missing)
     skip = {view.name for view in refilling}
     with store.read_snapshot() as snapshot:  # only jl_meta: the tracking table may be missing
@@ -113,6 +116,7 @@ def plan(store: Store) -> MigrationPlan:
     return MigrationPlan(
         schema_version=marker,
         missing_tables=missing,
+        missing_indexes=lacking,
         stale=[
             f"{p.name} (recorded v{recorded_version(meta, p)}, code v{p.version})" for p in outdated
         ],

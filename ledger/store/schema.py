@@ -9,7 +9,8 @@ version introduced.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
@@ -33,13 +34,38 @@ EXPECTED_TABLES = frozenset(
 
 ReadQuery = Callable[[str, dict[str, Any] | None], Sequence[Any]]
 
+_CREATE_INDEX = re.compile(
+    r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+ON\s+(\w+)", re.I
+)
+
+
+def schema_indexes(queries: Mapping[str, str]) -> dict[str, str]:
+    """The indexes the ``schema_*`` statements create: name -> table."""
+    return {
+        index: table
+        for name, sql in queries.items()
+        if name.startswith("schema_")
+        for index, table in _CREATE_INDEX.findall(sql)
+    }
+
 
 class Schema:
     """Schema management over a store's one-query read and its backend's DDL."""
 
-    def __init__(self, read: ReadQuery, create: Callable[[], None]) -> None:
+    def __init__(
+        self, read: ReadQuery, create: Callable[[], None], queries: Callable[[], Mapping[str, str]]
+    ) -> None:
         self._read = read
         self._create = create
+        self._queries = queries
+
+    def missing_indexes(self, tables: set[str]) -> list[str]:
+        """The indexes this code's schema creates on ``tables`` (those that exist) that the
+        database lacks: a release that adds one needs ``migrate`` to run its statement, and a
+        query that names the index (SQLite's ``INDEXED BY``) fails without it."""
+        present = {row["index_name"] for row in self._read("indexes_present", None)}
+        expected = schema_indexes(self._queries())
+        return sorted(i for i, table in expected.items() if table in tables and i not in present)
 
     def state(self) -> tuple[set[str], str | None]:
         """The jobledger tables present and the recorded schema version (``None``: none)."""

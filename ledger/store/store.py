@@ -63,7 +63,7 @@ class Store(ABC):
 
     def __init__(self) -> None:
         self._committed = ListenerBus()
-        self.schema = Schema(self.read, self._create_schema)
+        self.schema = Schema(self.read, self._create_schema, lambda: self.queries)
 
     # --- backend hooks ----------------------------------------------------------------------
 

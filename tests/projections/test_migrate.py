@@ -61,7 +61,29 @@ def test_migrate_recreates_a_missing_index_and_reports_json(db_url: str) -> None
     assert report["rebuilt"] == []
     assert report["created_tables"] == []
     assert report["plan"]["stale_names"] == []
+    assert report["plan"]["missing_indexes"] == ["jl_audit_type_idx"]
     assert index_exists(db_url, "jl_audit_type_idx")
+
+
+def test_a_missing_index_is_planned_and_init_creates_it(db_url: str) -> None:
+    """An index a release added (here: dropped) is in the plan, so an up-to-date-looking
+    ledger is not up to date: --dry-run names it, init creates it, and the claim that relies
+    on it (SQLite names it: INDEXED BY) works; then the plan is empty."""
+    with Ledger.open(db_url) as ledger:
+        ledger.define("t")
+        ledger.enqueue("t", queue="a")
+    raw(db_url, "DROP INDEX jl_queue_claim_queue_idx")
+    code, out, _ = run(db_url, "--dry-run")
+    assert (code, out) == (0, "would create index jl_queue_claim_queue_idx\n")
+    assert not index_exists(db_url, "jl_queue_claim_queue_idx")
+    result = CliRunner().invoke(cli, ["--db", db_url, "init"])
+    assert result.exit_code == 0, result.output
+    assert index_exists(db_url, "jl_queue_claim_queue_idx")
+    with Ledger.open(db_url) as ledger:
+        [job] = ledger.claim("w", queues=["a"])
+        assert job.queue == "a"
+    code, out, _ = run(db_url)
+    assert code == 0 and out.endswith("is up to date\n")
 
 
 def test_migrate_refuses_a_database_without_a_ledger(tmp_path: Path, empty_pg_url: str) -> None:

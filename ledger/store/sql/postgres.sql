@@ -177,6 +177,11 @@ INSERT INTO jl_meta (key, value) VALUES (%(key)s, %(value)s) ON CONFLICT (key) D
 SELECT table_name FROM information_schema.tables
 WHERE table_schema = current_schema() AND table_name LIKE 'jl\_%%'
 
+-- name: indexes_present
+-- Which jobledger indexes exist (the migration plan compares them with the schema's).
+SELECT indexname AS index_name FROM pg_indexes
+WHERE schemaname = current_schema() AND indexname LIKE 'jl\_%%'
+
 -- name: queue_lock
 -- Lock jobs for a unit of work that changes them (primary key).
 SELECT job_id, enqueue_seq, state FROM jl_queue

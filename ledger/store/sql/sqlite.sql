@@ -172,6 +172,11 @@ INSERT INTO jl_meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTH
 SELECT name AS table_name FROM sqlite_master
 WHERE type = 'table' AND name LIKE 'jl\_%' ESCAPE '\'
 
+-- name: indexes_present
+-- Which jobledger indexes exist (the migration plan compares them with the schema's).
+SELECT name AS index_name FROM sqlite_master
+WHERE type = 'index' AND name LIKE 'jl\_%' ESCAPE '\'
+
 -- name: queue_lock
 -- Jobs a unit of work changes (primary key); BEGIN IMMEDIATE already serialises writers.
 SELECT job_id, enqueue_seq, state FROM jl_queue
