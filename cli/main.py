@@ -109,3 +109,7 @@ for command in (
 def main() -> None:
     """The console script's entry point."""
     cli(prog_name="jobledger")
+
+
+if __name__ == "__main__":  # `python -m cli.main …` runs the CLI as the console script does
+    main()

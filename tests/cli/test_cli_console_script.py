@@ -72,3 +72,25 @@ def test_console_script_failure_is_one_stderr_line(tmp_path: Path) -> None:
         f"error: store.not_initialised: no database file at {tmp_path / 'missing.db'}; "
         "run `jobledger init` first"
     ]
+
+
+def test_python_dash_m_cli_main_runs_the_cli(tmp_path: Path) -> None:
+    """``python -m cli.main`` is the console script too (it used to import the module and exit 0
+    having run nothing): it initialises a ledger and reports a usage error with exit code 2."""
+    db = tmp_path / "m.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.main", "--db", str(db), "init"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "initialised" in done.stdout
+    assert db.exists()
+    bad = subprocess.run(
+        [sys.executable, "-m", "cli.main", "no-such-command"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert bad.returncode == 2
