@@ -17,14 +17,27 @@ import os
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 GONE_TIMEOUT_S = 10.0
+POOLED = 6
+"""Connections :func:`fill_pool` leaves idle in a pool (more than any old retry count)."""
+
+
+def fill_pool(store: Any, n: int = POOLED) -> None:
+    """Check out ``n`` connections of a PostgreSQL store at once and return them: its pool
+    then holds ``n`` idle, as a busy worker's does."""
+    with ExitStack() as stack:
+        for _ in range(n):
+            stack.enter_context(store.datastore.get_connection()).execute("SELECT 1")
 
 
 def _admin_url(url: str) -> str:
@@ -79,16 +92,17 @@ def _bin(name: str) -> str:
 
 
 class ThrowawayCluster:
-    """A PostgreSQL server of the test's own, in ``root`` (call :meth:`remove` at the end)."""
+    """A PostgreSQL server of the test's own, in a temporary directory of its own (call
+    :meth:`remove` at the end). The directory is under the system's temporary root, not
+    pytest's (which only its owner may enter, and the server runs as ``postgres``)."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.data = root / "data"
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="jl_cluster_"))
+        self.data = self.root / "data"
         self.port = _free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}"
-        root.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0:
-            shutil.chown(root, "postgres", "postgres")
+            shutil.chown(self.root, "postgres", "postgres")
         self._run(_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-N")
         self.start()
 

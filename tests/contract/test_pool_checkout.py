@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from contextlib import ExitStack
 
 import psycopg
 import pytest
-from pg_faults import backends_of, drop_connections
+from pg_faults import POOLED, backends_of, drop_connections, fill_pool
 
 from ledger import EnqueueRequest, FakeClock, Ledger
 from ledger.api.ledger import Completion
@@ -21,16 +20,6 @@ from ledger.store.notifications import Topic
 from ledger.store.postgres import PostgresStore
 
 pytestmark = pytest.mark.postgres
-
-POOLED = 6
-"""Connections the pool holds idle when the server drops them (more than any retry count)."""
-
-
-def fill_pool(store: PostgresStore, n: int = POOLED) -> None:
-    """Check out ``n`` connections at once and return them: the pool then holds ``n`` idle."""
-    with ExitStack() as stack:
-        for _ in range(n):
-            stack.enter_context(store.datastore.get_connection()).execute("SELECT 1")
 
 
 def test_checkout_after_the_server_dropped_the_pooled_connections_is_live(pg_url: str) -> None:

@@ -8,6 +8,12 @@ claim — until the pool has met them all. Here every checkout first sends an em
 claim/complete path is in ``docs/operations.md``). A connection that fails it goes back to
 the pool, which discards it and opens a replacement, and the next one is tried.
 
+After a restart the pool reconnects on its own schedule, with a back-off that doubles from 1 s
+(so after a 15 s outage its next try may come 16 s later, past a 30 s lease). A checkout
+that times out therefore tries one connection of its own, outside the pool: if the server
+is back, that connection serves this unit of work (and is closed after it), so callers
+recover as soon as the server does, and the pool catches up later.
+
 Not psycopg_pool's own ``check=`` option (eventsourcing's ``pre_ping``): its checkout loop
 sleeps with back-off (1 s, 2 s, 4 s…) after each connection that fails the check, so after a
 drop of four or more pooled connections a checkout would wait out its whole timeout and fail
@@ -20,9 +26,10 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
 import psycopg
+from eventsourcing.persistence import OperationalError
 from eventsourcing.postgres import PostgresDatastore
 from psycopg.rows import DictRow
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 
 def answers(conn: psycopg.Connection[DictRow]) -> bool:
@@ -46,11 +53,34 @@ class CheckedDatastore(PostgresDatastore):  # type: ignore[misc]  # untyped base
         connection the pool can hold is tried, then a last one unchecked, whose statement
         will fail if it is dead too. Errors are eventsourcing's, as from the base class (a
         pool timeout while the server is down, for one)."""
-        for _ in range(self.pool.max_size + 1):
-            with ExitStack() as checkout:
-                conn = checkout.enter_context(super().get_connection())
+        with ExitStack() as checkout:
+            try:
+                conn = self._checkout(checkout)
+            except OperationalError as exc:
+                if not isinstance(exc.__cause__, PoolTimeout):
+                    raise
+                conn = checkout.enter_context(self._unpooled(exc))
+            yield conn
+
+    def _checkout(self, checkout: ExitStack) -> psycopg.Connection[DictRow]:
+        for _ in range(self.pool.max_size):
+            with ExitStack() as attempt:
+                conn: psycopg.Connection[DictRow] = attempt.enter_context(super().get_connection())
                 if answers(conn):
-                    yield conn
-                    return
-        with super().get_connection() as conn:
+                    checkout.enter_context(attempt.pop_all())
+                    return conn
+        last: psycopg.Connection[DictRow] = checkout.enter_context(super().get_connection())
+        return last  # unchecked: if it is dead too, its statement says so
+
+    @contextmanager
+    def _unpooled(self, timeout: OperationalError) -> Iterator[psycopg.Connection[DictRow]]:
+        """A connection of its own, set up as the pool's are, closed after use; raises the
+        pool's ``timeout`` if the server cannot be reached either."""
+        kwargs = {"connect_timeout": max(1, round(self.pool.timeout)), **(self.pool.kwargs or {})}
+        try:
+            conn = psycopg.Connection[DictRow].connect(**kwargs)
+        except psycopg.Error:
+            raise timeout  # noqa: B904 - the pool's error, with its cause, is the one to map
+        with conn:
+            self.after_connect_func()(conn)
             yield conn
