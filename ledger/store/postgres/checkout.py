@@ -3,10 +3,12 @@
 The server can end a pooled connection while it sits idle (``pg_terminate_backend``, a
 restart, a network cut); psycopg_pool notices only when a statement fails on it, so without
 a check each dead connection in the pool fails one caller's unit of work — a completion, a
-claim — until the pool has met them all. Here every checkout first sends an empty query
-(psycopg_pool's :meth:`ConnectionPool.check_connection`, one round trip; its cost on the
-claim/complete path is in ``docs/operations.md``). A connection that fails it goes back to
-the pool, which discards it and opens a replacement, and the next one is tried.
+claim — until the pool has met them all. Here every checkout is checked first
+(:func:`answers`: a look at the socket, then psycopg_pool's
+:meth:`ConnectionPool.check_connection`, an empty query, if the server wrote to the idle
+connection; the cost on the claim/complete path is in ``docs/operations.md``). A connection
+that fails the check goes back to the pool, which discards it and opens a replacement, and
+the next one is tried.
 
 After a restart the pool reconnects on its own schedule, with a back-off that doubles from 1 s
 (so after a 15 s outage its next try may come 16 s later, past a 30 s lease). A checkout
@@ -22,6 +24,7 @@ instead of reaching a fresh one.
 
 from __future__ import annotations
 
+import select
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
@@ -32,8 +35,27 @@ from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 
+def _has_input(conn: psycopg.Connection[DictRow]) -> bool:
+    """Whether the server sent something to an idle connection (or closed it)."""
+    if not hasattr(select, "poll"):
+        return True  # no cheap look: always ping
+    poller = select.poll()
+    poller.register(conn.fileno(), select.POLLIN | select.POLLERR | select.POLLHUP)
+    return bool(poller.poll(0))
+
+
 def answers(conn: psycopg.Connection[DictRow]) -> bool:
-    """Whether ``conn`` still reaches its server (one empty query)."""
+    """Whether ``conn`` still reaches its server.
+
+    An idle pooled connection receives nothing unless the server ended it (it sends a
+    FATAL error, then closes the socket): only then is the full ping, an empty query, sent.
+    That look costs a microsecond where the ping costs a round trip (see
+    ``docs/operations.md``); a connection cut without the server's word (a network
+    partition) is not caught by either before its statement fails."""
+    if conn.closed:
+        return False
+    if not _has_input(conn):
+        return True
     try:
         ConnectionPool.check_connection(conn)
     except psycopg.Error:
