@@ -1,9 +1,22 @@
-"""The batch completer: many workers' outcomes, one transaction.
+"""The batch completer: many workers' outcomes, one transaction, kept until they land.
 
 Workers hand their outcome (success or failure) to the completer and move on; the completer
 flushes whatever has gathered — at most ``max_batch`` outcomes, after at most ``max_delay_s``
 — through :meth:`Ledger.finish_many`. An outcome the fence rejects (the worker lost its lease)
 is logged and dropped, never retried: the ledger already belongs to someone else.
+
+A flush that fails on an error that may pass — the connection dropped, the server
+restarting, a lock or serialisation conflict — is retried with a bounded, jittered back-off
+(each try on a fresh connection: the store's checkout pings it) for as long as the outcome's
+lease may still be live. An outcome is handed over after its last heartbeat (the pool stops
+renewing it then), so its lease ends by the time it was handed over plus the longest lease
+the pool takes; past that the fence would refuse it anyway and the reaper owns the job, so
+the completer gives it up. A connection drop or a server restart shorter than the lease
+therefore loses no outcome, and consumes no attempt.
+
+Retrying a write is safe here because it is fenced: if a try whose acknowledgement was lost
+did commit, the next one is refused by the fence. Such a refusal is recognised (the job's
+state shows this very attempt's outcome) and counted as recorded.
 """
 
 from __future__ import annotations
@@ -11,31 +24,88 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from uuid import UUID
 
-from ledger.api.ledger import BatchResult, Ledger, Outcome
+from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
+from ledger.api.ledger import BatchResult, Completion, Ledger, Outcome
 from ledger.core.errors import ConcurrencyConflictError, DatabaseBusyError, DatabaseUnusableError
+from ledger.core.events import JobStatus
 from ledger.core.state import JobState
 
 log = logging.getLogger(__name__)
 
-FLUSH_ATTEMPTS = 3
+RETRY_FIRST_DELAY_S = 0.05
+"""The first retry's delay; each further one doubles it, up to :data:`RETRY_MAX_DELAY_S`."""
+RETRY_MAX_DELAY_S = 2.0
+"""The longest wait between two tries (a server back from a restart is found within it)."""
+_PASSING_ERRORS = (DatabaseBusyError, ConcurrencyConflictError, DatabaseUnusableError)
+
+
+@dataclass
+class _Handed:
+    """One outcome in the completer's hands, with when its lease ends at the latest."""
+
+    outcome: Outcome
+    future: asyncio.Future[JobState | None]
+    lease_ends_by: datetime
+
+
+def retry_delay(failed_tries: int, *, first_s: float, max_s: float) -> float:
+    """Seconds to wait after ``failed_tries`` failed flushes: exponential, capped, and
+    jittered down by up to half (so the completers of many workers do not retry in step)."""
+    ceiling: float = min(max_s, first_s * 2.0 ** (failed_tries - 1))
+    return ceiling * random.uniform(0.5, 1.0)
+
+
+def recorded_earlier(outcome: Outcome, state: JobState) -> bool:
+    """Whether ``state`` shows ``outcome`` already recorded (by a try whose acknowledgement
+    was lost): the same run and attempt, no longer leased, ended the way the outcome says."""
+    lease = outcome.lease
+    if (state.run_number, state.attempt) != (lease.run_number, lease.attempt):
+        return False
+    if state.status == JobStatus.LEASED:
+        return False
+    if isinstance(outcome, Completion):
+        return state.status == JobStatus.SUCCEEDED
+    return state.last_error == outcome.failure
+
+
+def _longest(lease_s: LeaseLength) -> float:
+    if isinstance(lease_s, Mapping):
+        return float(max(lease_s.values(), default=DEFAULT_LEASE_S))
+    return lease_s
 
 
 class BatchCompleter:
+    """Records the outcomes handed to it (see the module docstring).
+
+    ``lease_s``: the lease lengths the pool claims and renews with (the longest bounds how
+    long an outcome is retried); ``retry_first_delay_s`` / ``retry_max_delay_s``: the
+    back-off between failed flushes."""
+
     def __init__(
         self,
         ledger: Ledger,
         *,
+        lease_s: LeaseLength = DEFAULT_LEASE_S,
         max_batch: int = 200,
         max_delay_s: float = 0.002,
         on_recorded: Callable[[JobState], None] | None = None,
+        retry_first_delay_s: float = RETRY_FIRST_DELAY_S,
+        retry_max_delay_s: float = RETRY_MAX_DELAY_S,
     ) -> None:
         self._ledger = ledger
+        self._lease = timedelta(seconds=_longest(lease_s))
         self.max_batch = max_batch
         self.max_delay_s = max_delay_s
+        self.retry_first_delay_s = retry_first_delay_s
+        self.retry_max_delay_s = retry_max_delay_s
         self._on_recorded = on_recorded
-        self._pending: list[tuple[Outcome, asyncio.Future[JobState | None]]] = []
+        self._pending: list[_Handed] = []
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -49,20 +119,22 @@ class BatchCompleter:
 
     def submit(self, outcome: Outcome) -> asyncio.Future[JobState | None]:
         """Queue an outcome; the future gives the job's new state, or ``None`` if it was not
-        recorded (fenced out, or the flush gave up)."""
-        future: asyncio.Future[JobState | None] = asyncio.get_running_loop().create_future()
-        self._pending.append((outcome, future))
+        recorded (fenced out, its lease ended before the database came back, or a refusal
+        that retrying cannot help)."""
+        handed = self._hand(outcome)
+        self._pending.append(handed)
         self._ready.set()
-        return future
+        return handed.future
 
     async def flush_now(self, outcomes: list[Outcome]) -> list[JobState | None]:
         """Record ``outcomes`` at once, bypassing the batching (used when not running)."""
-        futures = [asyncio.get_running_loop().create_future() for _ in outcomes]
-        await self._flush(list(zip(outcomes, futures, strict=True)))
-        return [f.result() for f in futures]
+        batch = [self._hand(outcome) for outcome in outcomes]
+        await self._flush(batch)
+        return [handed.future.result() for handed in batch]
 
     async def close(self) -> None:
-        """Flush everything submitted so far and stop."""
+        """Flush everything submitted so far and stop (with the database away, this waits
+        until it is back or the outcomes' leases have ended)."""
         self._closing = True
         self._ready.set()
         if self._task is not None:
@@ -70,6 +142,10 @@ class BatchCompleter:
         if self._pending:
             batch, self._pending = self._pending, []
             await self._flush(batch)
+
+    def _hand(self, outcome: Outcome) -> _Handed:
+        future: asyncio.Future[JobState | None] = asyncio.get_running_loop().create_future()
+        return _Handed(outcome, future, self._ledger.clock.now() + self._lease)
 
     async def _run(self) -> None:
         while True:
@@ -91,51 +167,102 @@ class BatchCompleter:
             self._ready.clear()
             await self._ready.wait()
 
-    async def _flush(self, batch: list[tuple[Outcome, asyncio.Future[JobState | None]]]) -> None:
-        result = await self._finish([outcome for outcome, _ in batch], batch)
-        if result is None:
-            return
-        states = {state.job_id: state for state in result.accepted}
-        for outcome, future in batch:
-            job_id = outcome.lease.job_id
-            rejected = result.rejected.get(job_id)
-            if rejected is not None:
-                log.info("dropped the outcome of job %s: %s", job_id, rejected)
-            state = states.get(job_id) if rejected is None else None
-            if state is not None and self._on_recorded is not None:
-                self._on_recorded(state)
-            if not future.done():
-                future.set_result(state)
-
-    async def _finish(
-        self, outcomes: list[Outcome], batch: list[tuple[Outcome, asyncio.Future[JobState | None]]]
-    ) -> BatchResult | None:
-        """``finish_many``, retried on errors that may pass (busy, conflict, lost connection).
-
-        Retrying is safe: an outcome that did commit is refused by the fence the second time.
-        If it never lands, the jobs stay leased and the reaper retries them.
-        """
-        error: Exception | None = None
-        for attempt in range(1, FLUSH_ATTEMPTS + 1):
+    async def _flush(self, batch: list[_Handed]) -> None:
+        """``finish_many`` until it lands or every outcome's lease has ended."""
+        failed_tries = 0
+        maybe_written = False
+        while batch:
             try:
-                return await asyncio.to_thread(self._ledger.finish_many, outcomes)
-            except (DatabaseBusyError, ConcurrencyConflictError, DatabaseUnusableError) as exc:
-                error = exc
-                log.warning("completion flush failed (attempt %d): %s", attempt, exc)
-                if attempt < FLUSH_ATTEMPTS:
-                    await asyncio.sleep(0.05 * attempt)
+                outcomes = [handed.outcome for handed in batch]
+                result = await asyncio.to_thread(self._ledger.finish_many, outcomes)
+            except _PASSING_ERRORS as exc:
+                failed_tries += 1
+                maybe_written = maybe_written or isinstance(exc, DatabaseUnusableError)
+                batch = self._without_ended_leases(batch, exc)
+                if batch:
+                    delay = retry_delay(
+                        failed_tries, first_s=self.retry_first_delay_s, max_s=self.retry_max_delay_s
+                    )
+                    log.warning(
+                        "completion flush failed (try %d, %d outcomes; again in %.2f s): %s",
+                        failed_tries,
+                        len(batch),
+                        delay,
+                        exc,
+                    )
+                    await asyncio.sleep(delay)
+                continue
             except Exception as exc:  # a refusal or a bug: retrying cannot help
-                error = exc
-                break
-        log.error(
-            "completion flush gave up on %d outcomes; the jobs stay leased for the reaper: %s",
-            len(batch),
-            error,
-        )
-        for _, future in batch:
-            if not future.done():
+                log.error(
+                    "completion flush gave up on %d outcomes; the jobs stay leased for the "
+                    "reaper: %s",
+                    len(batch),
+                    exc,
+                )
+                self._settle_unrecorded(batch)
+                return
+            if failed_tries:
+                log.info(
+                    "completion flush recorded %d outcomes after %d failed tries",
+                    len(batch),
+                    failed_tries,
+                )
+            await self._settle(batch, result, maybe_written)
+            return
+
+    def _without_ended_leases(self, batch: list[_Handed], error: Exception) -> list[_Handed]:
+        """Give up the outcomes whose lease has ended by now; the others."""
+        now = self._ledger.clock.now()
+        ended = [handed for handed in batch if handed.lease_ends_by <= now]
+        if ended:
+            log.error(
+                "completion flush gave up on %d outcomes: their leases ended while the "
+                "database was unreachable; the reaper owns those jobs now: %s",
+                len(ended),
+                error,
+            )
+            self._settle_unrecorded(ended)
+        return [handed for handed in batch if handed.lease_ends_by > now]
+
+    @staticmethod
+    def _settle_unrecorded(batch: list[_Handed]) -> None:
+        for handed in batch:
+            if not handed.future.done():
                 # "Not recorded", like a fenced-out outcome: the jobs stay leased and the
                 # reaper retries them. (Workers do not await these futures, so an exception
                 # set here would only be logged again, once per job, as never retrieved.)
-                future.set_result(None)
-        return None
+                handed.future.set_result(None)
+
+    async def _settle(self, batch: list[_Handed], result: BatchResult, maybe_written: bool) -> None:
+        states = {state.job_id: state for state in result.accepted}
+        if maybe_written and result.rejected:
+            states.update(await self._recorded_earlier(batch, result))
+        for handed in batch:
+            job_id = handed.outcome.lease.job_id
+            state = states.get(job_id)
+            if state is None and job_id in result.rejected:
+                log.info("dropped the outcome of job %s: %s", job_id, result.rejected[job_id])
+            if state is not None and self._on_recorded is not None:
+                self._on_recorded(state)
+            if not handed.future.done():
+                handed.future.set_result(state)
+
+    async def _recorded_earlier(
+        self, batch: list[_Handed], result: BatchResult
+    ) -> dict[UUID, JobState]:
+        """The rejected outcomes that an earlier try had recorded after all, by job."""
+        refused = [h.outcome for h in batch if h.outcome.lease.job_id in result.rejected]
+        try:
+            current = await asyncio.to_thread(
+                self._ledger.store.get_jobs, [outcome.lease.job_id for outcome in refused]
+            )
+        except Exception as exc:  # only the bookkeeping is at stake: the ledger is right
+            log.warning("could not tell whether refused outcomes had landed: %s", exc)
+            return {}
+        found: dict[UUID, JobState] = {}
+        for outcome in refused:
+            state = current.get(outcome.lease.job_id)
+            if state is not None and recorded_earlier(outcome, state):
+                log.info("the outcome of job %s had been recorded by an earlier try", state.job_id)
+                found[state.job_id] = state
+        return found

@@ -119,6 +119,7 @@ class WorkerPool:
         )
         self._completer = BatchCompleter(
             ledger,
+            lease_s=lease_lengths,
             max_batch=config.completion_batch,
             max_delay_s=config.completion_delay_s,
             on_recorded=self.stats.count_recorded,

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 import psycopg
 from eventsourcing.persistence import PersistenceError
+from psycopg_pool import PoolTimeout
 
 from ledger.core.errors import (
     ConcurrencyConflictError,
@@ -30,6 +31,24 @@ _PG_BUSY = {"55P03", "57014"}  # lock_not_available, query_canceled (statement/l
 # Connection exceptions, no such database, bad credentials, no privilege, server shutting
 # down, idle-in-transaction timeout, too many connections.
 _PG_UNUSABLE_CLASSES = ("08", "28", "3D", "42501", "57P", "25P03", "53300")
+# The connection broke under a statement: a network error (class 08) or the server ending
+# the session (terminated by an administrator, crash shutdown, shutting down).
+_PG_CONNECTION_LOST = ("08", "57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` (a ledger error, or any error with a psycopg one in its causes) says the
+    connection broke under a statement, so that the same statement on a fresh connection
+    may well succeed. A pool that could not hand out a connection in time is not that: the
+    server is down or saturated, and a retry would only wait as long again."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, PoolTimeout):
+            return False
+        if isinstance(cause, psycopg.OperationalError):
+            return cause.sqlstate is None or cause.sqlstate.startswith(_PG_CONNECTION_LOST)
+        cause = cause.__cause__
+    return False
 
 
 def from_postgres(exc: psycopg.Error, where: str) -> LedgerError:

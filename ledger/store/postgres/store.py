@@ -8,19 +8,21 @@ Units of work: :mod:`ledger.store.postgres.unit_of_work`; the read seam's statem
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import psycopg
-from eventsourcing.postgres import PostgresDatastore
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
 
 from ledger.core.codec import EventCodec
+from ledger.core.errors import DatabaseUnusableError
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
-from ledger.store.postgres.errors import errors_mapped
+from ledger.store.postgres.checkout import CheckedDatastore
+from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.listener import TaskListening, ThreadListening
 from ledger.store.postgres.recorder import LedgerRecorder
 from ledger.store.postgres.session import PostgresRunner
@@ -33,6 +35,8 @@ from ledger.store.schema import SCHEMA_VERSION
 from ledger.store.store import Store
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
+
+log = logging.getLogger(__name__)
 
 # Never pass eventsourcing's ``pool_open_timeout``: with it, every connection checkout calls
 # psycopg_pool's ``wait()``, which blocks until the pool is *full* — until every other
@@ -69,7 +73,7 @@ class PostgresStore(Store):
             # One direct connection first: a refused connection or a missing database is
             # reported at once and precisely, not as a pool timeout seconds later.
             psycopg.connect(conninfo, connect_timeout=max(1, int(connect_timeout))).close()
-            self.datastore = PostgresDatastore(
+            self.datastore = CheckedDatastore(
                 dbname=self.dbname,
                 host=str(params.get("host", "")),
                 port=str(params.get("port", "5432")),
@@ -90,7 +94,9 @@ class PostgresStore(Store):
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
-        """A pooled connection's transaction, committed when the block exits normally."""
+        """A pooled connection's transaction, committed when the block exits normally.
+
+        The connection answered a ping at checkout (:class:`CheckedDatastore`)."""
         with (
             errors_mapped(self.where),
             self.datastore.get_connection() as conn,
@@ -108,6 +114,19 @@ class PostgresStore(Store):
             yield PostgresUnitOfWork(self, cursor)
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """One named read; run once more on a fresh connection if its connection broke under
+        it (safe: a read changes nothing). Writes are never re-run here: a commit whose
+        acknowledgement was lost may have landed, and only the caller knows whether running
+        its unit of work again is harmless."""
+        try:
+            return self._read_once(query, params)
+        except DatabaseUnusableError as exc:
+            if not connection_lost(exc):
+                raise
+            log.info("read %s lost its connection (%s); running it once more", query, exc)
+            return self._read_once(query, params)
+
+    def _read_once(self, query: str, params: Mapping[str, Any] | None) -> list[Any]:
         with self._cursor() as cursor:
             cursor.execute(self.sql[query], params or {})
             return cursor.fetchall()
