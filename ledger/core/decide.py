@@ -41,15 +41,13 @@ from ledger.core.events import (
 )
 from ledger.core.limits import (
     MAX_LEASE_S,
-    bounded_message,
-    check_code,
     check_count,
     check_name,
     check_reason,
     check_seconds,
     check_text,
 )
-from ledger.core.requests import aware, check_output, typed
+from ledger.core.requests import aware, check_failure, check_output
 from ledger.core.state import JobState, Lease
 
 LEASE_EXPIRED_CODE = "job.lease_expired"
@@ -256,9 +254,9 @@ def decide_fail(
 ) -> list[JobEvent]:
     """Record a failed attempt, then a retry (backoff) or a dead letter.
 
-    The failure's code is refused unless it is a safe code (:func:`check_failure`); its
-    message is normalised, never refused, since a worker's failure must always be
-    recordable: cut to 8 KiB, NUL and lone surrogates spelled as escapes."""
+    The failure's code is refused unless it is a safe code; its message is normalised, never
+    refused, since a worker's failure must always be recordable: cut to 8 KiB, NUL and lone
+    surrogates spelled as escapes (:func:`~ledger.core.requests.check_failure`)."""
     check_fence(state, lease, now)
     failure = check_failure(failure)
     if not_before is not None:
@@ -281,17 +279,6 @@ def decide_fail(
             started_without_renewal_heartbeat=None,
         ),
     ]
-
-
-def check_failure(failure: Failure) -> Failure:
-    """``failure`` type-checked, its code checked (:func:`ledger.core.limits.check_code`),
-    its message normalised (:func:`ledger.core.limits.bounded_message`)."""
-    failure = typed(failure, Failure, "failure")
-    check_code(failure.code)
-    message = bounded_message(failure.message)
-    if message == failure.message:
-        return failure
-    return Failure(kind=failure.kind, code=failure.code, message=message)
 
 
 def decide_release(state: JobState, lease: Lease, now: datetime, reason: str) -> JobReleased:

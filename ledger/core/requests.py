@@ -15,10 +15,12 @@ from typing import TypeVar
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON, EnqueueRequest, JobDefinition
+from ledger.core.events import JSON, EnqueueRequest, Failure, JobDefinition
 from ledger.core.limits import (
     MAX_JSON_BYTES,
     MAX_NAME_LENGTH,
+    bounded_message,
+    check_code,
     check_json,
     check_name,
     check_reason,
@@ -32,10 +34,12 @@ MAX_PAYLOAD_BYTES = MAX_JSON_BYTES
 INT32 = 2**31
 
 __all__ = [
+    "INT32",
     "MAX_NAME_LENGTH",
     "MAX_PAYLOAD_BYTES",
     "aware",
     "canonical",
+    "check_failure",
     "check_name",
     "check_output",
     "check_reason",
@@ -145,3 +149,14 @@ def check_output(output: JSON | None, what: str = "output") -> None:
     """Refuse a value that could not be stored or read back: not JSON, nested deeper than
     ``MAX_JSON_DEPTH``, over ``MAX_JSON_BYTES`` (see :mod:`ledger.core.limits`)."""
     check_json(output, what)
+
+
+def check_failure(failure: Failure) -> Failure:
+    """``failure`` type-checked, its code checked (:func:`ledger.core.limits.check_code`),
+    its message normalised (:func:`ledger.core.limits.bounded_message`)."""
+    failure = typed(failure, Failure, "failure")
+    check_code(failure.code)
+    message = bounded_message(failure.message)
+    if message == failure.message:
+        return failure
+    return Failure(kind=failure.kind, code=failure.code, message=message)
