@@ -58,7 +58,6 @@ CODE_CHARSET = "A-Z a-z 0-9 . _ - :"
 _CODE = re.compile(r"[A-Za-z0-9._:-]+")
 TRUNCATED = "… [truncated]"
 
-_SCALARS = (str, int, float, bool, type(None))
 
 
 def check_text(value: str, what: str) -> None:
@@ -145,45 +144,69 @@ def check_seconds(
     return seconds
 
 
-def _check_scalar(value: Any, what: str) -> None:
-    if isinstance(value, str):
-        check_text(value, f"a string in {what}")
-    elif isinstance(value, bool) or value is None:
-        return
-    elif isinstance(value, int):
-        if not INT64_MIN <= value <= INT64_MAX:
-            raise InvalidRequestError(f"{what} holds an integer beyond 64 bits")
-    elif not math.isfinite(value):
-        raise InvalidRequestError(f"{what} holds {value!r}, which JSON cannot represent")
+def _bad_scalar(value: Any, what: str) -> InvalidRequestError | None:
+    """Why ``value`` (not a container) is not a storable JSON scalar; ``None`` if it is."""
+    kind = type(value)
+    if kind is str or isinstance(value, str):
+        if "\x00" in value:
+            return InvalidRequestError(f"a string in {what} contains a NUL character")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return InvalidRequestError(f"a string in {what} contains a lone surrogate")
+        return None
+    if value is None or kind is bool:
+        return None
+    if kind is int or isinstance(value, int):
+        if INT64_MIN <= value <= INT64_MAX:
+            return None
+        return InvalidRequestError(f"{what} holds an integer beyond 64 bits")
+    if kind is float or isinstance(value, float):
+        if math.isfinite(value):
+            return None
+        return InvalidRequestError(f"{what} holds {value!r}, which JSON cannot represent")
+    return InvalidRequestError(
+        f"{what} is not JSON-serialisable: {kind.__name__} is not a JSON value"
+    )
 
 
 def check_json(value: Any, what: str, *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
     """Refuse a value outside the JSON rules above; returns its JSON encoding.
 
-    Walks the value with an explicit stack (depth first, every node once), so a value nested
+    Walks the value with an explicit stack of containers (each node once), so a value nested
     ten thousand deep is refused by depth, not by a RecursionError in an encoder."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    containers = (dict, list, tuple)
+    stack: list[tuple[Any, int]] = []
+    if isinstance(value, containers):
+        stack.append((value, 1))
+    else:
+        error = _bad_scalar(value, what)
+        if error is not None:
+            raise error
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict | list | tuple):
-            if depth >= MAX_JSON_DEPTH:
-                raise InvalidRequestError(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
-            if isinstance(item, dict):
-                for key in item:
-                    if not isinstance(key, str):
-                        raise InvalidRequestError(f"{what} has a key that is not a string")
-                    check_text(key, f"a key in {what}")
-                children: Any = item.values()
-            else:
-                children = item
-            stack.extend((child, depth + 1) for child in children)
-        elif isinstance(item, _SCALARS):
-            _check_scalar(item, what)
+        if depth > MAX_JSON_DEPTH:
+            raise InvalidRequestError(f"{what} is nested deeper than {MAX_JSON_DEPTH} levels")
+        if isinstance(item, dict):
+            for key in item:
+                if type(key) is not str:
+                    raise InvalidRequestError(f"{what} has a key that is not a string")
+                if "\x00" in key:
+                    raise InvalidRequestError(f"a key in {what} contains a NUL character")
+            children: Any = item.values()
         else:
-            raise InvalidRequestError(
-                f"{what} is not JSON-serialisable: {type(item).__name__} is not a JSON value"
-            )
-    encoded = msgspec.json.encode(value)
+            children = item
+        for child in children:
+            if isinstance(child, containers):
+                stack.append((child, depth + 1))
+            elif type(child) is not str or "\x00" in child:
+                error = _bad_scalar(child, what)
+                if error is not None:
+                    raise error
+    try:
+        encoded = msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        raise InvalidRequestError(f"{what} holds a lone surrogate (not UTF-8)") from None
     if len(encoded) > max_bytes:
         raise InvalidRequestError(f"{what} is {len(encoded)} bytes; the limit is {max_bytes}")
     return encoded
