@@ -59,7 +59,6 @@ _CODE = re.compile(r"[A-Za-z0-9._:-]+")
 TRUNCATED = "… [truncated]"
 
 
-
 def check_text(value: str, what: str) -> None:
     """Refuse a string holding NUL or a lone surrogate: PostgreSQL cannot store the first,
     UTF-8 cannot encode the second."""
