@@ -10,7 +10,7 @@ import click
 from cli import params
 from cli.database import Settings, open_ledger
 from cli.job_history import job_records
-from cli.render import MISSING, echo_json, json_option, scalar, table, when
+from cli.render import MISSING, echo_json, json_option, printable, scalar, table, when
 from ledger.api.shaping import diagnosis_json
 from ledger.core import diagnostics, facts
 from ledger.core.codec import Record
@@ -21,7 +21,7 @@ EVIDENCE_INDENT = "    "
 
 def _finding_text(finding: Finding, records: Sequence[Record]) -> str:
     lines = [f"{finding.name}  {scalar(finding.value)}"]
-    lines.append(f"{EVIDENCE_INDENT}{finding.explanation}")
+    lines.append(f"{EVIDENCE_INDENT}{printable(finding.explanation)}")
     evidence = facts.evidence(finding, records)
     if evidence:
         rows = [[str(r.originator_version), type(r.event).name, when(r.event.at)] for r in evidence]
@@ -34,7 +34,7 @@ def _finding_text(finding: Finding, records: Sequence[Record]) -> str:
 
 def _heading(job: UUID, records: Sequence[Record]) -> str:
     state = diagnostics.current_state(records)
-    status = MISSING if state is None else f"{state.status} (stage {state.stage})"
+    status = MISSING if state is None else f"{state.status} (stage {printable(state.stage)})"
     return f"job {job}: {status}, {len(records)} events"
 
 

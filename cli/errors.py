@@ -2,8 +2,9 @@
 
 Exit codes: 0 success; 1 the ledger or the database refused (the line carries the
 :class:`~ledger.core.errors.LedgerError`'s stable ``code``); 2 the command line itself was wrong
-(click's convention). Every message passes through :func:`redact` first, because ledger and
-driver messages may quote the database URL, and a URL may carry a password.
+(click's convention), a malformed database URL (``config.invalid_url``) included. Every
+message passes through :func:`redact` first, because ledger and driver messages may quote the
+database URL, and a URL may carry a password.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import IO, Any
 
 import click
 
-from cli.render import first_line
+from cli.render import first_line, printable
 from ledger.core.errors import LedgerError
+from ledger.store.config import DatabaseUrlError
 
 _URL_PASSWORD = re.compile(r"(://[^/@\s:]*):[^/@\s]*@")
 # Up to whitespace, a quote or "&": over-masking is harmless, a partial leak is not.
@@ -33,7 +35,7 @@ class CliError(click.ClickException):
     """A failure shown as a single ``error: <message>`` line on stderr."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(first_line(redact(message)))
+        super().__init__(printable(first_line(redact(message))))
 
     def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"error: {self.message}", file=file, err=file is None)
@@ -69,6 +71,8 @@ def one_line_errors() -> Iterator[None]:
         raise  # ``jobledger`` alone: click prints the help, which is what the user wants
     except click.UsageError as exc:
         raise BadUsageError(_usage_message(exc)) from None
+    except DatabaseUrlError as exc:
+        raise BadUsageError(str(exc)) from None  # --db or $JOBLEDGER_DB was given wrong
     except LedgerError as exc:
         # The store raises every database error as a LedgerError (mapped by SQLSTATE or
         # result code), so no driver error needs catching here.

@@ -156,14 +156,23 @@ def _reopenable(source: str, stack: ExitStack) -> OpenLines:
 @click.command(name="import")
 @click.argument("source", metavar="FILE|-", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--db", "db", metavar="URL", help="The target ledger (instead of the group's --db).")
+@click.option(
+    "--into-live",
+    is_flag=True,
+    help="Import even though the ledger holds pending or leased jobs.",
+)
 @json_option
 @click.pass_obj
-def import_(settings: Settings, source: str, db: str | None, as_json: bool) -> None:
+def import_(
+    settings: Settings, source: str, db: str | None, into_live: bool, as_json: bool
+) -> None:
     """Load an export file (or - for stdin) into the ledger, creating it if needed.
 
-    The whole file is checked first: a bad line or a stream that the ledger holds with a
-    different history refuses the import before anything is written. Streams already
-    present identically are skipped, so importing a file twice changes nothing.
+    The whole file is checked first, with enqueue's and the workers' own rules: a bad line,
+    or a stream that the ledger holds with a different history, refuses the import before
+    anything is written, and the rest is written in one transaction. Streams already
+    present identically are skipped, so importing a file twice changes nothing. A ledger
+    with live work (pending or leased jobs) is refused unless --into-live.
     """
     url = resolve_url(db) if db is not None else settings.url
     if source != "-" and not Path(source).is_file():
@@ -174,7 +183,9 @@ def import_(settings: Settings, source: str, db: str | None, as_json: bool) -> N
         open_lines = _reopenable(source, stack)
         lines = validate(open_lines, progress=progress)
         ledger = stack.enter_context(Ledger.open(url, create=True, pool_size=POOL_SIZE))
-        report = ledger.import_history(open_lines, progress=progress, validated_lines=lines)
+        report = ledger.import_history(
+            open_lines, progress=progress, validated_lines=lines, into_live=into_live
+        )
     if as_json:
         echo_json({**plain(report), "database": describe(url)})
     click.echo(_summary(report, describe(url)), err=True)

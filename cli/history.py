@@ -11,7 +11,16 @@ import click
 from cli import params
 from cli.database import Settings, open_ledger
 from cli.job_history import job_records
-from cli.render import MISSING, PAYLOAD_PREVIEW, compact_json, echo_json, json_option, table, when
+from cli.render import (
+    MISSING,
+    PAYLOAD_PREVIEW,
+    compact_json,
+    echo_json,
+    json_option,
+    printable,
+    table,
+    when,
+)
 from ledger.api.shaping import event_fields, record_json, without_nulls
 from ledger.core.codec import Record
 
@@ -34,6 +43,7 @@ FOLLOW_WIDTHS = [7, len("job_retry_scheduled"), len("2026-11-29T22:59:07.984Z")]
 
 
 def _fixed_line(cells: Sequence[str]) -> str:
+    cells = [printable(cell) for cell in cells]
     padded = [cell.ljust(width) for cell, width in zip(cells, FOLLOW_WIDTHS, strict=False)]
     return "  ".join([*padded, *cells[len(FOLLOW_WIDTHS) :]]).rstrip()
 

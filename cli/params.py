@@ -18,6 +18,7 @@ import msgspec
 
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JSON
+from ledger.core.limits import MAX_JSON_DEPTH
 from ledger.core.times import EPOCH, parse_moment
 
 _JSON_KINDS = {
@@ -106,6 +107,10 @@ def payload(ctx: click.Context, param: click.Parameter, value: str) -> dict[str,
         decoded: Any = msgspec.json.decode(raw)
     except msgspec.DecodeError as exc:
         raise click.BadParameter(f"{origin}not valid JSON ({exc})") from None
+    except RecursionError:
+        raise click.BadParameter(
+            f"{origin}nested too deep to decode (a payload may nest {MAX_JSON_DEPTH} levels)"
+        ) from None
     if not isinstance(decoded, dict):
         kind = _JSON_KINDS.get(type(decoded), type(decoded).__name__)
         raise click.BadParameter(f"the payload must be a JSON object, not {kind}")

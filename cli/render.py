@@ -1,7 +1,15 @@
-"""Output: JSON for machines (stdout only, always valid) and compact aligned text for people."""
+"""Output: JSON for machines (stdout only, always valid) and compact aligned text for people.
+
+Text output never prints a stored value raw: every cell, field and one-line JSON passes
+through :func:`printable`, so a job type, org, queue, stage, worker id, failure code or
+message holding a terminal escape or a CR/LF (a forged row, or history written before the
+ledger refused them) shows as ``\x1b`` or ``\r\n`` instead of repainting the terminal or
+faking a line. JSON output needs no such care: its encoder escapes control characters.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -22,6 +30,27 @@ PAYLOAD_PREVIEW = 200
 """Characters of a payload (and other JSON values) a text line shows; ``--json`` prints all."""
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters (C0, DEL, C1) and the bidirectional overrides that reorder a line."""
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character and bidi override spelled as an escape
+    (``\\n``, ``\\x1b``, ``\\u202e``): one line, painted as written. Used by every text
+    renderer on every value it shows."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
 def echo_json(value: Any) -> None:
     """Print ``value`` (already builtins: :mod:`ledger.api.shaping`) as indented JSON on
     stdout."""
@@ -30,7 +59,7 @@ def echo_json(value: Any) -> None:
 
 def compact_json(value: Any, limit: int | None = None) -> str:
     """One-line JSON of ``value``, cut at ``limit`` characters (text output only)."""
-    text = msgspec.json.encode(plain(value)).decode()
+    text = printable(msgspec.json.encode(plain(value)).decode())
     if limit is not None and len(text) > limit:
         return text[: limit - 1] + "…"
     return text
@@ -48,7 +77,7 @@ def scalar(value: bool | int | float | str | None) -> str:
         return MISSING
     if isinstance(value, bool):
         return "yes" if value else "no"
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return f"{value:g}" if isinstance(value, float) else printable(str(value))
 
 
 def seconds(value: float | None) -> str:
@@ -58,7 +87,9 @@ def seconds(value: float | None) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns two spaces apart, headers first; no trailing spaces."""
+    """Left-aligned columns two spaces apart, headers first; no trailing spaces. Cells
+    are shown :func:`printable`."""
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [len(header) for header in headers]
     for row in rows:
         widths = [max(width, len(cell)) for width, cell in zip(widths, row, strict=True)]
@@ -70,9 +101,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def fields(pairs: Sequence[tuple[str, str]]) -> str:
-    """``label  value`` lines with the values aligned."""
+    """``label  value`` lines with the values aligned, each value :func:`printable`."""
     width = max((len(label) for label, _ in pairs), default=0)
-    return "\n".join(f"{label.ljust(width)}  {value}" for label, value in pairs)
+    return "\n".join(f"{label.ljust(width)}  {printable(value)}" for label, value in pairs)
 
 
 def first_line(text: str) -> str:

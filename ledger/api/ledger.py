@@ -261,13 +261,15 @@ class Ledger(WorkerCommands):
         *,
         progress: ImportProgress | None = None,
         validated_lines: int | None = None,
+        into_live: bool = False,
     ) -> ImportReport:
         """Load an exchange file (``open_lines()`` opens it again for each pass): validate it
         all, refuse it all on a conflicting stream, skip streams already here identically,
         append the rest through the unit of work, then catch the audit view up.
-        ``validated_lines``: the file was validated already (see ``Importer.validate``)."""
+        ``validated_lines``: the file was validated already (see ``Importer.validate``).
+        A target holding pending or leased jobs is refused unless ``into_live``."""
         report = Importer(self.store).import_file(
-            open_lines, progress, validated_lines=validated_lines
+            open_lines, progress, validated_lines=validated_lines, into_live=into_live
         )
         self.catch_up(["audit"])
         return report

@@ -39,7 +39,15 @@ from ledger.core.events import (
     JobStatus,
     JobSucceeded,
 )
-from ledger.core.requests import aware, check_name, check_output, check_reason, typed
+from ledger.core.limits import (
+    MAX_LEASE_S,
+    check_count,
+    check_name,
+    check_reason,
+    check_seconds,
+    check_text,
+)
+from ledger.core.requests import aware, check_failure, check_output
 from ledger.core.state import JobState, Lease
 
 LEASE_EXPIRED_CODE = "job.lease_expired"
@@ -78,7 +86,10 @@ def decide_enqueue(
 
 
 def decide_lease(state: JobState, worker_id: str, lease_s: float, now: datetime) -> JobLeased:
-    """Claim a pending, due job for ``worker_id`` until ``now + lease_s``."""
+    """Claim a pending, due job for ``worker_id`` until ``now + lease_s``
+    (``0 < lease_s <= MAX_LEASE_S``)."""
+    check_name(worker_id, "worker_id")
+    lease_s = check_seconds(lease_s, "lease_s", most=MAX_LEASE_S)
     if state.status is not JobStatus.PENDING or state.run_at > now:
         raise InvalidTransitionError(f"job {state.job_id} is not claimable")
     return JobLeased(
@@ -109,8 +120,9 @@ def check_fence(state: JobState, lease: Lease, now: datetime) -> None:
 def decide_heartbeat(
     state: JobState, lease: Lease, lease_s: float, now: datetime
 ) -> JobHeartbeated:
-    """Renew the lease until ``now + lease_s``."""
+    """Renew the lease until ``now + lease_s`` (``0 < lease_s <= MAX_LEASE_S``)."""
     check_fence(state, lease, now)
+    lease_s = check_seconds(lease_s, "lease_s", most=MAX_LEASE_S)
     return JobHeartbeated(
         at=now,
         run_number=lease.run_number,
@@ -130,13 +142,18 @@ def decide_progress(
     total: int | None = None,
     checkpoint: JSON | None = None,
 ) -> list[JobEvent]:
-    """Record a stage change and/or progress. Neither extends the lease."""
+    """Record a stage change and/or progress. Neither extends the lease.
+
+    ``done`` and ``total`` are whole numbers below 2**63, and ``done <= total`` when one call
+    gives both; a checkpoint is a JSON value within :mod:`ledger.core.limits`' bounds."""
     check_fence(state, lease, now)
     if stage is not None:
         check_name(stage, "stage")
     for count, what in ((done, "done"), (total, "total")):
-        if count is not None and (type(count) is not int or count < 0):
-            raise InvalidRequestError(f"progress {what} must be a whole number >= 0")
+        if count is not None:
+            check_count(count, f"progress {what}")
+    if done is not None and total is not None and done > total:
+        raise InvalidRequestError(f"progress done ({done}) is more than total ({total})")
     if checkpoint is not None:
         check_output(checkpoint, "checkpoint")
     events: list[JobEvent] = []
@@ -167,12 +184,15 @@ def decide_succeed(
     revision: str | None = None,
     content_hash: str | None = None,
 ) -> JobSucceeded:
-    """Finish the attempt successfully. ``output`` must be JSON."""
+    """Finish the attempt successfully. ``output`` must be JSON within the bounds of
+    :mod:`ledger.core.limits` (1 MiB, 64 levels)."""
     check_fence(state, lease, now)
     check_output(output)
     for value, what in ((revision, "revision"), (content_hash, "content_hash")):
-        if value is not None and not isinstance(value, str):
-            raise InvalidRequestError(f"{what} must be a string")
+        if value is not None:
+            if not isinstance(value, str):
+                raise InvalidRequestError(f"{what} must be a string")
+            check_text(value, what)
     return JobSucceeded(
         at=now,
         run_number=lease.run_number,
@@ -232,9 +252,13 @@ def decide_fail(
     jitter_draw: float,
     not_before: datetime | None = None,
 ) -> list[JobEvent]:
-    """Record a failed attempt, then a retry (backoff) or a dead letter."""
+    """Record a failed attempt, then a retry (backoff) or a dead letter.
+
+    The failure's code is refused unless it is a safe code; its message is normalised, never
+    refused, since a worker's failure must always be recordable: cut to 8 KiB, NUL and lone
+    surrogates spelled as escapes (:func:`~ledger.core.requests.check_failure`)."""
     check_fence(state, lease, now)
-    failure = typed(failure, Failure, "failure")
+    failure = check_failure(failure)
     if not_before is not None:
         not_before = aware(not_before, "not_before")
     return [

@@ -7,8 +7,10 @@ export -> import -> export is byte-identical. ``docs/export-format.md`` is the r
 
 Reading (:func:`read_streams`) validates as it goes and raises :class:`ImportBadLineError` with
 the line number: the header, the shape of each line, each event's fields (older topic versions
-go through the codec's upcasters), the order of streams and versions, and the fold of every
-stream, so an import can check a whole file before it writes anything.
+go through the codec's upcasters), the bounds the commands enforce on each event
+(:func:`ledger.core.recorded.check_recorded`: payload size and depth, names, NUL, leases…),
+the order of streams and versions, and the fold of every stream, so an import can check a
+whole file before it writes anything.
 
 This module is pure: no store, driver or clock.
 """
@@ -26,6 +28,7 @@ import msgspec
 from ledger.core.codec import EventCodec, Record, parse_topic, topic_of
 from ledger.core.errors import LedgerError
 from ledger.core.events import Event, JobEnqueued, JobEvent, JobTypeDefined, JobTypeUpdated
+from ledger.core.recorded import check_recorded
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
 
 FORMAT = "jobledger-history"
@@ -54,6 +57,13 @@ class ImportConflictError(LedgerError):
     """A stream of the file exists in the target with a different history."""
 
     code = "import.conflict"
+
+
+class ImportLiveWorkError(LedgerError):
+    """The import target holds live work (pending or leased jobs) and was not told to
+    import beside it."""
+
+    code = "import.target_has_live_work"
 
 
 class Selection(msgspec.Struct, frozen=True, kw_only=True):
@@ -200,6 +210,8 @@ def parse_line(codec: EventCodec, number: int, raw: bytes) -> tuple[StreamKind, 
         line = _line_decoder.decode(raw)
     except msgspec.DecodeError as exc:
         raise ImportBadLineError(number, str(exc)) from None
+    except RecursionError:
+        raise ImportBadLineError(number, "nested too deep to decode") from None
     if line.version < 1:
         raise ImportBadLineError(number, f"version {line.version} is not a stream version")
     try:
@@ -213,11 +225,17 @@ def parse_line(codec: EventCodec, number: int, raw: bytes) -> tuple[StreamKind, 
         msgspec.DecodeError,
         msgspec.EncodeError,
         OverflowError,
+        UnicodeEncodeError,
+        RecursionError,
     ) as exc:
         raise ImportBadLineError(number, f"{line.topic}: {exc}") from None
     naive = _naive_time(event)
     if naive is not None:
         raise ImportBadLineError(number, f"{line.topic}: `{naive}` has no time zone")
+    try:
+        check_recorded(event)
+    except LedgerError as exc:
+        raise ImportBadLineError(number, f"{line.topic}: {exc.message}") from None
     if kind_of(event) is not line.kind:
         raise ImportBadLineError(number, f"{line.topic} is not an event of a {line.kind} stream")
     return line.kind, Record(line.stream, line.version, event)

@@ -9,35 +9,50 @@ an :class:`~ledger.core.errors.InvalidRequestError`.
 
 from __future__ import annotations
 
-import math
 from datetime import UTC, datetime
 from typing import TypeVar
 
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON, EnqueueRequest, JobDefinition
+from ledger.core.events import JSON, EnqueueRequest, Failure, JobDefinition
+from ledger.core.limits import (
+    MAX_JSON_BYTES,
+    MAX_NAME_LENGTH,
+    bounded_message,
+    check_code,
+    check_json,
+    check_name,
+    check_reason,
+    check_seconds,
+    check_text,
+)
 
-MAX_PAYLOAD_BYTES = 1024 * 1024
+MAX_PAYLOAD_BYTES = MAX_JSON_BYTES
 """The largest payload (as JSON) an enqueue accepts; larger data belongs in a blob store."""
 
-MAX_NAME_LENGTH = 200
 INT32 = 2**31
+
+__all__ = [
+    "INT32",
+    "MAX_NAME_LENGTH",
+    "MAX_PAYLOAD_BYTES",
+    "aware",
+    "canonical",
+    "check_failure",
+    "check_name",
+    "check_output",
+    "check_reason",
+    "normalise_request",
+    "same_request",
+    "typed",
+    "validate_definition",
+]
 
 T = TypeVar("T")
 
 
 # --- requests and definitions ---------------------------------------------------------------
-
-
-def check_name(value: object, what: str, *, optional: bool = False) -> None:
-    """Refuse a name (job type, queue, stage, …) that is empty or over ``MAX_NAME_LENGTH``."""
-    if value is None and optional:
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise InvalidRequestError(f"{what} must be a non-empty string")
-    if len(value) > MAX_NAME_LENGTH:
-        raise InvalidRequestError(f"{what} is longer than {MAX_NAME_LENGTH} characters")
 
 
 def aware(value: datetime, what: str) -> datetime:
@@ -69,12 +84,15 @@ def validate_definition(definition: JobDefinition) -> JobDefinition:
         raise InvalidRequestError("version must be >= 1")
     if definition.max_attempts < 1:
         raise InvalidRequestError("max_attempts must be >= 1")
-    if not definition.default_timeout_s > 0 or not math.isfinite(definition.default_timeout_s):
-        raise InvalidRequestError("default_timeout_s must be a positive number")
+    if not definition.version < INT32 or not definition.max_attempts < INT32:
+        raise InvalidRequestError("version and max_attempts must fit in 32 bits")
+    check_seconds(definition.default_timeout_s, "default_timeout_s")
     if not -INT32 <= definition.default_priority < INT32:
         raise InvalidRequestError("default_priority must fit in 32 bits")
     backoff = definition.backoff
-    if backoff.base_s < 0 or backoff.max_s < backoff.base_s or not 0 <= backoff.jitter < 1:
+    check_seconds(backoff.base_s, "backoff base_s", zero=True)
+    check_seconds(backoff.max_s, "backoff max_s", zero=True)
+    if backoff.max_s < backoff.base_s or not 0 <= backoff.jitter < 1:
         raise InvalidRequestError("backoff needs 0 <= base_s <= max_s and 0 <= jitter < 1")
     return definition
 
@@ -86,14 +104,7 @@ def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
     Raises InvalidRequestError; nothing that passes can fail to decode later."""
     if not isinstance(request.payload, dict):
         raise InvalidRequestError("payload must be a JSON object")
-    try:
-        encoded = msgspec.json.encode(request.payload)
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidRequestError(f"payload is not JSON-serialisable: {exc}") from None
-    if len(encoded) > MAX_PAYLOAD_BYTES:
-        raise InvalidRequestError(
-            f"payload is {len(encoded)} bytes; the limit is {MAX_PAYLOAD_BYTES}"
-        )
+    encoded = check_json(request.payload, "payload", max_bytes=MAX_PAYLOAD_BYTES)
     request = typed(
         msgspec.structs.replace(request, payload=msgspec.json.decode(encoded)),
         EnqueueRequest,
@@ -102,16 +113,12 @@ def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
     check_name(request.job_type, "job_type")
     if request.priority is not None and not -INT32 <= request.priority < INT32:
         raise InvalidRequestError("priority must fit in 32 bits")
-    if request.max_attempts is not None and request.max_attempts < 1:
-        raise InvalidRequestError("max_attempts must be >= 1")
-    if request.timeout_s is not None and not (
-        request.timeout_s > 0 and math.isfinite(request.timeout_s)
-    ):
-        raise InvalidRequestError("timeout_s must be a positive number")
-    if request.delay_s is not None and not (
-        request.delay_s >= 0 and math.isfinite(request.delay_s)
-    ):
-        raise InvalidRequestError("delay_s must be a non-negative number")
+    if request.max_attempts is not None and not 1 <= request.max_attempts < INT32:
+        raise InvalidRequestError("max_attempts must be >= 1 and fit in 32 bits")
+    if request.timeout_s is not None:
+        check_seconds(request.timeout_s, "timeout_s")
+    if request.delay_s is not None:
+        check_seconds(request.delay_s, "delay_s", zero=True)
     if request.run_at is not None and request.delay_s is not None:
         raise InvalidRequestError("give run_at or delay_s, not both")
     check_name(request.org, "org", optional=True)
@@ -121,6 +128,9 @@ def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
         check_name(request.subject.source_id, "subject.source_id")
         if not isinstance(request.subject.uri, str) or not request.subject.uri:
             raise InvalidRequestError("subject.uri must be a non-empty string")
+        check_text(request.subject.uri, "subject.uri")
+        if request.subject.revision is not None:
+            check_text(request.subject.revision, "subject.revision")
     if request.run_at is not None:
         return msgspec.structs.replace(request, run_at=aware(request.run_at, "run_at"))
     return request
@@ -136,14 +146,17 @@ def same_request(existing: EnqueueRequest, request: EnqueueRequest) -> bool:
 
 
 def check_output(output: JSON | None, what: str = "output") -> None:
-    """Refuse a value that is not JSON: it could not be stored or read back."""
-    try:
-        msgspec.json.encode(output)
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise InvalidRequestError(f"{what} is not JSON-serialisable: {exc}") from None
+    """Refuse a value that could not be stored or read back: not JSON, nested deeper than
+    ``MAX_JSON_DEPTH``, over ``MAX_JSON_BYTES`` (see :mod:`ledger.core.limits`)."""
+    check_json(output, what)
 
 
-def check_reason(reason: object) -> None:
-    """Refuse a release, cancel or requeue reason that is not a string."""
-    if not isinstance(reason, str):
-        raise InvalidRequestError("reason must be a string")
+def check_failure(failure: Failure) -> Failure:
+    """``failure`` type-checked, its code checked (:func:`ledger.core.limits.check_code`),
+    its message normalised (:func:`ledger.core.limits.bounded_message`)."""
+    failure = typed(failure, Failure, "failure")
+    check_code(failure.code)
+    message = bounded_message(failure.message)
+    if message == failure.message:
+        return failure
+    return Failure(kind=failure.kind, code=failure.code, message=message)

@@ -3,13 +3,20 @@
 - ``postgresql://user@host:port/dbname`` (or ``postgres://``): PostgreSQL.
 - ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or a bare path: SQLite.
 - nothing: ``$JOBLEDGER_DB``, else ``./jobledger.db``.
+
+A PostgreSQL URL that does not parse, or whose options are malformed, is refused before any
+connection with :class:`DatabaseUrlError` (``config.invalid_url``), whose message never
+quotes the URL: a URL may carry a password, and a parser's message quotes the part it
+choked on, which may be the password itself.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 
-from ledger.core.errors import InvalidRequestError
+from ledger.core.errors import InvalidRequestError, LedgerError
 from ledger.store.store import Store
 
 ENV_VAR = "JOBLEDGER_DB"
@@ -29,6 +36,57 @@ def is_postgres(url: str) -> bool:
 
 
 _LIBPQ_KEYS = {"host", "hostaddr", "port", "dbname", "user", "password", "service"}
+
+
+class DatabaseUrlError(LedgerError):
+    """A database URL (or libpq string) that does not parse, or a malformed option in it."""
+
+    code = "config.invalid_url"
+
+
+_QUOTED = re.compile(r'"([^"]*)"')
+_SAFE_WORDS = _LIBPQ_KEYS | {"connect_timeout", "sslmode", "options", "application_name"}
+
+
+def _without_quotes(message: str) -> str:
+    """A libpq parse message without the URL it quotes, nor any other quoted fragment of
+    the URL (the fragment may be a password): only keyword names are kept."""
+    for marker in (' in URI: "', " in connection info string"):
+        message = message.split(marker, 1)[0]
+    return _QUOTED.sub(_mask, message)
+
+
+def _mask(quoted: re.Match[str]) -> str:
+    """A quoted fragment of a parse message, masked unless a keyword or a single mark."""
+    fragment = quoted.group(1)
+    return quoted.group(0) if len(fragment) < 2 or fragment in _SAFE_WORDS else '"…"'
+
+
+def postgres_params(url: str) -> dict[str, str]:
+    """The connection parameters of a PostgreSQL URL or libpq string, checked: the string
+    parses, ``port`` is one or more ports (1-65535, comma-separated), ``connect_timeout`` a
+    number of seconds >= 0. Raises :class:`DatabaseUrlError`, never quoting the URL."""
+    from psycopg import ProgrammingError  # here: opening a SQLite ledger loads no psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        params = {key: str(value) for key, value in conninfo_to_dict(url).items()}
+    except ProgrammingError as exc:
+        raise DatabaseUrlError(
+            f"the PostgreSQL URL does not parse: {_without_quotes(str(exc))}"
+        ) from None
+    for port in filter(None, params.get("port", "").split(",")):
+        if not port.isdigit() or not 1 <= int(port) <= 65535:
+            raise DatabaseUrlError("port must be a number from 1 to 65535")
+    timeout = params.get("connect_timeout")
+    if timeout is not None:
+        try:
+            seconds = float(timeout)
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise DatabaseUrlError("connect_timeout must be a number of seconds >= 0")
+    return params
 
 
 def sqlite_path(url: str) -> str:
@@ -54,6 +112,7 @@ def open_store(
     if is_postgres(resolved):
         from ledger.store.postgres import PostgresStore
 
+        postgres_params(resolved)
         return PostgresStore(resolved, pool_size=pool_size or 2)
     from ledger.store.sqlite import SQLiteStore
 

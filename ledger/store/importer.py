@@ -3,21 +3,22 @@
 Three passes over the file (which is why it is opened by a callable that can open it again):
 
 1. **validate** every line without touching the database (:func:`ledger.core.exchange.read_streams`:
-   header, shapes, fields, order, each stream's fold), so a bad file writes nothing;
+   header, shapes, fields, the bounds enqueue and the worker writes enforce, order, each
+   stream's fold), so a bad file writes nothing and the refusal names its line;
 2. **check** each stream against the target in one read snapshot: a stream the target
    already holds must be the same events (then it is skipped); any other difference, or a
    new job whose idempotency key or live sync subject a target job holds (the queue view's
    unique indexes), is an :class:`~ledger.core.exchange.ImportConflictError` and nothing is
    written;
-3. **append** the new streams in batches of whole streams (definitions first), each batch one
-   unit of work, i.e. through the same fold and inline view writes as the live commands, with
-   the file's stream ids, versions and times. Each batch checks its streams again, so a writer
-   racing the import is refused rather than merged.
+3. **append** the new streams in batches of whole streams (definitions first), all batches in
+   one unit of work, i.e. one transaction through the same fold and inline view writes as the
+   live commands, with the file's stream ids, versions and times. Each batch checks its
+   streams again, so a writer racing the import is refused rather than merged, and any
+   failure (a conflict, a database refusal) rolls the whole file back.
 
-Job ids are global, so a stream present in both must be the same history. All or nothing
-holds against a target nobody else writes during the import (the scratch ledger an incident is
-replayed in): a writer that races pass 3 can still make a batch fail with a conflict after
-earlier batches committed; importing the file again then skips what is already there.
+Job ids are global, so a stream present in both must be the same history. An import writes
+into a target that holds live work (pending or leased jobs) only when asked to
+(``into_live``): that target's workers would start claiming the imported jobs at once.
 """
 
 from __future__ import annotations
@@ -31,11 +32,19 @@ import msgspec
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.core.errors import ConcurrencyConflictError
 from ledger.core.events import JobEvent
-from ledger.core.exchange import ImportConflictError, Stream, StreamKind, read_streams, same_history
+from ledger.core.exchange import (
+    ImportConflictError,
+    ImportLiveWorkError,
+    Stream,
+    StreamKind,
+    read_streams,
+    same_history,
+)
 from ledger.core.state import fold
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
+from ledger.store.unit_of_work import UnitOfWork
 
 BATCH_STREAMS = 500
 BATCH_EVENTS = 5_000
@@ -76,25 +85,41 @@ class Importer:
         progress: ImportProgress | None = None,
         *,
         validated_lines: int | None = None,
+        into_live: bool = False,
     ) -> ImportReport:
         """All three passes; ``validated_lines`` (what :meth:`validate` returned for this
-        file) skips the first."""
+        file) skips the first. Raises :class:`ImportLiveWorkError` when the file has streams
+        to write and the target holds pending or leased jobs, unless ``into_live``."""
         report = _progress(progress)
         lines = validated_lines or self.validate(open_lines, progress)
         skipped: set[UUID] = set()
         if self.store.head_position() > 0:
             skipped = self._check(open_lines, lambda done: report("check", done, lines))
+            if not into_live:
+                self._refuse_live_work(open_lines, skipped)
         counts = {"definitions": 0, "jobs": 0, "events": 0}
         skipped_counts = {"definitions": 0, "jobs": 0, "events": 0}
         done = 0
-        for batch in _batches(self._streams(open_lines)):
-            self._append([stream for stream in batch if stream.stream_id not in skipped])
-            for stream in batch:
-                target = skipped_counts if stream.stream_id in skipped else counts
-                target[_plural(stream.kind)] += 1
-                target["events"] += len(stream.records)
-                done += len(stream.records)
-            report("import", done, lines - 1)
+        first_line = 0
+        try:
+            with self.store.unit_of_work() as uow:
+                for batch in _batches(self._streams(open_lines)):
+                    first_line = batch[0].first_line
+                    _append(uow, [stream for stream in batch if stream.stream_id not in skipped])
+                    for stream in batch:
+                        target = skipped_counts if stream.stream_id in skipped else counts
+                        target[_plural(stream.kind)] += 1
+                        target["events"] += len(stream.records)
+                        done += len(stream.records)
+                    report("import", done, lines - 1)
+        except ConcurrencyConflictError as exc:
+            # The queue view's unique indexes: two streams of the file (or one of the file and
+            # a job written during the import) hold one idempotency key or live sync subject.
+            raise ImportConflictError(
+                f"the streams from line {first_line} on clash with the target's jobs or with "
+                "each other (an idempotency key or a live sync subject taken twice): "
+                f"{exc.message}; nothing imported"
+            ) from None
         return ImportReport(
             definitions=counts["definitions"],
             jobs=counts["jobs"],
@@ -151,35 +176,42 @@ class Importer:
                         "holds in the target; nothing imported"
                     )
 
-    def _append(self, streams: list[Stream]) -> None:
-        """One unit of work: check the streams are still absent, then append them."""
-        if not streams:
+    def _refuse_live_work(self, open_lines: OpenLines, skipped: set[UUID]) -> None:
+        """Refuse to add streams to a target with pending or leased jobs."""
+        counts = self.store.count_by_status()
+        live = counts.get("pending", 0) + counts.get("leased", 0)
+        if live == 0:
             return
-        with self.store.unit_of_work() as uow:
-            existing = uow.histories([stream.stream_id for stream in streams])
-            for stream in streams:
-                if existing.get(stream.stream_id):
-                    raise ImportConflictError(
-                        f"{_describe(stream)} was written to the target during the import"
-                    )
-            definitions = [
-                (stream.job_type, [record.event for record in stream.records])
-                for stream in streams
-                if stream.kind is StreamKind.JOB_TYPE
-            ]
-            jobs = [
-                (stream.stream_id, [_job_event(record) for record in stream.records])
-                for stream in streams
-                if stream.kind is StreamKind.JOB
-            ]
-            try:
-                uow.append(jobs, definitions)
-            except ConcurrencyConflictError as exc:
-                first = streams[0].first_line
-                raise ImportConflictError(
-                    f"the streams from line {first} clash with the target's jobs (an "
-                    f"idempotency key or a live sync subject already taken): {exc.message}"
-                ) from None
+        if all(stream.stream_id in skipped for stream in self._streams(open_lines)):
+            return  # nothing to write: a repeated import changes nothing
+        raise ImportLiveWorkError(
+            f"the target holds {live} live jobs (pending or leased), which its workers may be "
+            "running; import into a ledger without live work, or pass --into-live "
+            "(into_live=True) to import beside it; nothing imported"
+        )
+
+
+def _append(uow: UnitOfWork, streams: list[Stream]) -> None:
+    """Check the streams are still absent, then append them in the import's unit of work."""
+    if not streams:
+        return
+    existing = uow.histories([stream.stream_id for stream in streams])
+    for stream in streams:
+        if existing.get(stream.stream_id):
+            raise ImportConflictError(
+                f"{_describe(stream)} was written to the target during the import"
+            )
+    definitions = [
+        (stream.job_type, [record.event for record in stream.records])
+        for stream in streams
+        if stream.kind is StreamKind.JOB_TYPE
+    ]
+    jobs = [
+        (stream.stream_id, [_job_event(record) for record in stream.records])
+        for stream in streams
+        if stream.kind is StreamKind.JOB
+    ]
+    uow.append(jobs, definitions)
 
 
 def validate(

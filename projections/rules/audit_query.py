@@ -24,6 +24,7 @@ import msgspec
 
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JOB_EVENTS, JobStatus
+from ledger.core.limits import INT64_MAX
 
 Order = Literal["newest", "oldest"]
 
@@ -125,7 +126,7 @@ def decode_cursor(cursor: str, order: Order) -> int:
         value = int(position)
     except (ValueError, UnicodeError, binascii.Error):
         raise CursorError(f"malformed cursor {cursor!r}") from None
-    if version != str(CURSOR_VERSION) or kind not in ("n", "o") or value < 0:
+    if version != str(CURSOR_VERSION) or kind not in ("n", "o") or not 0 <= value <= INT64_MAX:
         raise CursorError(f"malformed cursor {cursor!r}")
     made: Order = "newest" if kind == "n" else "oldest"
     if encode_cursor(made, value) != cursor:  # only the one spelling this code makes

@@ -14,6 +14,7 @@ import msgspec
 
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import EnqueueRequest, JobStatus, queue_of
+from ledger.core.limits import INT64_MAX
 from ledger.core.state import JobState
 
 DEFAULT_LIMIT = 50
@@ -56,8 +57,8 @@ def job_query(
     queue: str | None = None,
 ) -> JobQuery:
     """A checked query (``request.invalid`` for a bad limit, cursor or status)."""
-    if limit < 1 or (cursor is not None and cursor < 1):
-        raise InvalidRequestError("a job listing needs limit >= 1 and cursor >= 1")
+    if limit < 1 or (cursor is not None and not 1 <= cursor <= INT64_MAX):
+        raise InvalidRequestError("a job listing needs limit >= 1 and 1 <= cursor < 2**63")
     try:
         wanted = frozenset(JobStatus(status) for status in statuses)
     except ValueError as exc:
