@@ -8,7 +8,7 @@ check the reasoning in ``jobledger history``. The reaper records
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 
 import msgspec
@@ -22,6 +22,7 @@ from ledger.core.events import (
     JobFailed,
     JobHeartbeated,
     JobLeased,
+    JobReapDeferred,
     JobReleased,
     JobRetryScheduled,
     JobStageChanged,
@@ -231,6 +232,30 @@ def leases_lost(records: Sequence[Record]) -> Finding:
     )
 
 
+def reap_deferrals(records: Sequence[Record]) -> Finding:
+    """How many times a reaper could not reap this job's expired lease and pushed it out
+    instead (``job_reap_deferred``), and the latest error that stopped it."""
+    deferred = [
+        (version, event)
+        for version, event in _job_events(records)
+        if isinstance(event, JobReapDeferred)
+    ]
+    if not deferred:
+        return Finding("reap_deferrals", 0, "no reap of this job was deferred", [])
+    latest = deferred[-1][1]
+    assert isinstance(latest, JobReapDeferred)
+    cause = latest.cause
+    sqlstate = f", sqlstate {cause.sqlstate}" if cause.sqlstate else ""
+    first_line = cause.message.splitlines()[0] if cause.message else ""
+    return Finding(
+        "reap_deferrals",
+        len(deferred),
+        f"{len(deferred)} reap(s) deferred, the lease pushed out each time; the latest by "
+        f"{cause.code}{sqlstate}: {first_line}",
+        [version for version, _ in deferred],
+    )
+
+
 def retries(records: Sequence[Record]) -> Finding:
     """How many retries were scheduled and how long they were set to wait in total."""
     scheduled = [
@@ -264,15 +289,24 @@ def time_to_first_lease(records: Sequence[Record]) -> Finding:
     )
 
 
+FROM_HISTORY: tuple[Callable[[Sequence[Record]], Finding], ...] = (
+    started_without_renewal_heartbeat,
+    recorded_started_without_renewal_heartbeat,
+    longest_heartbeat_gap,
+    leases_lost,
+    reap_deferrals,
+    retries,
+    time_to_first_lease,
+)
+"""Every diagnostic, in report order (``longest_heartbeat_gap`` also takes ``now``): what
+:func:`diagnose` reports and what decision replay checks can be computed over a history."""
+
+
 def diagnose(records: Sequence[Record], now: datetime | None = None) -> list[Finding]:
-    """Every diagnostic of one job's history."""
+    """Every diagnostic of one job's history; ``now`` measures a live lease's silence."""
     return [
-        started_without_renewal_heartbeat(records),
-        recorded_started_without_renewal_heartbeat(records),
-        longest_heartbeat_gap(records, now),
-        leases_lost(records),
-        retries(records),
-        time_to_first_lease(records),
+        longest_heartbeat_gap(records, now) if check is longest_heartbeat_gap else check(records)
+        for check in FROM_HISTORY
     ]
 
 

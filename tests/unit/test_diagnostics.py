@@ -11,6 +11,7 @@ from ledger.core.diagnostics import (
     diagnose,
     leases_lost,
     longest_heartbeat_gap,
+    reap_deferrals,
     recorded_started_without_renewal_heartbeat,
     retries,
     started_without_renewal_heartbeat,
@@ -18,12 +19,14 @@ from ledger.core.diagnostics import (
 )
 from ledger.core.events import (
     BackoffPolicy,
+    DeferralCause,
     EnqueueRequest,
     Failure,
     FailureKind,
     JobDefinition,
     JobEvent,
 )
+from ledger.core.reaping import decide_reap_deferral
 from ledger.core.state import JobState, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -79,6 +82,11 @@ class History:
         self.record(
             *decide.decide_fail(self.state, self.state.lease, self.at(t), failure, jitter_draw=0.5)
         )
+        return self
+
+    def defer(self, t: float, cause: DeferralCause) -> History:
+        """As the reaper does when the reap itself failed: the lease pushed out by 60 s."""
+        self.record(decide_reap_deferral(self.state, self.at(t), retry_delay_s=60, cause=cause))
         return self
 
     def release_stale(self, t: float) -> History:
@@ -192,6 +200,19 @@ def test_a_requeued_job_not_yet_claimed_still_reports_its_earlier_runs() -> None
     assert longest_heartbeat_gap(History().records, now=T0).value is None
 
 
+def test_reap_deferrals_count_with_the_latest_error() -> None:
+    """Two deferred reaps, then the reap: 2, citing both, explained by the latest error's
+    code, sqlstate and first line; a deferral is no renewal, so the gap runs claim -> reap."""
+    busy = DeferralCause(code="store.busy", message="lock timeout\nLINE 1: …", sqlstate="55P03")
+    conflict = DeferralCause(code="store.concurrency_conflict", message="duplicate key")
+    history = History().lease(0).defer(31, conflict).defer(92, busy).reap(153)
+    finding = reap_deferrals(history.records)
+    assert finding.value == 2 and finding.evidence == [3, 4]
+    assert finding.explanation.endswith("the latest by store.busy, sqlstate 55P03: lock timeout")
+    assert reap_deferrals(History().lease(0).records).value == 0
+    assert longest_heartbeat_gap(history.records).evidence == [2, 5]
+
+
 def test_the_flag_the_reaper_recorded_is_reported_after_the_job_moved_on() -> None:
     """After a reaped running attempt and a new claim, the live flag is false but the
     recorded one is true, citing the reaper's job_failed."""
@@ -225,13 +246,14 @@ def test_time_from_enqueue_to_first_lease() -> None:
 
 
 def test_diagnose_returns_every_finding() -> None:
-    """One call gives all six diagnostics by name."""
+    """One call gives all seven diagnostics by name."""
     names = [f.name for f in diagnose(History().lease(0).records)]
     assert names == [
         "started_without_renewal_heartbeat",
         "recorded_started_without_renewal_heartbeat",
         "longest_heartbeat_gap_s",
         "leases_lost",
+        "reap_deferrals",
         "retries",
         "time_to_first_lease_s",
     ]
