@@ -16,6 +16,7 @@ from cli.errors import CliError
 from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
+from ledger.runtime.config import PoolConfig
 from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool
@@ -115,6 +116,24 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
     help="Also keep the tracked views (audit) caught up, from a thread of this process "
     "(costs handler throughput; `projections follow` in its own process does not).",
 )
+# --- the pool's reaper (issue 12) ------------------------------------------------------------
+@click.option(
+    "--reaper-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=PoolConfig.reaper_interval_s,
+    show_default=True,
+    metavar="SECONDS",
+    help="Between the pool's reaper passes (the first runs at start).",
+)
+@click.option(
+    "--reaper-retry-delay",
+    type=click.FloatRange(min=0, min_open=True),
+    default=PoolConfig.reaper_retry_delay_s,
+    show_default=True,
+    metavar="SECONDS",
+    help="Delay before a reaped job runs again; also how far a deferred reap pushes the lease.",
+)
+# --- end of the pool's reaper options ---------------------------------------------------------
 @json_option
 @click.pass_obj
 def worker(
@@ -128,6 +147,8 @@ def worker(
     grace: float,
     burst: bool,
     follow_projections: bool,
+    reaper_interval: float,
+    reaper_retry_delay: float,
     as_json: bool,
 ) -> None:
     """Run workers for the handlers registered in MODULE:ATTR."""
@@ -146,6 +167,8 @@ def worker(
             lease_s=lease,
             poll_interval_s=poll,
             follow_projections=follow_projections,
+            reaper_interval_s=reaper_interval,
+            reaper_retry_delay_s=reaper_retry_delay,
         )
         click.echo(
             f"{pool.worker_id}: {concurrency} workers for {', '.join(pool.types)} "
