@@ -149,19 +149,22 @@ def _silences(
 ) -> list[tuple[timedelta, list[int], str]]:
     """The execution's silences: between renewals, then from the last renewal to the event
     that ended it, or (still leased) to ``now``. Each with its evidence and how it closed."""
-    closes = [(version, at, "renewed") for version, at in execution.renewals[1:]]
+    # (version of the closing event, or None for now; its time; how the silence closed)
+    closes: list[tuple[int | None, datetime, str]] = [
+        (version, at, "renewed") for version, at in execution.renewals[1:]
+    ]
     last_at = execution.renewals[-1][1]
     if execution.ended is not None:
         version, event = execution.ended
         if event.at >= last_at:
             closes.append((version, event.at, f"ended by {event.name}"))
     elif now is not None and now >= last_at:
-        closes.append((-1, now, "still leased"))
+        closes.append((None, now, "still leased"))
     silences = []
     for (opened, opened_at), (closed, closed_at, how) in zip(
         execution.renewals, closes, strict=False
     ):
-        evidence = [opened] if closed == -1 else [opened, closed]
+        evidence = [opened] if closed is None else [opened, closed]
         silences.append((closed_at - opened_at, evidence, how))
     return silences
 
