@@ -16,6 +16,7 @@ from cli.errors import CliError
 from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
+from ledger.runtime.config import PoolConfig
 from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool
@@ -126,6 +127,24 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
     help="Apply the handlers' definition options (max attempts, timeout, backoff) to job "
     "types already defined; without it a stored definition that differs is kept and logged.",
 )
+# --- the pool's reaper (issue 12) ------------------------------------------------------------
+@click.option(
+    "--reaper-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=PoolConfig.reaper_interval_s,
+    show_default=True,
+    metavar="SECONDS",
+    help="Between the pool's reaper passes (the first runs at start).",
+)
+@click.option(
+    "--reaper-retry-delay",
+    type=click.FloatRange(min=0, min_open=True),
+    default=PoolConfig.reaper_retry_delay_s,
+    show_default=True,
+    metavar="SECONDS",
+    help="Delay before a reaped job runs again; also how far a deferred reap pushes the lease.",
+)
+# --- end of the pool's reaper options ---------------------------------------------------------
 @json_option
 @click.pass_obj
 def worker(
@@ -141,6 +160,8 @@ def worker(
     burst: bool,
     follow_projections: bool,
     apply_definitions: bool,
+    reaper_interval: float,
+    reaper_retry_delay: float,
     as_json: bool,
 ) -> None:
     """Run workers for the handlers registered in MODULE:ATTR."""
@@ -164,6 +185,8 @@ def worker(
             poll_interval_s=poll,
             follow_projections=follow_projections,
             apply_definitions=apply_definitions,
+            reaper_interval_s=reaper_interval,
+            reaper_retry_delay_s=reaper_retry_delay,
         )
         in_queues = f" in queues {', '.join(queue_names)}" if queue_names else ""
         click.echo(

@@ -27,7 +27,7 @@ from ledger.api.enqueueing import enqueue_batch, sync_listing
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
 from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
-from ledger.api.reaping import DeferredJobs, reap
+from ledger.api.reaping import reap
 from ledger.api.worker_commands import WorkerCommands
 from ledger.clock import Clock
 from ledger.core import decide
@@ -222,20 +222,12 @@ class Ledger(WorkerCommands):
         return operator_writes.requeue(self.store, self.clock, job_id, reason)
 
     def reap(
-        self,
-        config: ReaperConfig | None = None,
-        *,
-        deferred: DeferredJobs | None = None,
-        now: datetime | None = None,
+        self, config: ReaperConfig | None = None, *, now: datetime | None = None
     ) -> ReapReport:
-        """One reaper pass: fail the expired leases (see :mod:`ledger.api.reaping`).
-
-        ``deferred`` is the memory of jobs earlier passes deferred (a reaper service keeps
-        one); without it the pass skips none and its deferrals are forgotten. ``now``: the
-        pass's time (the clock's by default).
-        """
-        memory = deferred if deferred is not None else DeferredJobs()
-        return reap(self.store, self.clock, config or ReaperConfig(), deferred=memory, now=now)
+        """One reaper pass: fail the expired leases, defer (as an event) those whose reap
+        fails (see :mod:`ledger.api.reaping`). ``now``: the pass's time (the clock's by
+        default)."""
+        return reap(self.store, self.clock, config or ReaperConfig(), now=now)
 
     def reap_expired(
         self,

@@ -7,18 +7,17 @@ of processes may reap at once without reaping a job twice — and fails each as 
 
 Each job is reaped in isolation: the batch is first tried in one savepoint (errors are rare),
 and if that fails, again one savepoint per job, so an error (a lock timeout, a constraint)
-rolls back that job alone, appends nothing for it, and is reported as a deferred error; the
-rest of the batch commits. A deferred job is left as it is — its history unchanged and so its
-view row unchanged — and is remembered in :class:`DeferredJobs`, which the next passes given
-the same memory skip until the retry delay has passed. (runledger pushes the lease out in the
-row instead; here no view row changes without an event explaining it.)
+rolls back that job's reap alone and the rest of the batch commits. The failed job is then
+*deferred*, as history: a ``job_reap_deferred`` event, appended in a savepoint of its own
+after the failed one, pushes its lease out by the retry delay and records the error. The
+deferral lives in the job's lease, so every reaper — another object, another process — skips
+the job until the pushed-out lease expires, and the next pass after that tries again
+(runledger pushes the lease out in the row; here the event explains the row's change).
 """
 
 from __future__ import annotations
 
-import threading
-from datetime import datetime, timedelta
-from uuid import UUID
+from datetime import datetime
 
 from ledger.clock import Clock
 from ledger.core.errors import LedgerError
@@ -27,6 +26,8 @@ from ledger.core.reaping import (
     PlannedReap,
     ReaperConfig,
     ReapReport,
+    decide_reap_deferral,
+    deferral_cause,
     deferred_error,
     plan_reaps,
     reap_report,
@@ -35,48 +36,18 @@ from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 
 
-class DeferredJobs:
-    """The jobs a reaper's earlier passes deferred, each until its retry delay has passed.
-
-    Thread-safe: a service's passes may run on different threads. Held by the service (one
-    memory per :class:`~ledger.maintenance.reaper.Reaper`), not by the ledger, so a one-off
-    pass (``jobledger reap``, :meth:`Ledger.reap_expired`) starts with none.
-    """
-
-    def __init__(self) -> None:
-        self._until: dict[UUID, datetime] = {}
-        self._lock = threading.Lock()
-
-    def active(self, now: datetime) -> list[UUID]:
-        """The jobs still deferred at ``now`` (forgetting those whose time has come)."""
-        with self._lock:
-            for job_id in [j for j, until in self._until.items() if until <= now]:
-                del self._until[job_id]
-            return list(self._until)
-
-    def defer(self, job_id: UUID, until: datetime) -> None:
-        with self._lock:
-            self._until[job_id] = until
-
-
 def reap(
-    store: Store,
-    clock: Clock,
-    config: ReaperConfig,
-    *,
-    deferred: DeferredJobs,
-    now: datetime | None = None,
+    store: Store, clock: Clock, config: ReaperConfig, *, now: datetime | None = None
 ) -> ReapReport:
     """One pass (see the module docstring). ``now``: the pass's time for every reading;
-    by default the clock is read for the deferral window, the expiry and (once the rows are
-    locked) the events' stamps."""
+    by default the clock is read for the expiry and (once the rows are locked) the events'
+    stamps."""
 
     def reading() -> datetime:
         return now if now is not None else clock.now()
 
     with store.unit_of_work() as uow:
-        skipped = deferred.active(reading())
-        expired = uow.expired_leases(reading(), config.limit, exclude=skipped)
+        expired = uow.expired_leases(reading(), config.limit)
         if not expired:
             return ReapReport(0, [], 0, [])
         uow.serialise_appends()
@@ -85,17 +56,14 @@ def reap(
         histories = uow.histories([state.job_id for state in expired])
         stamped = reading()
         planned = plan_reaps(expired, histories, stamped, retry_delay_s=config.retry_delay_s)
-        until = stamped + timedelta(seconds=config.retry_delay_s)
-        done, errors = _append_each_in_isolation(uow, planned, until)
-        for error in errors:
-            deferred.defer(error.job_id, error.deferred_until)
+        done, errors = _append_each_in_isolation(uow, planned, stamped, config.retry_delay_s)
     return reap_report(done, errors, error_sample=config.error_sample)
 
 
 def _append_each_in_isolation(
-    uow: UnitOfWork, planned: list[PlannedReap], deferred_until: datetime
+    uow: UnitOfWork, planned: list[PlannedReap], now: datetime, retry_delay_s: float
 ) -> tuple[list[PlannedReap], list[DeferredError]]:
-    """Append the planned reaps; those that fail are rolled back alone and reported."""
+    """Append the planned reaps; those that fail are rolled back alone and deferred."""
     try:
         # Errors are rare: try the whole batch in one savepoint first...
         with uow.savepoint():
@@ -111,7 +79,22 @@ def _append_each_in_isolation(
             with uow.savepoint():
                 uow.append([(item.state.job_id, item.events)])
         except LedgerError as error:
-            errors.append(deferred_error(item.state, error, deferred_until))
+            errors.append(_defer(uow, item, error, now, retry_delay_s))
             continue
         done.append(item)
     return done, errors
+
+
+def _defer(
+    uow: UnitOfWork, item: PlannedReap, error: LedgerError, now: datetime, retry_delay_s: float
+) -> DeferredError:
+    """Record the deferral of a job whose reap was rolled back, in its own savepoint. If even
+    that fails, the job is left expired (nothing appended) and the next pass retries it."""
+    cause = deferral_cause(error)
+    deferral = decide_reap_deferral(item.state, now, retry_delay_s=retry_delay_s, cause=cause)
+    try:
+        with uow.savepoint():
+            uow.append([(item.state.job_id, [deferral])])
+    except LedgerError:
+        return deferred_error(item.state, cause, None)
+    return deferred_error(item.state, cause, deferral.lease_expires_at)

@@ -14,7 +14,7 @@ comparison :mod:`ledger.core.replay_findings`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from uuid import UUID
 
@@ -127,15 +127,7 @@ def _diagnostics_findings(job_id: UUID, records: Sequence[Record]) -> list[Repla
     """A finding for each diagnostic that cannot be computed over the history."""
     last = records[-1].originator_version if records else 0
     found = []
-    checks: list[Callable[[Sequence[Record]], diagnostics.Finding]] = [
-        diagnostics.started_without_renewal_heartbeat,
-        diagnostics.recorded_started_without_renewal_heartbeat,
-        diagnostics.longest_heartbeat_gap,
-        diagnostics.leases_lost,
-        diagnostics.retries,
-        diagnostics.time_to_first_lease,
-    ]
-    for check in checks:
+    for check in diagnostics.FROM_HISTORY:
         try:
             check(records)
         except Exception as error:  # a diagnostic that breaks on a history is the finding

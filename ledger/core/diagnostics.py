@@ -8,9 +8,8 @@ check the reasoning in ``jobledger history``. The reaper records
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from itertools import pairwise
 
 import msgspec
 
@@ -23,6 +22,7 @@ from ledger.core.events import (
     JobFailed,
     JobHeartbeated,
     JobLeased,
+    JobReapDeferred,
     JobReleased,
     JobRetryScheduled,
     JobStageChanged,
@@ -112,46 +112,93 @@ def started_without_renewal_heartbeat(records: Sequence[Record]) -> Finding:
     )
 
 
+class _Execution(msgspec.Struct, frozen=True):
+    """One lease of the job: its ``job_leased``, its renewals, and how it ended."""
+
+    run_number: int
+    attempt: int
+    lease_s: float
+    renewals: list[tuple[int, datetime]]
+    """(stream version, time) of the claim and of each heartbeat, in order."""
+    ended: tuple[int, JobEvent] | None
+    """The event that ended it (failure, success, release, cancel); ``None``: still leased."""
+
+
+def _executions(events: list[tuple[int, JobEvent]]) -> list[_Execution]:
+    """Every lease in the history, oldest first (a released attempt's number comes back, so
+    executions are told apart by their ``job_leased``, not by their attempt)."""
+    found: list[_Execution] = []
+    for index, (version, event) in enumerate(events):
+        if not isinstance(event, JobLeased):
+            continue
+        renewals = [(version, event.at)]
+        ended = None
+        for later_version, later in events[index + 1 :]:
+            if isinstance(later, JobHeartbeated):
+                renewals.append((later_version, later.at))
+            elif isinstance(later, _ATTEMPT_ENDS):
+                ended = (later_version, later)
+                break
+        lease_s = _lease_length(event).total_seconds()
+        found.append(_Execution(event.run_number, event.attempt, lease_s, renewals, ended))
+    return found
+
+
+def _silences(
+    execution: _Execution, now: datetime | None
+) -> list[tuple[timedelta, list[int], str]]:
+    """The execution's silences: between renewals, then from the last renewal to the event
+    that ended it, or (still leased) to ``now``. Each with its evidence and how it closed."""
+    # (version of the closing event, or None for now; its time; how the silence closed)
+    closes: list[tuple[int | None, datetime, str]] = [
+        (version, at, "renewed") for version, at in execution.renewals[1:]
+    ]
+    last_at = execution.renewals[-1][1]
+    if execution.ended is not None:
+        version, event = execution.ended
+        if event.at >= last_at:
+            closes.append((version, event.at, f"ended by {event.name}"))
+    elif now is not None and now >= last_at:
+        closes.append((None, now, "still leased"))
+    silences = []
+    for (opened, opened_at), (closed, closed_at, how) in zip(
+        execution.renewals, closes, strict=False
+    ):
+        evidence = [opened] if closed is None else [opened, closed]
+        silences.append((closed_at - opened_at, evidence, how))
+    return silences
+
+
 def longest_heartbeat_gap(records: Sequence[Record], now: datetime | None = None) -> Finding:
-    """The current attempt's longest silence between lease renewals (the claim counts as the
-    first), against its lease length; with ``now``, the silence since the last one too."""
+    """The longest silence between lease renewals in any execution of the job, against that
+    execution's lease length.
+
+    Every lease counts, not only the current attempt's: a hung execution that a restarted
+    pool's boot reap released (its attempt number comes back) or that the reaper failed is the
+    silence an operator is looking for, even once a quick rerun has succeeded. The claim is
+    the first renewal; the silence up to the event that ended an execution counts, and so,
+    with ``now``, does a live execution's silence up to ``now``. Of equal gaps, the latest.
+    """
     name = "longest_heartbeat_gap_s"
-    events = _job_events(records)
-    state = fold(event for _, event in events)
-    if state is None or state.attempt == 0:
+    executions = _executions(_job_events(records))
+    if not executions:
         return Finding(name, None, "the job was never leased", [])
-    current = _attempt_events(events, state.run_number, state.attempt)
-    beats = [(v, e) for v, e in current if isinstance(e, JobLeased | JobHeartbeated)]
-    if not beats:
-        return Finding(name, None, "the attempt has no lease events", [])
-    lease_length = _lease_length(beats[0][1])
-    times = [event.at for _, event in beats]
-    versions = [version for version, _ in beats]
-    ended = next(
-        (
-            (version, event)
-            for version, event in current
-            if isinstance(event, _ATTEMPT_ENDS) and event.at >= times[-1]
-        ),
-        None,
-    )
-    if ended is not None:
-        # The silence that ended the attempt counts too: for a reaped lease it is the point.
-        times.append(ended[1].at)
-        versions.append(ended[0])
-    elif now is not None and state.lease is not None:
-        times.append(now)
-    gaps = [(later - earlier, i) for i, (earlier, later) in enumerate(pairwise(times))]
-    if not gaps:
-        return Finding(name, 0.0, "only the claim so far; no gap to measure", [beats[0][0]])
-    gap, index = max(gaps)
-    evidence = versions[index : index + 2]
-    ratio = gap / lease_length if lease_length else 0.0
+    longest: tuple[timedelta, list[int], str, _Execution] | None = None
+    for execution in executions:
+        for gap, evidence, how in _silences(execution, now):
+            if longest is None or gap >= longest[0]:
+                longest = (gap, evidence, how, execution)
+    if longest is None:
+        first = executions[0].renewals[0][0]
+        return Finding(name, 0.0, "only the claim so far; no gap to measure", [first])
+    gap, evidence, how, execution = longest
+    ratio = gap.total_seconds() / execution.lease_s if execution.lease_s else 0.0
     return Finding(
         name,
         gap.total_seconds(),
         f"longest silence {gap.total_seconds():g}s = {ratio:.2f} of the "
-        f"{lease_length.total_seconds():g}s lease",
+        f"{execution.lease_s:g}s lease (run {execution.run_number} attempt "
+        f"{execution.attempt}, {how})",
         evidence,
     )
 
@@ -188,6 +235,30 @@ def leases_lost(records: Sequence[Record]) -> Finding:
     )
 
 
+def reap_deferrals(records: Sequence[Record]) -> Finding:
+    """How many times a reaper could not reap this job's expired lease and pushed it out
+    instead (``job_reap_deferred``), and the latest error that stopped it."""
+    deferred = [
+        (version, event)
+        for version, event in _job_events(records)
+        if isinstance(event, JobReapDeferred)
+    ]
+    if not deferred:
+        return Finding("reap_deferrals", 0, "no reap of this job was deferred", [])
+    latest = deferred[-1][1]
+    assert isinstance(latest, JobReapDeferred)
+    cause = latest.cause
+    sqlstate = f", sqlstate {cause.sqlstate}" if cause.sqlstate else ""
+    first_line = cause.message.splitlines()[0] if cause.message else ""
+    return Finding(
+        "reap_deferrals",
+        len(deferred),
+        f"{len(deferred)} reap(s) deferred, the lease pushed out each time; the latest by "
+        f"{cause.code}{sqlstate}: {first_line}",
+        [version for version, _ in deferred],
+    )
+
+
 def retries(records: Sequence[Record]) -> Finding:
     """How many retries were scheduled and how long they were set to wait in total."""
     scheduled = [
@@ -221,15 +292,24 @@ def time_to_first_lease(records: Sequence[Record]) -> Finding:
     )
 
 
+FROM_HISTORY: tuple[Callable[[Sequence[Record]], Finding], ...] = (
+    started_without_renewal_heartbeat,
+    recorded_started_without_renewal_heartbeat,
+    longest_heartbeat_gap,
+    leases_lost,
+    reap_deferrals,
+    retries,
+    time_to_first_lease,
+)
+"""Every diagnostic, in report order (``longest_heartbeat_gap`` also takes ``now``): what
+:func:`diagnose` reports and what decision replay checks can be computed over a history."""
+
+
 def diagnose(records: Sequence[Record], now: datetime | None = None) -> list[Finding]:
-    """Every diagnostic of one job's history."""
+    """Every diagnostic of one job's history; ``now`` measures a live lease's silence."""
     return [
-        started_without_renewal_heartbeat(records),
-        recorded_started_without_renewal_heartbeat(records),
-        longest_heartbeat_gap(records, now),
-        leases_lost(records),
-        retries(records),
-        time_to_first_lease(records),
+        longest_heartbeat_gap(records, now) if check is longest_heartbeat_gap else check(records)
+        for check in FROM_HISTORY
     ]
 
 

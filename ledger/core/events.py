@@ -86,6 +86,16 @@ class Failure(_Value, frozen=True):
     message: str
 
 
+class DeferralCause(_Value, frozen=True):
+    """Why the reaper could not reap a job: the error its rolled-back writes raised."""
+
+    code: str
+    """The ledger error's stable code (``store.busy`` for a lock timeout)."""
+    message: str
+    sqlstate: str | None = None
+    """The database's error code, where it gave one (PostgreSQL ``55P03``, SQLite's name)."""
+
+
 class BackoffPolicy(_Value, frozen=True):
     """Exponential backoff: ``min(base_s * 2**(attempt-1), max_s)`` times ``1 ± jitter``."""
 
@@ -280,6 +290,25 @@ class JobDeadLettered(JobEvent, frozen=True):
     started_without_renewal_heartbeat: bool | None = None
 
 
+class JobReapDeferred(JobEvent, frozen=True):
+    """The reaper failed to reap an expired lease and pushes it out instead: leased -> leased.
+
+    Its writes for the job (``job_failed`` and the outcome) raised ``cause`` and were rolled
+    back alone; this event, appended in its own savepoint after them, sets
+    ``lease_expires_at = at + delay_s`` (the reaper's retry delay), so every reaper — in any
+    process — skips the job until then and tries again after. Not a heartbeat: the lease
+    holder did not renew anything (``last_heartbeat_at`` is kept); its fenced writes are
+    accepted again meanwhile, since the job was never taken from it."""
+
+    name = "job_reap_deferred"
+    run_number: int
+    attempt: int
+    worker_id: str
+    delay_s: float
+    lease_expires_at: datetime
+    cause: DeferralCause
+
+
 class JobReleased(JobEvent, frozen=True):
     """The worker hands the job back unfinished: leased -> pending; the attempt is not consumed."""
 
@@ -320,5 +349,6 @@ JOB_EVENTS: tuple[type[JobEvent], ...] = (
     JobReleased,
     JobCancelled,
     JobRequeued,
+    JobReapDeferred,
 )
 ALL_EVENTS: tuple[type[Event], ...] = DEFINITION_EVENTS + JOB_EVENTS

@@ -1,7 +1,9 @@
 """The reaper's pure half: its configuration, the per-job decision and the pass report.
 
 A reaper pass fails every expired lease it takes as ``lease_expired`` (``job.lease_expired``):
-retried after a fixed delay, or dead-lettered when its attempts are used up.
+retried after a fixed delay, or dead-lettered when its attempts are used up. A job whose reap
+fails is deferred: :func:`decide_reap_deferral` pushes its lease out by the same delay, as a
+``job_reap_deferred`` event, so every reaper skips it until then.
 ``started_without_renewal_heartbeat`` is derived from the job's history
 (:func:`ledger.core.diagnostics.started_without_renewal_heartbeat`) and recorded in the events.
 The transaction that takes the leases and appends these events is
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Literal
 from uuid import UUID
 
@@ -22,13 +24,15 @@ import msgspec
 from ledger.core import decide
 from ledger.core.codec import Record
 from ledger.core.diagnostics import started_without_renewal_heartbeat
-from ledger.core.errors import LedgerError
+from ledger.core.errors import InvalidTransitionError, LedgerError
 from ledger.core.events import (
     JSON,
+    DeferralCause,
     Failure,
     JobDeadLettered,
     JobEvent,
     JobFailed,
+    JobReapDeferred,
     JobRetryScheduled,
 )
 from ledger.core.state import JobState
@@ -41,7 +45,8 @@ class ReaperConfig:
     limit: int = 500
     """Expired leases taken per pass."""
     retry_delay_s: float = 60.0
-    """Fixed delay before a reaped job runs again (also how long a deferred job is skipped)."""
+    """Fixed delay before a reaped job runs again; also how far a deferred job's lease is
+    pushed out (every reaper skips it that long)."""
     lock_timeout_s: float | None = None
     """How long one job's writes may wait for a lock (PostgreSQL) before it is deferred."""
     error_sample: int = 20
@@ -78,7 +83,7 @@ class ReapedLease(msgspec.Struct, frozen=True):
 
 
 class DeferredError(msgspec.Struct, frozen=True):
-    """A job the pass could not reap; nothing was appended for it."""
+    """A job the pass could not reap: its reap was rolled back, and its lease pushed out."""
 
     job_id: UUID
     run_number: int
@@ -86,7 +91,9 @@ class DeferredError(msgspec.Struct, frozen=True):
     code: str
     message: str
     sqlstate: str | None
-    deferred_until: datetime
+    deferred_until: datetime | None
+    """The pushed-out lease's end (the ``job_reap_deferred`` event's); ``None`` when that
+    event could not be appended either: the job stays expired and the next pass retries it."""
 
 
 class ReapReport(msgspec.Struct):
@@ -151,15 +158,42 @@ def reaped_lease(planned: PlannedReap) -> ReapedLease:
     )
 
 
-def deferred_error(state: JobState, error: LedgerError, until: datetime) -> DeferredError:
-    """What the report says of a job whose reap failed and was rolled back."""
+def deferral_cause(error: LedgerError) -> DeferralCause:
+    """The error a failed reap raised, as the deferral event records it."""
+    return DeferralCause(code=error.code, message=error.message, sqlstate=error.sqlstate)
+
+
+def decide_reap_deferral(
+    state: JobState, now: datetime, *, retry_delay_s: float, cause: DeferralCause
+) -> JobReapDeferred:
+    """Defer the reap of an expired lease: push it out to ``now + retry_delay_s``.
+
+    Only an expired lease is deferred (the pass took the job because it was), and the lease
+    stays its holder's: same run, attempt and worker."""
+    if not decide.lease_is_expired(state, now):
+        raise InvalidTransitionError(f"the lease on job {state.job_id} has not expired")
+    assert state.worker_id is not None
+    return JobReapDeferred(
+        at=now,
+        run_number=state.run_number,
+        attempt=state.attempt,
+        worker_id=state.worker_id,
+        delay_s=retry_delay_s,
+        lease_expires_at=now + timedelta(seconds=retry_delay_s),
+        cause=cause,
+    )
+
+
+def deferred_error(state: JobState, cause: DeferralCause, until: datetime | None) -> DeferredError:
+    """What the report says of a job whose reap failed and was rolled back (``until``: the
+    deferral's pushed-out lease, ``None`` if the deferral was not recorded)."""
     return DeferredError(
         job_id=state.job_id,
         run_number=state.run_number,
         attempt=state.attempt,
-        code=error.code,
-        message=error.message,
-        sqlstate=error.sqlstate,
+        code=cause.code,
+        message=cause.message,
+        sqlstate=cause.sqlstate,
         deferred_until=until,
     )
 

@@ -5,8 +5,9 @@ raise a :class:`~ledger.core.replay_findings.MismatchError` where the result dif
 The two inputs a history does not record are bounded instead: a worker failure's jitter draw
 (the recorded retry delay must lie within the policy's bounds for that attempt, or end exactly
 at the failure's recorded ``not_before``, ``job_retry_scheduled`` v2), and the lengths of leases
-and the reaper's fixed delay (read back from the event itself). Apart from the walk
-(:mod:`ledger.core.decision_replay`) so each command's rule reads on its own. Pure.
+and the reaper's fixed delay (read back from the event itself, as is a reap deferral's).
+Apart from the walk (:mod:`ledger.core.decision_replay`) so each command's rule reads on its
+own. Pure.
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ from ledger.core.events import (
     JobHeartbeated,
     JobLeased,
     JobProgressed,
+    JobReapDeferred,
     JobReleased,
     JobRequeued,
     JobRetryScheduled,
     JobStageChanged,
     JobSucceeded,
 )
+from ledger.core.reaping import decide_reap_deferral
 from ledger.core.replay_findings import MismatchError, compare, describe, describe_value
 from ledger.core.requests import normalise_request
 from ledger.core.state import JobState, Lease
@@ -277,6 +280,37 @@ def _check_reap(
     compare(expected, [failed, outcome])
 
 
+def _check_reap_deferral(state: JobState, event: JobReapDeferred) -> None:
+    """A deferral defers an expired lease only, and pushes it out by exactly its recorded
+    delay (the reaper's retry delay, read back from the event as for a reap's retry)."""
+    if not decide.lease_is_expired(state, event.at):
+        expires = state.lease_expires_at.isoformat() if state.lease_expires_at else "never"
+        raise MismatchError(
+            "reap.lease_live",
+            f"no deferral: the lease runs until {expires}, not strictly before {event.at}",
+            describe(event, ["worker_id", "lease_expires_at"]),
+        )
+    pushed = ["delay_s", "lease_expires_at"]
+    if not math.isfinite(event.delay_s) or event.delay_s < 0:
+        raise MismatchError(
+            "reap.deferral_delay", "delay_s finite and >= 0", describe(event, pushed)
+        )
+    if event.lease_expires_at != event.at + timedelta(seconds=event.delay_s):
+        raise MismatchError(
+            "reap.deferral_lease_push",
+            f"lease_expires_at={(event.at + timedelta(seconds=event.delay_s)).isoformat()} "
+            "(at + delay_s)",
+            describe(event, pushed),
+        )
+    expected = _decided(
+        lambda: decide_reap_deferral(
+            state, event.at, retry_delay_s=event.delay_s, cause=event.cause
+        ),
+        [event],
+    )
+    compare(expected, [event])
+
+
 # --- commands that record one event ---------------------------------------------------------
 
 
@@ -332,6 +366,9 @@ def _check_single(state: JobState, event: JobEvent) -> None:
         )
     elif isinstance(event, JobReleased):
         _check_release(state, event)
+        return
+    elif isinstance(event, JobReapDeferred):
+        _check_reap_deferral(state, event)
         return
     elif isinstance(event, JobCancelled):
         decision = lambda: decide.decide_cancel(state, at, event.reason)  # noqa: E731

@@ -30,6 +30,7 @@ from ledger.core.events import (
     JobHeartbeated,
     JobLeased,
     JobProgressed,
+    JobReapDeferred,
     JobReleased,
     JobRequeued,
     JobRetryScheduled,
@@ -186,6 +187,11 @@ def evolve(state: JobState | None, event: JobEvent) -> JobState:
             updated_at=at,
             version=version,
         )
+    if isinstance(event, JobReapDeferred):
+        # Not a heartbeat: only the lease's end moves (last_heartbeat_at is kept).
+        s = _require(state, event, JobStatus.LEASED)
+        _require_execution(s, event, event.run_number, event.attempt)
+        return replace(s, lease_expires_at=event.lease_expires_at, updated_at=at, version=version)
     if isinstance(event, JobStageChanged):
         s = _require(state, event, JobStatus.LEASED)
         _require_execution(s, event, event.run_number, event.attempt)

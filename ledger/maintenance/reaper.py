@@ -6,10 +6,10 @@ delay, or dead-lettered), with diagnostics derived from its history; any number 
 may reap at once (``SKIP LOCKED``). The transaction is :mod:`ledger.api.reaping`, the pure
 decision and report types :mod:`ledger.core.reaping`.
 
-The service adds what outlives one pass: its frozen :class:`ReaperConfig`, and the memory of
-the jobs its passes deferred (a job whose reap failed is skipped by this reaper until the retry
-delay has passed). :class:`~ledger.maintenance.runner.ServiceRunner` runs it on
-``config.interval_s``.
+The service adds what outlives one pass: its frozen :class:`ReaperConfig` and its loop
+(:class:`~ledger.maintenance.runner.ServiceRunner` runs it on ``config.interval_s``). It keeps
+no memory of its own: a job whose reap failed is deferred by a ``job_reap_deferred`` event that
+pushes its lease out, which every reaper in every process sees.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import logging
 from datetime import datetime
 
 from ledger.api.ledger import Ledger
-from ledger.api.reaping import DeferredJobs
 from ledger.core.reaping import DeferredError, ReapedLease, ReaperConfig, ReapReport
 from ledger.maintenance.runner import ServiceRunner
 
@@ -42,22 +41,28 @@ class Reaper:
     def __init__(self, ledger: Ledger, config: ReaperConfig | None = None) -> None:
         self._ledger = ledger
         self.config = config or ReaperConfig()
-        self._deferred = DeferredJobs()
 
     @property
     def interval_s(self) -> float:
         return self.config.interval_s
 
     def run_once(self, now: datetime | None = None) -> ReapReport:
-        """One pass at ``now`` (the ledger's clock by default), skipping the jobs this
-        reaper's earlier passes deferred until their retry delay has passed."""
-        report = self._ledger.reap(self.config, deferred=self._deferred, now=now)
+        """One pass at ``now`` (the ledger's clock by default)."""
+        report = self._ledger.reap(self.config, now=now)
         if report.processed or report.deferred_error_count:
             log.info(
                 "reaped %d expired leases (%d dead-lettered), %d deferred",
                 report.processed,
                 len(report.dead_lettered),
                 report.deferred_error_count,
+            )
+        for error in report.deferred_errors:
+            log.warning(
+                "reap of job %s deferred until %s: %s (sqlstate %s)",
+                error.job_id,
+                error.deferred_until.isoformat() if error.deferred_until else "the next pass",
+                error.code,
+                error.sqlstate,
             )
         return report
 

@@ -134,16 +134,11 @@ class UnitOfWork(ABC):
             query += "_queues"
         return self._remember(self._fetch_jobs(query, params))
 
-    def expired_leases(
-        self, now: datetime, limit: int, exclude: Sequence[UUID] = ()
-    ) -> list[JobState]:
+    def expired_leases(self, now: datetime, limit: int) -> list[JobState]:
         """Leased jobs whose lease ended strictly before ``now``, oldest first, locked
-        (rows locked by another transaction skipped), leaving out ``exclude``."""
-        params = {
-            "now": to_us(now),
-            "limit": limit,
-            "exclude": self._ids.keys(exclude),
-        }
+        (rows locked by another transaction skipped). A deferred reap pushed its job's lease
+        out (``job_reap_deferred``), so it is left out until that lease ends."""
+        params = {"now": to_us(now), "limit": limit}
         return self._remember(self._fetch_jobs("queue_expired_leases", params))
 
     def histories(self, originator_ids: Sequence[UUID]) -> dict[UUID, list[Record]]:

@@ -6,7 +6,8 @@ job type and org are the job's own (from its ``job_enqueued`` event), never gues
 caller passes the job's enqueue request, known from its fold, its cache or ``jl_queue``.
 
 ``code`` is the failure code of the events that carry a :class:`~ledger.core.events.Failure`
-(``job_failed``, ``job_dead_lettered``) and ``NULL`` on every other row. ``job_retry_scheduled``
+(``job_failed``, ``job_dead_lettered``), the error code of a ``job_reap_deferred`` (what made
+the reap fail, e.g. ``store.busy``), and ``NULL`` on every other row. ``job_retry_scheduled``
 carries none: the retry's code is that of the ``job_failed`` just before it in the same job
 (recorded in the same commit), which is how audit queries match retries by code
 (:mod:`ledger.store.audit_reads`), so the rule needs no state beyond the event.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from ledger.core.events import Failure, JobEvent
+from ledger.core.events import Failure, JobEvent, JobReapDeferred
 from ledger.core.times import to_us
 from projections.rules.view import ALL_JOB_EVENTS, Projection
 
@@ -52,7 +53,6 @@ def audit_row(
 ) -> dict[str, Any]:
     """The audit row of one job event (``None`` where the event has no worker/run/attempt, or
     no failure code)."""
-    failure = getattr(event, "failure", None)
     return {
         "position": position,
         "job_id": job_id,
@@ -63,5 +63,13 @@ def audit_row(
         "run_number": getattr(event, "run_number", None),
         "attempt": getattr(event, "attempt", None),
         "at": to_us(event.at),
-        "code": failure.code if isinstance(failure, Failure) else None,
+        "code": _code(event),
     }
+
+
+def _code(event: JobEvent) -> str | None:
+    """The code an audit query matches on: a failure's, or a deferred reap's error's."""
+    if isinstance(event, JobReapDeferred):
+        return event.cause.code
+    failure = getattr(event, "failure", None)
+    return failure.code if isinstance(failure, Failure) else None

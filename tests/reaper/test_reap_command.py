@@ -9,7 +9,6 @@ from datetime import timedelta
 from reaper_helpers import plant_conflicting_dead_letter
 
 from ledger import FakeClock, JobStatus, Ledger
-from ledger.api.reaping import DeferredJobs
 from ledger.core.events import JobFailed
 from ledger.maintenance.reaper import Reaper, ReaperConfig
 from ledger.maintenance.runner import ServiceRunner
@@ -33,28 +32,35 @@ def test_reap_at_an_explicit_now_selects_and_stamps_with_it(
     assert [event.at for event in failed] == [later]
 
 
-def test_a_pass_given_a_memory_records_its_deferrals_and_skips_them_next_time(
+def test_a_deferral_pushes_the_lease_out_for_every_later_pass(
     ledger: Ledger, clock: FakeClock
 ) -> None:
-    """The deferred job enters the memory until now + retry delay; a pass without the
-    memory tries it again, a pass with it leaves it alone."""
+    """A failed reap appends job_reap_deferred with the lease pushed to now + retry delay;
+    later passes (any reaper: the deferral is in the job's lease) skip the job until that
+    lease expires, then try it again and defer it again while the conflict lasts."""
     ledger.define("t", max_attempts=1)
     broken = ledger.enqueue("t", {"n": 1})
     assert broken is not None
     ledger.claim("w", lease_s=1)
     clock.advance(5)
     plant_conflicting_dead_letter(ledger, broken)
-    memory = DeferredJobs()
     config = ReaperConfig(retry_delay_s=60)
 
-    first = ledger.reap(config, deferred=memory)
+    first = ledger.reap(config)
 
-    assert [e.job_id for e in first.deferred_errors] == [broken]
-    assert memory.active(clock.now()) == [broken]
-    assert ledger.reap(config, deferred=memory).deferred_error_count == 0, "skipped"
-    assert ledger.reap(config).deferred_error_count == 1, "no memory: tried again"
-    clock.advance(60)
-    assert memory.active(clock.now()) == []
+    [error] = first.deferred_errors
+    assert error.job_id == broken and error.deferred_until == clock.now() + timedelta(seconds=60)
+    state = ledger.get(broken)
+    assert state is not None and state.lease_expires_at == error.deferred_until
+    assert state.last_heartbeat_at == state.enqueued_at, "a deferral is not a heartbeat"
+    assert ledger.reap(config).deferred_error_count == 0, "skipped: the lease runs"
+    clock.advance(60.001)
+    again = ledger.reap(config)
+    assert [e.job_id for e in again.deferred_errors] == [broken], "tried again, deferred again"
+    names = [type(r.event).name for r in ledger.history(broken)]
+    assert names == ["job_enqueued", "job_leased", "job_reap_deferred", "job_reap_deferred"]
+    assert ledger.projections().verify(["queue"]).clean  # the planted dead letter is drift
+    assert ledger.replay_check(broken).findings == []
 
 
 def test_reap_expired_returns_the_reaped_jobs_new_states(defined: Ledger, clock: FakeClock) -> None:

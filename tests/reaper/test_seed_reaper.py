@@ -14,8 +14,19 @@ import psycopg
 from reaper_helpers import plant_conflicting_dead_letter
 
 from ledger import FakeClock, JobStatus, Ledger
-from ledger.core.events import JobDeadLettered, JobEnqueued, JobFailed, JobLeased, JobRetryScheduled
+from ledger.core.events import (
+    DeferralCause,
+    JobDeadLettered,
+    JobEnqueued,
+    JobFailed,
+    JobLeased,
+    JobReapDeferred,
+    JobRetryScheduled,
+)
 from ledger.maintenance.reaper import Reaper, ReaperConfig
+
+LOCK_TIMEOUT_MESSAGE = "canceling statement due to lock timeout"
+"""PostgreSQL's message for SQLSTATE 55P03 (lock_not_available) after ``lock_timeout``."""
 
 
 def event_types(ledger: Ledger, job_id: object) -> list[type[object]]:
@@ -109,8 +120,11 @@ def test_seed_expired_lease_reaper_reports_deferred_row_error_and_continues_batc
 ) -> None:
     """One job's reap needs a lock another transaction holds (dead-lettering writes the
     dead-letter view, locked by a maintenance transaction): with a short lock timeout it is
-    deferred with SQLSTATE 55P03, its history untouched; the healthy job is reaped."""
-    with Ledger.open(pg_url, clock=clock) as ledger:
+    deferred with SQLSTATE 55P03 and its message, as a job_reap_deferred event that pushes
+    its lease out by the retry delay; the healthy job is reaped. A second reaper in another
+    ledger (another process, as far as the database can tell) skips the deferred job until
+    the pushed-out lease expires, then reaps it."""
+    with Ledger.open(pg_url, clock=clock) as ledger, Ledger.open(pg_url, clock=clock) as other:
         ledger.define("reaper.deferred", max_attempts=1)
         ledger.define("reaper.healthy", max_attempts=3)
         failed_id = ledger.enqueue("reaper.deferred", {"case": "row-error"})
@@ -141,18 +155,35 @@ def test_seed_expired_lease_reaper_reports_deferred_row_error_and_continues_batc
         )
         assert deferred.code == "store.busy"
         assert deferred.sqlstate == "55P03"
-        assert deferred.deferred_until == clock.now() + timedelta(seconds=60)
+        # The store names the database, then PostgreSQL's own words (and the statement).
+        assert deferred.message.splitlines()[0].endswith(f": {LOCK_TIMEOUT_MESSAGE}")
+        pushed_to = clock.now() + timedelta(seconds=60)
+        assert deferred.deferred_until == pushed_to
 
-        deferred_job = ledger.get(failed_id)  # type: ignore[arg-type]
+        # The deferral is history: an event with the error, and the lease pushed out.
+        assert event_types(ledger, failed_id) == [JobEnqueued, JobLeased, JobReapDeferred]
+        deferral = ledger.history(failed_id)[-1].event  # type: ignore[arg-type]
+        assert isinstance(deferral, JobReapDeferred)
+        assert deferral.cause == DeferralCause(
+            code="store.busy", message=deferred.message, sqlstate="55P03"
+        )
+        assert (deferral.worker_id, deferral.delay_s) == (failed_claim.worker_id, 60.0)
+        assert deferral.lease_expires_at == pushed_to
+        deferred_job = other.get(failed_id)  # type: ignore[arg-type]
         assert deferred_job is not None and deferred_job.status is JobStatus.LEASED
         assert deferred_job.attempt == failed_claim.attempt
         assert deferred_job.worker_id == failed_claim.worker_id
-        assert event_types(ledger, failed_id) == [JobEnqueued, JobLeased]
-        # Pushed out of the immediate expired-lease window: this reaper skips it for now...
-        assert reaper.run_once().processed == 0
-        # ...and reaps it once the retry delay has passed.
+        assert deferred_job.lease_expires_at == pushed_to
+
+        # Every reaper sees it: a new Reaper over another ledger skips the job until the
+        # pushed-out lease has expired (a lease ending exactly now is live)...
+        second = Reaper(other, ReaperConfig(limit=2, retry_delay_s=60))
+        assert second.run_once().processed == 0
         clock.advance(60)
-        assert [d.job_id for d in reaper.run_once().dead_lettered] == [failed_id]
+        assert second.run_once().processed == 0
+        # ...and reaps it once it has.
+        clock.advance(0.001)
+        assert [d.job_id for d in second.run_once().dead_lettered] == [failed_id]
 
         healthy = ledger.get(healthy_id)  # type: ignore[arg-type]
         assert healthy is not None and healthy.status is JobStatus.PENDING
@@ -164,6 +195,8 @@ def test_seed_expired_lease_reaper_reports_deferred_row_error_and_continues_batc
             JobFailed,
             JobRetryScheduled,
         ]
+        assert ledger.projections().verify().clean
+        assert [f for j in (failed_id, healthy_id) for f in ledger.replay_check(j).findings] == []
 
 
 def test_a_constraint_error_defers_only_its_job(ledger: Ledger, clock: FakeClock) -> None:
@@ -181,7 +214,8 @@ def test_a_constraint_error_defers_only_its_job(ledger: Ledger, clock: FakeClock
     [deferred] = report.deferred_errors
     assert deferred.job_id == broken and deferred.code == "store.concurrency_conflict"
     assert deferred.sqlstate in ("23505", "SQLITE_CONSTRAINT_PRIMARYKEY")
-    assert event_types(ledger, broken) == [JobEnqueued, JobLeased]
+    assert "jl_dead_letters" in deferred.message
+    assert event_types(ledger, broken) == [JobEnqueued, JobLeased, JobReapDeferred]
 
 
 def test_two_reapers_racing_reap_each_job_exactly_once(pg_url: str, clock: FakeClock) -> None:

@@ -18,14 +18,17 @@ from ledger.core.diagnostics import started_without_renewal_heartbeat
 from ledger.core.errors import LedgerError
 from ledger.core.events import (
     BackoffPolicy,
+    DeferralCause,
     EnqueueRequest,
     Failure,
     FailureKind,
     JobDefinition,
     JobEvent,
     JobFailed,
+    JobReapDeferred,
     JobRetryScheduled,
 )
+from ledger.core.reaping import decide_reap_deferral
 from ledger.core.requests import normalise_request
 from ledger.core.state import JobState, Lease, evolve
 
@@ -43,7 +46,7 @@ STAGES = ["running", "fetching", "claimed"]
 NAMES = [
     *["claim"] * 4,
     *["heartbeat", "progress", "fail"] * 3,
-    *["succeed", "release", "stale", "reap", "cancel"],
+    *["succeed", "release", "stale", "reap", "defer", "cancel"],
     *["requeue"] * 2,
 ]
 COMMANDS = st.lists(
@@ -85,6 +88,19 @@ def _decide(name: str, state: JobState, now: datetime, draw: float, n: int) -> l
     raise AssertionError(name)
 
 
+def _reap_or_defer(
+    name: str, state: JobState, records: list[Record], now: datetime, n: int
+) -> list[JobEvent]:
+    """A reaper pass over an expired lease: its reap, or (its reap failed) its deferral."""
+    if name == "defer":
+        cause = DeferralCause(code="store.busy", message="lock timeout", sqlstate="55P03")
+        return [decide_reap_deferral(state, now, retry_delay_s=n / 3, cause=cause)]
+    flag = bool(started_without_renewal_heartbeat(records).value)
+    return decide.decide_reap(
+        state, now, retry_delay_s=float(n), started_without_renewal_heartbeat=flag
+    )
+
+
 def build(commands: list[tuple[str, float, int]]) -> list[Record]:
     """The history the current code records for ``commands`` (refused ones record nothing)."""
     request = normalise_request(EnqueueRequest(job_type="p", payload={"i": 1}))
@@ -95,14 +111,11 @@ def build(commands: list[tuple[str, float, int]]) -> list[Record]:
     for name, draw, n in commands:
         now += timedelta(seconds=n / 4)
         try:
-            if name == "reap":
+            if name in ("reap", "defer"):
                 if state.lease_expires_at is None:
                     continue
                 now = max(now, state.lease_expires_at + timedelta(microseconds=1))
-                flag = bool(started_without_renewal_heartbeat(records).value)
-                events = decide.decide_reap(
-                    state, now, retry_delay_s=float(n), started_without_renewal_heartbeat=flag
-                )
+                events = _reap_or_defer(name, state, records, now, n)
             else:
                 events = _decide(name, state, now, draw, n)
         except LedgerError:
@@ -152,3 +165,51 @@ def test_a_retry_hastened_below_the_policy_is_found_at_its_version(
         "job_retry_scheduled",
         "backoff.out_of_bounds",
     )
+
+
+def _deferred_history() -> tuple[list[Record], int]:
+    """Claimed for 5 s, deferred at 6 s by 60 s, then reaped once that lease expired; and
+    the index of the deferral."""
+    records = build([("claim", 0.5, 0), ("defer", 0.5, 180), ("reap", 0.5, 4)])
+    names = [r.event.name for r in records]
+    assert names == [
+        "job_enqueued", "job_leased", "job_reap_deferred", "job_failed", "job_retry_scheduled",
+    ]  # fmt: skip
+    return records, 2
+
+
+def test_a_correct_deferral_replays_clean() -> None:
+    """A deferral of an expired lease pushed out by exactly its delay, then the reap after
+    it: no finding."""
+    records, _ = _deferred_history()
+    assert check_history(records, DEFINITIONS).findings == []
+
+
+def test_a_wrong_lease_push_is_found_at_the_deferral() -> None:
+    """A deferral whose lease_expires_at is not at + delay_s: reap.deferral_lease_push there."""
+    records, index = _deferred_history()
+    deferral = records[index].event
+    assert isinstance(deferral, JobReapDeferred)
+    pushed = replace(deferral, lease_expires_at=deferral.lease_expires_at + timedelta(hours=1))
+    altered = [*records[:index], records[index]._replace(event=pushed)]
+    [finding] = check_history(altered, DEFINITIONS).findings
+    assert (finding.version, finding.topic, finding.rule) == (
+        index + 1,
+        "job_reap_deferred",
+        "reap.deferral_lease_push",
+    )
+    assert "delay_s=60" in finding.recorded
+
+
+def test_a_deferral_of_a_live_lease_is_found() -> None:
+    """A deferral stamped before the lease ended (nothing to defer): reap.lease_live."""
+    records, index = _deferred_history()
+    deferral = records[index].event
+    assert isinstance(deferral, JobReapDeferred)
+    early_at = records[1].event.at + timedelta(seconds=1)
+    early = replace(
+        deferral, at=early_at, lease_expires_at=early_at + timedelta(seconds=deferral.delay_s)
+    )
+    altered = [*records[:index], records[index]._replace(event=early)]
+    [finding] = check_history(altered, DEFINITIONS).findings
+    assert (finding.version, finding.rule) == (index + 1, "reap.lease_live")

@@ -11,6 +11,7 @@ from ledger.core.diagnostics import (
     diagnose,
     leases_lost,
     longest_heartbeat_gap,
+    reap_deferrals,
     recorded_started_without_renewal_heartbeat,
     retries,
     started_without_renewal_heartbeat,
@@ -18,12 +19,14 @@ from ledger.core.diagnostics import (
 )
 from ledger.core.events import (
     BackoffPolicy,
+    DeferralCause,
     EnqueueRequest,
     Failure,
     FailureKind,
     JobDefinition,
     JobEvent,
 )
+from ledger.core.reaping import decide_reap_deferral
 from ledger.core.state import JobState, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -38,7 +41,8 @@ class History:
         self.state: JobState = evolve(None, event)
         self.events: list[JobEvent] = [event]
 
-    def _add(self, *events: JobEvent) -> None:
+    def record(self, *events: JobEvent) -> None:
+        """Append events decided by the caller."""
         for event in events:
             self.state = evolve(self.state, event)
             self.events.append(event)
@@ -47,25 +51,25 @@ class History:
         return T0 + timedelta(seconds=seconds)
 
     def lease(self, t: float, lease_s: float = 30) -> History:
-        self._add(decide.decide_lease(self.state, "w", lease_s, self.at(t)))
+        self.record(decide.decide_lease(self.state, "w", lease_s, self.at(t)))
         return self
 
     def running(self, t: float) -> History:
         assert self.state.lease is not None
-        self._add(
+        self.record(
             *decide.decide_progress(self.state, self.state.lease, self.at(t), stage="running")
         )
         return self
 
     def beat(self, t: float, lease_s: float = 30) -> History:
         assert self.state.lease is not None
-        self._add(decide.decide_heartbeat(self.state, self.state.lease, lease_s, self.at(t)))
+        self.record(decide.decide_heartbeat(self.state, self.state.lease, lease_s, self.at(t)))
         return self
 
     def reap(self, t: float) -> History:
         """As the reaper does it: the flag derived from the history so far."""
         flag = bool(started_without_renewal_heartbeat(self.records).value)
-        self._add(
+        self.record(
             *decide.decide_reap(
                 self.state, self.at(t), retry_delay_s=5, started_without_renewal_heartbeat=flag
             )
@@ -75,9 +79,24 @@ class History:
     def fail(self, t: float) -> History:
         assert self.state.lease is not None
         failure = Failure(kind=FailureKind.RETRYABLE, code="c", message="m")
-        self._add(
+        self.record(
             *decide.decide_fail(self.state, self.state.lease, self.at(t), failure, jitter_draw=0.5)
         )
+        return self
+
+    def defer(self, t: float, cause: DeferralCause) -> History:
+        """As the reaper does when the reap itself failed: the lease pushed out by 60 s."""
+        self.record(decide_reap_deferral(self.state, self.at(t), retry_delay_s=60, cause=cause))
+        return self
+
+    def release_stale(self, t: float) -> History:
+        """As the boot reap of a restarted pool does it: the attempt is given back."""
+        self.record(decide.decide_release_stale(self.state, self.at(t), "released by boot reap"))
+        return self
+
+    def succeed(self, t: float) -> History:
+        assert self.state.lease is not None
+        self.record(decide.decide_succeed(self.state, self.state.lease, self.at(t)))
         return self
 
     @property
@@ -141,6 +160,59 @@ def test_the_silence_that_got_a_lease_reaped_counts_as_a_gap() -> None:
     assert finding.value == 90.0 and finding.evidence == [3, 4]
 
 
+def test_a_silent_execution_released_at_boot_counts_after_a_quick_rerun() -> None:
+    """Defect 9: claimed at 0, silent for 660 s until a restarted pool's boot reap released it,
+    then re-claimed (the same attempt number) and done in 0.13 s: the longest gap is the
+    660 s silence, not the 0.13 s of the last execution."""
+    history = History().lease(0).release_stale(660).lease(661).succeed(661.13)
+    finding = longest_heartbeat_gap(history.records, now=history.at(5000))
+    assert finding.value == 660.0 and finding.evidence == [2, 3]
+    assert "22.00 of the 30s lease" in finding.explanation
+    assert "run 1 attempt 1" in finding.explanation
+
+
+def test_a_reaped_execution_counts_after_its_retry_succeeded() -> None:
+    """Silent from 0 until the reaper failed it at 660; attempt 2 succeeded in 0.13 s: the
+    longest gap is 660 s, ended by the reaper's job_failed."""
+    history = History().lease(0).reap(660).lease(700).succeed(700.13)
+    finding = longest_heartbeat_gap(history.records, now=history.at(5000))
+    assert finding.value == 660.0 and finding.evidence == [2, 3]
+
+
+def test_a_live_silent_execution_counts_up_to_now_after_earlier_ones() -> None:
+    """A released execution with a 20 s gap, then a live one silent since 100: with now at
+    760 the silence to now (660 s) is the longest, citing only the claim that opened it."""
+    history = History().lease(0).beat(20).release_stale(25).lease(100)
+    finding = longest_heartbeat_gap(history.records, now=history.at(760))
+    assert finding.value == 660.0 and finding.evidence == [5]
+    assert "still leased" in finding.explanation
+
+
+def test_a_requeued_job_not_yet_claimed_still_reports_its_earlier_runs() -> None:
+    """Cancelled while silently leased, then requeued (attempt 0 again): the cancelled run's
+    silence is still the longest gap; None is kept for a job that was never leased."""
+    history = History().lease(0)
+    history.record(decide.decide_cancel(history.state, history.at(90), "stuck"))
+    history.record(decide.decide_requeue(history.state, history.at(95), "again"))
+    assert history.state.attempt == 0
+    finding = longest_heartbeat_gap(history.records, now=history.at(100))
+    assert finding.value == 90.0
+    assert longest_heartbeat_gap(History().records, now=T0).value is None
+
+
+def test_reap_deferrals_count_with_the_latest_error() -> None:
+    """Two deferred reaps, then the reap: 2, citing both, explained by the latest error's
+    code, sqlstate and first line; a deferral is no renewal, so the gap runs claim -> reap."""
+    busy = DeferralCause(code="store.busy", message="lock timeout\nLINE 1: …", sqlstate="55P03")
+    conflict = DeferralCause(code="store.concurrency_conflict", message="duplicate key")
+    history = History().lease(0).defer(31, conflict).defer(92, busy).reap(153)
+    finding = reap_deferrals(history.records)
+    assert finding.value == 2 and finding.evidence == [3, 4]
+    assert finding.explanation.endswith("the latest by store.busy, sqlstate 55P03: lock timeout")
+    assert reap_deferrals(History().lease(0).records).value == 0
+    assert longest_heartbeat_gap(history.records).evidence == [2, 5]
+
+
 def test_the_flag_the_reaper_recorded_is_reported_after_the_job_moved_on() -> None:
     """After a reaped running attempt and a new claim, the live flag is false but the
     recorded one is true, citing the reaper's job_failed."""
@@ -174,13 +246,14 @@ def test_time_from_enqueue_to_first_lease() -> None:
 
 
 def test_diagnose_returns_every_finding() -> None:
-    """One call gives all six diagnostics by name."""
+    """One call gives all seven diagnostics by name."""
     names = [f.name for f in diagnose(History().lease(0).records)]
     assert names == [
         "started_without_renewal_heartbeat",
         "recorded_started_without_renewal_heartbeat",
         "longest_heartbeat_gap_s",
         "leases_lost",
+        "reap_deferrals",
         "retries",
         "time_to_first_lease_s",
     ]

@@ -19,19 +19,19 @@ class Job(History):
 
     def release(self, t: float) -> Job:
         assert self.state.lease is not None
-        self._add(decide.decide_release(self.state, self.state.lease, self.at(t), "handed back"))
+        self.record(decide.decide_release(self.state, self.state.lease, self.at(t), "handed back"))
         return self
 
     def die(self, t: float) -> Job:
         assert self.state.lease is not None
         failure = Failure(kind=FailureKind.TERMINAL, code="bad", message="no")
-        self._add(
+        self.record(
             *decide.decide_fail(self.state, self.state.lease, self.at(t), failure, jitter_draw=0)
         )
         return self
 
     def requeue(self, t: float) -> Job:
-        self._add(decide.decide_requeue(self.state, self.at(t), "again"))
+        self.record(decide.decide_requeue(self.state, self.at(t), "again"))
         return self
 
 

@@ -1,24 +1,33 @@
-"""The reaper's pure half (ledger/core/reaping.py) and its deferral memory, with no database."""
+"""The reaper's pure half (ledger/core/reaping.py): reaps, deferrals and the report, no database."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from uuid import UUID, uuid4
+from uuid import uuid4
 
+import msgspec
 import pytest
 
-from ledger.api.reaping import DeferredJobs
 from ledger.core import decide
 from ledger.core.codec import Record
 from ledger.core.errors import DatabaseBusyError, InvalidTransitionError
-from ledger.core.events import EnqueueRequest, JobDefinition, JobEvent, JobFailed
+from ledger.core.events import (
+    DeferralCause,
+    EnqueueRequest,
+    JobDefinition,
+    JobEvent,
+    JobFailed,
+    JobHeartbeated,
+)
 from ledger.core.reaping import (
     ReaperConfig,
+    decide_reap_deferral,
+    deferral_cause,
     deferred_error,
     plan_reaps,
     reap_report,
 )
-from ledger.core.state import JobState, evolve
+from ledger.core.state import IllegalTransitionError, JobState, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -91,7 +100,7 @@ def test_the_report_samples_deferred_errors_but_counts_them_all() -> None:
     state, _ = leased_job(max_attempts=3)
     until = AFTER_EXPIRY + timedelta(seconds=60)
     error = DatabaseBusyError("lock timeout", sqlstate="55P03")
-    errors = [deferred_error(state, error, until) for _ in range(5)]
+    errors = [deferred_error(state, deferral_cause(error), until) for _ in range(5)]
     report = reap_report([], errors, error_sample=2)
     assert report.deferred_error_count == 5 and len(report.deferred_errors) == 2
     first = report.deferred_errors[0]
@@ -115,11 +124,43 @@ def test_reaper_config_refuses_nonsense(fields: dict[str, float]) -> None:
         ReaperConfig(**fields)  # type: ignore[arg-type]
 
 
-def test_deferred_jobs_are_skipped_until_their_time_has_come() -> None:
-    """A job deferred until T is active strictly before T and forgotten at T."""
-    memory = DeferredJobs()
-    job_id, until = UUID(int=1), T0 + timedelta(seconds=60)
-    memory.defer(job_id, until)
-    assert memory.active(until - timedelta(microseconds=1)) == [job_id]
-    assert memory.active(until) == []
-    assert memory.active(T0) == [], "forgotten for good, not only hidden"
+BUSY = DeferralCause(code="store.busy", message="lock timeout", sqlstate="55P03")
+
+
+def test_a_deferral_pushes_the_lease_out_by_the_retry_delay_and_is_not_a_heartbeat() -> None:
+    """job_reap_deferred keeps the lease its holder's (run, attempt, worker), moves only its
+    end to now + delay, keeps last_heartbeat_at, and records the error."""
+    state, _ = leased_job(max_attempts=3)
+    deferral = decide_reap_deferral(state, AFTER_EXPIRY, retry_delay_s=60, cause=BUSY)
+    after = evolve(state, deferral)
+    assert (deferral.run_number, deferral.attempt, deferral.worker_id) == (1, 1, "w")
+    assert deferral.cause == BUSY and deferral.delay_s == 60
+    assert after.lease_expires_at == AFTER_EXPIRY + timedelta(seconds=60)
+    assert after.last_heartbeat_at == state.last_heartbeat_at == T0
+    assert after.status is state.status and after.lease == state.lease
+    assert not decide.lease_is_expired(after, AFTER_EXPIRY + timedelta(seconds=60))
+
+
+def test_only_an_expired_lease_is_deferred() -> None:
+    """A lease ending exactly now is live: deferring it is refused, as reaping it is."""
+    state, _ = leased_job(max_attempts=3)
+    with pytest.raises(InvalidTransitionError):
+        decide_reap_deferral(state, T0 + timedelta(seconds=30), retry_delay_s=60, cause=BUSY)
+
+
+def test_a_deferral_must_name_the_current_execution() -> None:
+    """The fold refuses a deferral of another attempt (a corrupt history)."""
+    state, _ = leased_job(max_attempts=3)
+    deferral = decide_reap_deferral(state, AFTER_EXPIRY, retry_delay_s=60, cause=BUSY)
+    wrong = msgspec.structs.replace(deferral, attempt=2)
+    with pytest.raises(IllegalTransitionError, match="attempt 2"):
+        evolve(state, wrong)
+
+
+def test_the_lease_holder_can_renew_a_deferred_lease() -> None:
+    """The job was never taken from its worker: its heartbeat passes the fence again."""
+    state, _ = leased_job(max_attempts=3)
+    after = evolve(state, decide_reap_deferral(state, AFTER_EXPIRY, retry_delay_s=60, cause=BUSY))
+    assert after.lease is not None
+    beat = decide.decide_heartbeat(after, after.lease, 30, AFTER_EXPIRY + timedelta(seconds=1))
+    assert isinstance(beat, JobHeartbeated)

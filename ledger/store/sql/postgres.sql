@@ -240,11 +240,9 @@ ORDER BY c.priority DESC, c.run_at, c.enqueue_seq
 LIMIT %(limit)s
 
 -- name: queue_expired_leases
--- Leased jobs whose lease ended strictly before now, oldest first, but those the reaper has
--- deferred (jl_queue_lease_idx).
+-- Leased jobs whose lease ended strictly before now, oldest first (jl_queue_lease_idx).
 SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE status = 'leased' AND lease_expires_at < %(now)s
-  AND NOT (job_id = ANY(%(exclude)s::uuid[]))
 ORDER BY lease_expires_at, enqueue_seq
 LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED

@@ -221,12 +221,10 @@ ORDER BY priority DESC, run_at, enqueue_seq
 LIMIT :limit
 
 -- name: queue_expired_leases
--- Leased jobs whose lease ended strictly before now, oldest first, but those the reaper has
+-- Leased jobs whose lease ended strictly before now, oldest first (jl_queue_lease_idx).
 -- INDEXED BY: without statistics SQLite would sort every pending/leased row.
--- deferred (jl_queue_lease_idx).
 SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_lease_idx
 WHERE status = 'leased' AND lease_expires_at < :now
-  AND job_id NOT IN (SELECT value FROM json_each(:exclude))
 ORDER BY lease_expires_at, enqueue_seq
 LIMIT :limit
 
