@@ -176,3 +176,10 @@ def test_sigterm_stops_a_worker_gracefully_letting_the_job_finish(
     with Ledger.open(sqlite_url) as ledger:
         state = ledger.get(job_id)  # type: ignore[arg-type]
         assert state is not None and state.status is JobStatus.SUCCEEDED
+
+
+def test_the_worker_command_takes_the_breaker_settings(sqlite_url: str) -> None:
+    """`jobledger worker --help` offers --breaker-threshold and --breaker-cooldown."""
+    result = invoke(sqlite_url, "worker", "--help")
+    assert result.exit_code == 0
+    assert "--breaker-threshold" in result.stdout and "--breaker-cooldown" in result.stdout
