@@ -16,6 +16,7 @@ from collections.abc import Callable
 from ledger.api.ledger import BatchResult, Ledger, Outcome
 from ledger.core.errors import ConcurrencyConflictError, DatabaseBusyError, DatabaseUnusableError
 from ledger.core.state import JobState
+from ledger.runtime.threads import ThreadLane
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +31,11 @@ class BatchCompleter:
         max_batch: int = 200,
         max_delay_s: float = 0.002,
         on_recorded: Callable[[JobState], None] | None = None,
+        io: ThreadLane | None = None,
     ) -> None:
         self._ledger = ledger
+        # The pool's I/O threads (never the handlers' nor asyncio's default executor).
+        self._io = io or ThreadLane(1, "jobledger-completer")
         self.max_batch = max_batch
         self.max_delay_s = max_delay_s
         self._on_recorded = on_recorded
@@ -118,7 +122,7 @@ class BatchCompleter:
         error: Exception | None = None
         for attempt in range(1, FLUSH_ATTEMPTS + 1):
             try:
-                return await asyncio.to_thread(self._ledger.finish_many, outcomes)
+                return await self._io.run(self._ledger.finish_many, outcomes)
             except (DatabaseBusyError, ConcurrencyConflictError, DatabaseUnusableError) as exc:
                 error = exc
                 log.warning("completion flush failed (attempt %d): %s", attempt, exc)

@@ -114,7 +114,7 @@ async def test_a_hung_handler_is_not_renewed_past_its_timeout_and_is_reaped(
         ]
         assert len(renewals) == 1
         clock.advance(61)
-        reaped = await asyncio.to_thread(sync_ledger.reap_expired, retry_delay_s=0)
+        reaped = await asyncio.to_thread(sync_ledger.reap_expired, retry_delay_s=3600)
         assert len(reaped) == 1
         state = sync_ledger.get(job_id)
         assert state is not None and state.status is JobStatus.PENDING

@@ -47,9 +47,7 @@ def _burst(url: str, app: str, cwd: Path, *options: str) -> subprocess.Completed
     hang is cut off by the subprocess timeout (and then fails the test)."""
     script = str(Path(sys.executable).with_name("jobledger"))
     argv = [script, "--db", url, "worker", "--app", f"{app}:registry", "--burst", *options]
-    return subprocess.run(
-        argv, cwd=cwd, capture_output=True, text=True, timeout=60, check=False
-    )
+    return subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=60, check=False)
 
 
 @pytest.mark.timeout(90)
