@@ -29,8 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Unpack
 from uuid import UUID
 
-from ledger.api.ledger import Ledger, Outcome
-from ledger.core.state import JobState
+from ledger.api.ledger import Ledger
 from ledger.maintenance.reaper import Reaper
 from ledger.maintenance.runner import ServiceRunner
 from ledger.runtime.breaker import CircuitBreaker
@@ -45,6 +44,7 @@ from ledger.runtime.health import Health, PoolStats, assess
 from ledger.runtime.heartbeater import Heartbeater
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
+from ledger.runtime.slots import WorkerSlots
 from ledger.runtime.threads import ThreadLane
 from ledger.runtime.wakeup import Wakeup
 
@@ -148,6 +148,14 @@ class WorkerPool:
             io=self._io,
             on_renewed=self._claims.renewed,
         )
+        self._slots = WorkerSlots(
+            self._producer,
+            claims=self._claims,
+            executor=self._executor,
+            completer=self._completer,
+            clock=ledger.clock,
+            stats=self.stats,
+        )
         self._reaper = Reaper(ledger, config.reaper_config())
         self._follower = (
             FollowerThread(ledger, poll_interval_s=config.poll_interval_s, io=self._io)
@@ -227,7 +235,7 @@ class WorkerPool:
         self._completer.start()
         self._heartbeater.start()
         self._workers = [
-            asyncio.create_task(self._work(), name=f"jobledger-worker-{i}")
+            asyncio.create_task(self._slots.work(), name=f"jobledger-worker-{i}")
             for i in range(self.config.concurrency)
         ]
         self._tasks = [self._producer.start()]
@@ -295,46 +303,7 @@ class WorkerPool:
         self._io.shutdown()
         self._started = False
 
-    # --- the worker slots -------------------------------------------------------------------
-
-    async def _work(self) -> None:
-        while (job := await self._producer.next_job()) is not None:
-            if not self._claims.start(job.job_id, self._ledger.clock.now()):
-                self._expired_before_start(job)
-                continue
-            with self._producer.running():
-                try:
-                    await self._record(await self._executor.execute(job))
-                except Exception:
-                    # Recording failed (the executor itself never raises but for shutdown):
-                    # the slot lives on; the job's lease is left to expire for the reaper.
-                    log.exception("worker slot could not record job %s", job.job_id)
-                    self._claims.forget(job.job_id)
-
-    def _expired_before_start(self, job: JobState) -> None:
-        """A buffered job whose lease ended before a slot took it (the process was paused,
-        or the handlers ahead ran long): its handler is not started and nothing is written
-        (the fence would refuse it; the reaper or another worker owns the job now)."""
-        self.stats.expired_before_start += 1
-        log.warning(
-            "job %s: lease expired before it started (claimed until %s); dropped unstarted",
-            job.job_id,
-            job.lease_expires_at,
-        )
-
-    async def _record(self, outcome: Outcome) -> None:
-        """Hand the outcome to the completer; the lease stays held (so the pool is not idle)
-        until the outcome is recorded or refused, but is no longer renewed."""
-        job_id = outcome.lease.job_id
-        self._claims.finished(job_id)
-        if self._completer.running:
-            recorded = self._completer.submit(outcome)
-            recorded.add_done_callback(lambda _: self._claims.forget(job_id))
-        else:
-            try:
-                await self._completer.flush_now([outcome])
-            finally:
-                self._claims.forget(job_id)
+    # --- what the heartbeater reports -------------------------------------------------------
 
     def _lease_lost(self, job_id: UUID) -> None:
         self._claims.forget(job_id)
