@@ -25,7 +25,7 @@ from ledger.core.events import Failure, JobStatus, Stage
 from ledger.core.state import JobState, Lease
 from ledger.runtime import executor
 from ledger.runtime.executor import Verdict
-from ledger.runtime.handlers import HandlerSpec, JobContext, Result
+from ledger.runtime.handlers import HandlerSpec, Result
 
 REPLAY_WORKER = "replay-local"
 """The worker id a re-executed job's context reports (no lease exists in the ledger)."""
@@ -38,7 +38,7 @@ async def _report(kind: str, values: dict[str, Any]) -> None:
 
 
 async def _execute(spec: HandlerSpec, job: JobState, lease: Lease) -> Verdict:
-    context = JobContext(job, lease, _report, asyncio.get_running_loop())
+    context = executor.context_for(spec, job, lease, _report)
     # The job's own timeout and the worker's own judgement of what the handler did.
     return await executor.run_handler(spec, context, job.timeout_s)
 

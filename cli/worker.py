@@ -16,6 +16,7 @@ from cli.errors import CliError
 from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
+from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
 from ledger.runtime.config import PoolConfig
 from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
@@ -54,15 +55,10 @@ def load_registry(app: str) -> Registry:
 async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
     """Run until SIGINT/SIGTERM; the first signal stops gracefully, a second at once."""
     loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    signals = 0
+    stop, at_once = asyncio.Event(), asyncio.Event()
 
     def on_signal() -> None:
-        nonlocal signals
-        signals += 1
-        stop.set()
-        if signals > 1:
-            stopping.cancel()
+        (at_once if stop.is_set() else stop).set()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
@@ -70,11 +66,32 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
     await stop.wait()
     click.echo(f"stopping (grace {grace_s:g}s; signal again to stop at once)", err=True)
     stopping = asyncio.ensure_future(pool.stop(grace_s=grace_s))
+    second = asyncio.ensure_future(at_once.wait())
+    await asyncio.wait([stopping, second], return_when=asyncio.FIRST_COMPLETED)
+    if not stopping.done():
+        stopping.cancel()  # cancelling stop() releases the in-flight jobs before it returns
+    second.cancel()
     try:
         await stopping
     except asyncio.CancelledError:
         click.echo("stopped at once; in-flight jobs were released", err=True)
     return pool.stats
+
+
+def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
+    """Exit now if sync handlers are still running after the pool stopped (their jobs were
+    released or recorded already): Python cannot stop a thread, and the interpreter would
+    wait for them at exit — a worker that a second signal could not stop."""
+    if pool.busy_handler_threads:
+        click.echo(
+            f"abandoning {pool.busy_handler_threads} sync handler thread(s) still running",
+            err=True,
+        )
+        if dead:
+            click.echo(f"error: {dead} job(s) ended dead", err=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(DeadJobsError.exit_code if dead else 0)
 
 
 @click.command()
@@ -145,6 +162,24 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
     help="Delay before a reaped job runs again; also how far a deferred reap pushes the lease.",
 )
 # --- end of the pool's reaper options ---------------------------------------------------------
+# --- the circuit breaker and the second signal (issue 12: runtime under real use) ----------
+@click.option(
+    "--breaker-threshold",
+    type=click.IntRange(min=1),
+    default=DEFAULT_THRESHOLD,
+    show_default=True,
+    metavar="N",
+    help="Consecutive retryable failures of one job type that stop claiming that type.",
+)
+@click.option(
+    "--breaker-cooldown",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_COOLDOWN_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long a job type stays unclaimed once its breaker opened.",
+)
+# --- end of the circuit breaker block ------------------------------------------------------
 @json_option
 @click.pass_obj
 def worker(
@@ -162,6 +197,8 @@ def worker(
     apply_definitions: bool,
     reaper_interval: float,
     reaper_retry_delay: float,
+    breaker_threshold: int,
+    breaker_cooldown: float,
     as_json: bool,
 ) -> None:
     """Run workers for the handlers registered in MODULE:ATTR."""
@@ -187,6 +224,8 @@ def worker(
             apply_definitions=apply_definitions,
             reaper_interval_s=reaper_interval,
             reaper_retry_delay_s=reaper_retry_delay,
+            breaker_threshold=breaker_threshold,
+            breaker_cooldown_s=breaker_cooldown,
         )
         in_queues = f" in queues {', '.join(queue_names)}" if queue_names else ""
         click.echo(
@@ -202,5 +241,7 @@ def worker(
             f"claimed {stats.claimed}, succeeded {stats.succeeded}, retried {stats.retried}, "
             f"dead {stats.dead}, released {stats.released}, lost leases {stats.fenced_out}"
         )
-    if burst and stats.dead:
-        raise DeadJobsError(f"{stats.dead} job(s) ended dead")
+    dead = stats.dead if burst else 0
+    _abandon_hung_handlers(pool, dead)
+    if dead:
+        raise DeadJobsError(f"{dead} job(s) ended dead")

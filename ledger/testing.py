@@ -35,7 +35,6 @@ arguments (``types=``, ``lease_s=``, ``concurrency=`` …, see
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any, Unpack
 
@@ -52,6 +51,7 @@ from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool, process_worker_id
 from ledger.runtime.releases import Releaser
+from ledger.runtime.threads import ThreadLane
 
 
 async def drain(
@@ -74,8 +74,11 @@ async def drain(
     ``clock.advance``.
     """
     worker = _OneAtATime(ledger, registry, breaker, resources, PoolConfig.of(None, settings))
-    while jobs := await worker.claim():
-        await worker.work(jobs[0])
+    try:
+        while jobs := await worker.claim():
+            await worker.work(jobs[0])
+    finally:
+        worker.close()
     return worker.stats
 
 
@@ -92,7 +95,10 @@ async def work_job(
     outcome now; the job's new state, or ``None`` if the ledger refused it (the lease was
     reaped, cancelled or re-claimed meanwhile: nothing is appended then)."""
     worker = _OneAtATime(ledger, registry, breaker, resources, PoolConfig.of(None, settings))
-    return await worker.work(job)
+    try:
+        return await worker.work(job)
+    finally:
+        worker.close()
 
 
 async def run_until_idle(
@@ -112,7 +118,8 @@ async def run_until_idle(
 
 class _OneAtATime:
     """The runtime's claim → execute → record path without the pool's concurrency, batching
-    or background tasks."""
+    or background tasks (its threads, one lane for the handler and one for its own I/O as in
+    the pool, are let go by :meth:`close`)."""
 
     def __init__(
         self,
@@ -123,6 +130,8 @@ class _OneAtATime:
         config: PoolConfig,
     ) -> None:
         self.stats = PoolStats()
+        self._io = ThreadLane(1, "jobledger-testing-io")
+        self._handler_threads = ThreadLane(1, "jobledger-handler")
         lease_lengths = registry.lease_lengths(config.lease_s)
         self._claims = Claims(
             ledger,
@@ -134,21 +143,32 @@ class _OneAtATime:
         self._executor = Executor(
             ledger,
             registry,
-            breaker=breaker or CircuitBreaker(ledger.clock),
-            releaser=Releaser(ledger, self._claims, self.stats),
+            breaker=breaker
+            or CircuitBreaker(
+                ledger.clock,
+                threshold=config.breaker_threshold,
+                cooldown_s=config.breaker_cooldown_s,
+            ),
+            releaser=Releaser(ledger, self._claims, self.stats, self._io),
             lease_s=lease_lengths,
             resources=resources or {},
+            handler_threads=self._handler_threads,
+            io_threads=self._io,
         )
-        self._completer = BatchCompleter(ledger, on_recorded=self.stats.count_recorded)
+        self._completer = BatchCompleter(ledger, on_recorded=self.stats.count_recorded, io=self._io)
 
     async def claim(self) -> list[JobState]:
-        return await asyncio.to_thread(self._claims.claim, 1)
+        return await self._io.run(self._claims.claim, 1)
 
     async def work(self, job: JobState) -> JobState | None:
         outcome = await self._executor.execute(job)
         self._claims.forget(job.job_id)
         [state] = await self._completer.flush_now([outcome])
         return state
+
+    def close(self) -> None:
+        self._handler_threads.shutdown()
+        self._io.shutdown()
 
 
 __all__ = ["FakeClock", "drain", "run_until_idle", "sync_definitions", "work_job"]

@@ -1,24 +1,42 @@
-"""The pool-wide circuit breaker.
+"""The circuit breaker, one per job type.
 
-N consecutive transient failures open it: the pool stops claiming so that queued jobs do not
-burn their attempts against the same downstream outage. After the cooldown it lets work
-through again (half-open); a success closes it, and one more transient failure reopens it at
-once because the consecutive count is still at or past the threshold. Permanent errors are
-about a job, not about downstream, so they neither count nor reset.
+``threshold`` consecutive retryable failures of a job type open that type's breaker: the pool
+stops claiming jobs *of that type* (others flow on) so that its queued jobs do not burn their
+attempts against the same downstream outage. After ``cooldown_s`` the type is claimed again
+(half-open); a success closes the breaker, and one more retryable failure reopens it at once
+because the consecutive count is still at or past the threshold. Permanent errors are about
+a job, not about downstream, so they neither count nor reset.
+
+Opening and closing are logged (a warning, an info line); :meth:`CircuitBreaker.open_types`
+is what the producer skips and what the pool's health reports. Time is the ledger's clock.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ledger.clock import Clock
+
+log = logging.getLogger(__name__)
 
 DEFAULT_THRESHOLD = 5
 DEFAULT_COOLDOWN_S = 60.0
 
 
+@dataclass
+class _TypeCircuit:
+    consecutive: int = 0
+    opened_at: datetime | None = None
+    """When the breaker last opened (or reopened); ``None`` while closed."""
+
+
 class CircuitBreaker:
+    """Per-job-type breakers sharing one threshold and cooldown; thread-safe, and may be
+    shared by several pools of a process."""
+
     def __init__(
         self,
         clock: Clock,
@@ -31,39 +49,50 @@ class CircuitBreaker:
         self._clock = clock
         self.threshold = threshold
         self.cooldown = timedelta(seconds=cooldown_s)
-        self._consecutive = 0
-        self._opened_at: datetime | None = None
+        self._circuits: dict[str, _TypeCircuit] = {}
         self._lock = threading.Lock()
 
-    @property
-    def consecutive_failures(self) -> int:
-        return self._consecutive
-
-    @property
-    def is_open(self) -> bool:
-        """Open: no claims. False again once the cooldown has passed (a probe may run)."""
+    def consecutive_failures(self, job_type: str) -> int:
         with self._lock:
-            opened = self._opened_at
-        return opened is not None and self._clock.now() < opened + self.cooldown
+            circuit = self._circuits.get(job_type)
+            return circuit.consecutive if circuit is not None else 0
 
-    @property
-    def reopens_at(self) -> datetime | None:
-        """When an open breaker lets a probe through, or ``None`` if it is not open."""
-        with self._lock:
-            opened = self._opened_at
-        if opened is None or self._clock.now() >= opened + self.cooldown:
-            return None
-        return opened + self.cooldown
+    def is_open(self, job_type: str) -> bool:
+        """Open: that type is not claimed. False again once the cooldown has passed."""
+        return job_type in self.open_types()
 
-    def record_failure(self) -> None:
-        """A transient failure: count it, and open (or reopen) at the threshold."""
+    def open_types(self) -> dict[str, datetime]:
+        """Every open type and when its cooldown ends (sorted by type)."""
+        now = self._clock.now()
         with self._lock:
-            self._consecutive += 1
-            if self._consecutive >= self.threshold:
-                self._opened_at = self._clock.now()
+            return {
+                job_type: circuit.opened_at + self.cooldown
+                for job_type, circuit in sorted(self._circuits.items())
+                if circuit.opened_at is not None and now < circuit.opened_at + self.cooldown
+            }
 
-    def record_success(self) -> None:
-        """Any success closes the breaker and clears the count."""
+    def record_failure(self, job_type: str) -> None:
+        """A retryable failure of ``job_type``: count it, and open (or reopen) at the
+        threshold."""
+        now = self._clock.now()
         with self._lock:
-            self._consecutive = 0
-            self._opened_at = None
+            circuit = self._circuits.setdefault(job_type, _TypeCircuit())
+            circuit.consecutive += 1
+            if circuit.consecutive < self.threshold:
+                return
+            circuit.opened_at = now
+            count = circuit.consecutive
+        log.warning(
+            "circuit breaker opened for job type %r after %d consecutive retryable failures; "
+            "its jobs are not claimed until %s",
+            job_type,
+            count,
+            (now + self.cooldown).isoformat(),
+        )
+
+    def record_success(self, job_type: str) -> None:
+        """A success of ``job_type`` closes its breaker and clears its count."""
+        with self._lock:
+            circuit = self._circuits.pop(job_type, None)
+        if circuit is not None and circuit.opened_at is not None:
+            log.info("circuit breaker closed for job type %r: a job succeeded", job_type)

@@ -1,22 +1,44 @@
 """The leases a pool holds: claimed in batches, renewed by the heartbeater, forgotten once the
-job's outcome is recorded, its release is sent, or the fence says the lease is gone."""
+job's outcome is recorded, its release is sent, or the fence says the lease is gone.
+
+For each lease the pool remembers when it ends (as claimed, then as renewed) and when its
+handler started, so that it can refuse to start a handler on a lease already past its end
+and stop renewing a job whose run outlived its own ``timeout_s``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from uuid import UUID
 
 from ledger.api.ledger import Ledger
 from ledger.core.state import JobState, Lease
 from ledger.runtime.health import PoolStats
 
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Held:
+    lease: Lease
+    expires_at: datetime
+    timeout: timedelta
+    started_at: datetime | None = None
+    overdue: bool = False
+    """Its run passed ``timeout``: no longer renewed (said once in the log)."""
+    finished: bool = False
+    """Its outcome is on its way to the ledger: held (the pool is not idle) but not renewed."""
+
 
 class Claims:
     """Claims due jobs for one worker id and remembers the leases they came with.
 
-    :meth:`claim` blocks on the database (run it in a thread); the other methods are cheap
-    and called from the event loop. A lease is held from its claim until :meth:`forget`, so the
-    heartbeater renews claimed-but-waiting jobs too.
+    :meth:`claim` blocks on the database (run it on the pool's I/O threads); the other
+    methods are cheap and called from the event loop. A lease is held from its claim until
+    :meth:`forget`, so the heartbeater renews claimed-but-waiting jobs too.
     """
 
     def __init__(
@@ -35,24 +57,75 @@ class Claims:
         self.queues = list(queues) if queues is not None else None
         self.lease_s = lease_s
         self._stats = stats
-        self._held: dict[UUID, Lease] = {}
+        self._held: dict[UUID, _Held] = {}
 
-    def claim(self, limit: int) -> list[JobState]:
-        """Up to ``limit`` due jobs of :attr:`types` (in :attr:`queues`, if set), leased in one
-        transaction (none if this pool claims no types)."""
-        if not self.types:
+    def claim(self, limit: int, types: Sequence[str] | None = None) -> list[JobState]:
+        """Up to ``limit`` due jobs of ``types`` (default: :attr:`types`; in :attr:`queues`, if
+        set), leased in one transaction (none if no type is given)."""
+        wanted = self.types if types is None else list(types)
+        if not wanted:
             return []
         jobs = self._ledger.claim(
-            self.worker_id, limit=limit, types=self.types, lease_s=self.lease_s, queues=self.queues
+            self.worker_id, limit=limit, types=wanted, lease_s=self.lease_s, queues=self.queues
         )
         for job in jobs:
-            assert job.lease is not None
-            self._held[job.job_id] = job.lease
+            assert job.lease is not None and job.lease_expires_at is not None
+            self._held[job.job_id] = _Held(
+                job.lease, job.lease_expires_at, timedelta(seconds=job.timeout_s)
+            )
         self._stats.claimed += len(jobs)
         return jobs
 
     def leases(self) -> list[Lease]:
-        return list(self._held.values())
+        return [held.lease for held in self._held.values()]
+
+    def renewable(self, now: datetime) -> list[Lease]:
+        """The held leases the heartbeater should renew at ``now``: all but those whose
+        handler has run longer than the job's own timeout (a handler that cannot be stopped
+        must not keep its lease forever: left to expire, the reaper takes it)."""
+        renew = []
+        for job_id, held in self._held.items():
+            if held.finished:
+                continue
+            if held.started_at is not None and now - held.started_at > held.timeout:
+                if not held.overdue:
+                    held.overdue = True
+                    log.error(
+                        "job %s has run past its timeout (%gs) and is still held: its lease is "
+                        "no longer renewed, so the reaper will take it",
+                        job_id,
+                        held.timeout.total_seconds(),
+                    )
+                continue
+            renew.append(held.lease)
+        return renew
+
+    def renewed(self, states: Iterable[JobState]) -> None:
+        """Remember the new ends of renewed leases."""
+        for state in states:
+            held = self._held.get(state.job_id)
+            if held is not None and state.lease_expires_at is not None:
+                held.expires_at = state.lease_expires_at
+
+    def start(self, job_id: UUID, now: datetime) -> bool:
+        """Mark ``job_id``'s handler as starting at ``now``; false (and the lease forgotten)
+        if the lease already ended — the fence would refuse its writes, and its job may be
+        running elsewhere by now. Expired means strictly before ``now``, as for the reaper."""
+        held = self._held.get(job_id)
+        if held is None:
+            return False  # lost meanwhile (the heartbeater was refused)
+        if held.expires_at < now:
+            self.forget(job_id)
+            return False
+        held.started_at = now
+        return True
+
+    def finished(self, job_id: UUID) -> None:
+        """The job's outcome was handed to the completer: keep holding the lease (until
+        :meth:`forget`) but stop renewing it."""
+        held = self._held.get(job_id)
+        if held is not None:
+            held.finished = True
 
     def forget(self, job_id: UUID) -> None:
         self._held.pop(job_id, None)

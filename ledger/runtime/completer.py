@@ -35,6 +35,7 @@ from ledger.api.ledger import BatchResult, Completion, Ledger, Outcome
 from ledger.core.errors import ConcurrencyConflictError, DatabaseBusyError, DatabaseUnusableError
 from ledger.core.events import JobStatus
 from ledger.core.state import JobState
+from ledger.runtime.threads import ThreadLane
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +98,12 @@ class BatchCompleter:
         on_recorded: Callable[[JobState], None] | None = None,
         retry_first_delay_s: float = RETRY_FIRST_DELAY_S,
         retry_max_delay_s: float = RETRY_MAX_DELAY_S,
+        io: ThreadLane | None = None,
     ) -> None:
         self._ledger = ledger
         self._lease = timedelta(seconds=_longest(lease_s))
+        # The pool's I/O threads (never the handlers' nor asyncio's default executor).
+        self._io = io or ThreadLane(1, "jobledger-completer")
         self.max_batch = max_batch
         self.max_delay_s = max_delay_s
         self.retry_first_delay_s = retry_first_delay_s
@@ -174,7 +178,7 @@ class BatchCompleter:
         while batch:
             try:
                 outcomes = [handed.outcome for handed in batch]
-                result = await asyncio.to_thread(self._ledger.finish_many, outcomes)
+                result = await self._io.run(self._ledger.finish_many, outcomes)
             except _PASSING_ERRORS as exc:
                 failed_tries += 1
                 maybe_written = maybe_written or isinstance(exc, DatabaseUnusableError)
@@ -253,7 +257,7 @@ class BatchCompleter:
         """The rejected outcomes that an earlier try had recorded after all, by job."""
         refused = [h.outcome for h in batch if h.outcome.lease.job_id in result.rejected]
         try:
-            current = await asyncio.to_thread(
+            current = await self._io.run(
                 self._ledger.store.get_jobs, [outcome.lease.job_id for outcome in refused]
             )
         except Exception as exc:  # only the bookkeeping is at stake: the ledger is right

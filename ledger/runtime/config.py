@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from ledger.maintenance.reaper import ReaperConfig
+from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
 from ledger.runtime.handlers import Registry
+from ledger.runtime.threads import DEFAULT_IO_THREADS
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,13 @@ class PoolConfig:
     """At most this many outcomes per completion transaction."""
     completion_delay_s: float = 0.005
     """How long the completer gathers outcomes before it writes them."""
+    breaker_threshold: int = DEFAULT_THRESHOLD
+    """Consecutive retryable failures of one job type that open its circuit breaker."""
+    breaker_cooldown_s: float = DEFAULT_COOLDOWN_S
+    """How long an open breaker keeps its type from being claimed."""
+    io_threads: int = DEFAULT_IO_THREADS
+    """Threads for the pool's own database calls (sync handlers get ``concurrency`` threads
+    of their own; neither uses asyncio's default executor)."""
     define_types: bool = True
     """Define each registered type that is undefined from its handler's options at start
     (a defined one is kept; a difference is logged: :mod:`ledger.runtime.definitions`)."""
@@ -64,6 +73,10 @@ class PoolConfig:
     def __post_init__(self) -> None:
         if self.concurrency < 0:
             raise ValueError("concurrency must be >= 0")
+        if self.breaker_threshold < 1 or self.breaker_cooldown_s < 0:
+            raise ValueError("breaker_threshold must be >= 1 and breaker_cooldown_s >= 0")
+        if self.io_threads < 1:
+            raise ValueError("io_threads must be >= 1")
 
     @classmethod
     def of(cls, config: PoolConfig | None, settings: PoolSettings) -> PoolConfig:
@@ -106,6 +119,9 @@ class PoolSettings(TypedDict, total=False):
     reaper_lock_timeout_s: float | None
     completion_batch: int
     completion_delay_s: float
+    breaker_threshold: int
+    breaker_cooldown_s: float
+    io_threads: int
     define_types: bool
     apply_definitions: bool
     follow_projections: bool

@@ -5,13 +5,20 @@ a worker records (a :class:`Verdict`): the pool's :class:`Executor` uses it for 
 job and ``jobledger replay --run`` for a local re-execution, so the two can never disagree on
 how an exception is classified or which output is refused.
 
-This module also decides where a sync handler runs (:func:`_call`); the pool's own database
-calls run elsewhere (``asyncio.to_thread`` in the pieces that make them).
+This module also decides where a sync handler runs (:func:`_call`): on the handler threads
+the caller passes, never on the pool's I/O threads nor asyncio's default executor.
+
+Nothing a handler does may take the worker slot down: an exception that cannot be judged (its
+``__str__`` raises), ``SystemExit``, a stray ``CancelledError`` the pool did not send, or any
+other failure of the machinery around the handler ends that attempt as ``panicked``
+(``job.handler_panic``) and is logged; only ``KeyboardInterrupt`` (the process is being
+interrupted) and the pool's own cancellation propagate.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,9 +36,13 @@ from ledger.runtime.handlers import (
     PermanentError,
     Registry,
     Result,
+    SyncJobContext,
     TransientError,
 )
 from ledger.runtime.releases import Releaser
+from ledger.runtime.threads import ThreadLane
+
+log = logging.getLogger(__name__)
 
 HANDLER_ERROR_CODE = "job.handler_error"
 TIMEOUT_CODE = "job.timeout_exceeded"
@@ -40,15 +51,30 @@ NOT_REGISTERED_CODE = "job.handler_not_registered"
 INVALID_OUTPUT_CODE = "job.invalid_output"
 
 
+def describe(exc: BaseException) -> str:
+    """``Type: message`` for a failure report, even for an exception whose ``str()`` raises."""
+    try:
+        return f"{type(exc).__name__}: {exc}"
+    except Exception as failed:
+        return f"{type(exc).__name__} (its str() raised {type(failed).__name__})"
+
+
+def panic(exc: BaseException, context: str = "") -> Failure:
+    """The ``panicked`` failure for a crash of a handler or of the machinery around it."""
+    return Failure(kind=FailureKind.PANICKED, code=PANIC_CODE, message=context + describe(exc))
+
+
 def classify(exc: BaseException) -> Failure | None:
     """The failure a handler's exception stands for; ``None`` for the runtime's own signals.
 
-    ``KeyboardInterrupt``, ``SystemExit`` and ``CancelledError`` mean the runtime is shutting
-    down: they are never classified, they propagate, and the job stays leased for a release
-    or the reaper. An explicit PermanentError/TransientError wins; a timeout is ``timeout``;
-    any other ``Exception`` is treated as transient.
+    ``KeyboardInterrupt`` (the process is being interrupted) and ``CancelledError`` (the pool
+    cancels the slot at shutdown) are never classified: they propagate, and the job stays
+    leased for a release or the reaper. ``SystemExit`` from a handler is the handler's crash
+    (a library calling ``sys.exit``), not a request to stop the worker: ``panicked``. An
+    explicit PermanentError/TransientError wins; a timeout is ``timeout``; any other
+    ``Exception`` is treated as transient.
     """
-    if isinstance(exc, KeyboardInterrupt | SystemExit | asyncio.CancelledError):
+    if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
         return None
     if isinstance(exc, PermanentError):
         return Failure(kind=FailureKind.TERMINAL, code=exc.code, message=str(exc))
@@ -62,11 +88,9 @@ def classify(exc: BaseException) -> Failure | None:
             code=HANDLER_ERROR_CODE,
             message=f"{type(exc).__name__}: {exc}",
         )
-    # Any other BaseException (GeneratorExit, a custom BaseException) is a crash of the
-    # machinery rather than a verdict on the job.
-    return Failure(
-        kind=FailureKind.PANICKED, code=PANIC_CODE, message=f"{type(exc).__name__}: {exc}"
-    )
+    # SystemExit and any other BaseException (GeneratorExit, a custom one) are a crash
+    # rather than a verdict on the job.
+    return panic(exc)
 
 
 @dataclass(frozen=True)
@@ -116,36 +140,70 @@ def judge_raise(exc: BaseException) -> Verdict | None:
     return Verdict(failure=failure, raised=exc, not_before=not_before)
 
 
-async def run_handler(spec: HandlerSpec, context: JobContext, timeout_s: float) -> Verdict:
-    """Run the handler once under ``timeout_s`` and judge what it did.
+HandlerContext = JobContext | SyncJobContext
+Report = Callable[[str, dict[str, Any]], Awaitable[None]]
 
-    Shutdown signals (``KeyboardInterrupt``, ``SystemExit``, ``CancelledError``) propagate
-    unjudged: the caller decides what becomes of the lease.
+
+def context_for(
+    spec: HandlerSpec,
+    job: JobState,
+    lease: Lease,
+    report: Report,
+    resources: Mapping[str, Any] | None = None,
+) -> HandlerContext:
+    """The context ``spec``'s handler gets (call on the running loop): awaitable reports for
+    an async handler, blocking ones for a sync handler."""
+    context_type = JobContext if spec.is_async else SyncJobContext
+    return context_type(job, lease, report, asyncio.get_running_loop(), resources)
+
+
+async def run_handler(
+    spec: HandlerSpec,
+    context: HandlerContext,
+    timeout_s: float,
+    threads: ThreadLane | None = None,
+) -> Verdict:
+    """Run the handler once under ``timeout_s`` and judge what it did; a sync handler runs on
+    ``threads`` (by default a one-thread lane of its own, let go afterwards).
+
+    ``KeyboardInterrupt`` and a cancellation of the calling task propagate unjudged: the
+    caller decides what becomes of the lease. An exception that cannot even be judged is a
+    ``panicked`` verdict.
     """
+    lane = threads or ThreadLane(1, "jobledger-handler")
     try:
         # asyncio.timeout, not wait_for: no extra task, so exceptions reach us unchanged.
         async with asyncio.timeout(timeout_s):
-            value = await _call(spec, context)
+            value = await _call(spec, context, lane)
     except BaseException as exc:
-        verdict = judge_raise(exc)
+        if isinstance(exc, asyncio.CancelledError) and not _being_cancelled():
+            # The handler's own CancelledError (an awaited task cancelled elsewhere), not
+            # the pool stopping this slot: a crash of the handler.
+            return Verdict(failure=panic(exc, "not cancelled by the pool: "), raised=exc)
+        try:
+            verdict = judge_raise(exc)
+        except Exception as judging:
+            return Verdict(failure=panic(exc, f"unjudgeable ({describe(judging)}): "), raised=exc)
         if verdict is None:
             raise
         return verdict
+    finally:
+        if threads is None:
+            lane.shutdown()
     return judge_return(value)
 
 
-async def _call(spec: HandlerSpec, context: JobContext) -> Any:
-    """The handler itself: awaited if async, else run in a thread so it cannot stall the loop.
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
-    Sync handlers share asyncio's default executor with the pool's own database calls (a
-    known defect, next to be fixed here: they get an executor of their own).
-    """
+
+async def _call(spec: HandlerSpec, context: HandlerContext, threads: ThreadLane) -> Any:
+    """The handler itself: awaited if async, else run on a handler thread so it cannot stall
+    the loop (a thread of the handlers' own lane: see :mod:`ledger.runtime.threads`)."""
     if spec.is_async:
-        return await spec.function(context)
-    return await asyncio.to_thread(spec.function, context)
-
-
-Report = Callable[[str, dict[str, Any]], Awaitable[None]]
+        return await spec.function(context)  # type: ignore[arg-type]
+    return await threads.run(spec.function, context)  # type: ignore[arg-type]
 
 
 class Executor:
@@ -154,6 +212,8 @@ class Executor:
     :meth:`execute` returns the outcome to record and records nothing itself, so the pool can
     batch it and a test can record it at once. If the running task is cancelled, the job is
     released (through the :class:`Releaser`, shielded) before the cancellation propagates.
+    Sync handlers run on ``handler_threads``; their reports (progress, heartbeat) are written
+    on ``io_threads``.
     """
 
     def __init__(
@@ -165,8 +225,12 @@ class Executor:
         releaser: Releaser,
         lease_s: LeaseLength,
         resources: Mapping[str, Any],
+        handler_threads: ThreadLane,
+        io_threads: ThreadLane,
     ) -> None:
         self._ledger = ledger
+        self._handler_threads = handler_threads
+        self._io = io_threads
         self._registry = registry
         self._breaker = breaker
         self._releaser = releaser
@@ -185,30 +249,38 @@ class Executor:
                 message=f"no handler is registered for job type {job.job_type!r}",
             )
             return FailureReport(lease, missing)
-        context = JobContext(
-            job, lease, self._reporter(lease), asyncio.get_running_loop(), self.resources
-        )
         try:
-            verdict = await run_handler(spec, context, job.timeout_s)
+            verdict = await self._run(spec, job, lease)
         except asyncio.CancelledError:
             await self._releaser.release_shielded(lease)
             raise
-        self._inform_breaker(verdict)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # the machinery around the handler failed
+            verdict = Verdict(failure=panic(exc, "worker machinery failed: "), raised=exc)
+        if verdict.failure is not None and verdict.failure.kind is FailureKind.PANICKED:
+            log.error("job %s panicked: %s", job.job_id, verdict.failure.message)
+        self._inform_breaker(job.job_type, verdict)
         return verdict.outcome(lease)
 
-    def _inform_breaker(self, verdict: Verdict) -> None:
-        """Retryable failures count against downstream, a success clears the count; terminal
-        failures (a permanent error, an invalid output) are about the job and do neither."""
+    async def _run(self, spec: HandlerSpec, job: JobState, lease: Lease) -> Verdict:
+        context = context_for(spec, job, lease, self._reporter(lease), self.resources)
+        return await run_handler(spec, context, job.timeout_s, self._handler_threads)
+
+    def _inform_breaker(self, job_type: str, verdict: Verdict) -> None:
+        """Retryable failures count against the type's downstream, a success clears the
+        count; terminal failures (a permanent error, an invalid output, a panic) are about
+        the job and do neither."""
         if verdict.failure is None:
-            self._breaker.record_success()
+            self._breaker.record_success(job_type)
         elif verdict.failure.kind.is_retryable:
-            self._breaker.record_failure()
+            self._breaker.record_failure(job_type)
 
     def _reporter(self, lease: Lease) -> Report:
         async def report(kind: str, fields: dict[str, Any]) -> None:
             if kind == "heartbeat":
-                await asyncio.to_thread(self._ledger.heartbeat, lease, lease_s=self._lease_s)
+                await self._io.run(self._ledger.heartbeat, lease, lease_s=self._lease_s)
             else:
-                await asyncio.to_thread(self._ledger.progress, lease, **fields)
+                await self._io.run(self._ledger.progress, lease, **fields)
 
         return report

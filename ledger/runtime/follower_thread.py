@@ -8,11 +8,11 @@ loses nothing.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 
 from ledger.api.ledger import Ledger
+from ledger.runtime.threads import ThreadLane
 from projections.runners.follower import Follower
 
 log = logging.getLogger(__name__)
@@ -25,8 +25,9 @@ nothing new is one read; on SQLite it is the only way to see other processes' co
 class FollowerThread:
     """Starts, watches and stops one follower thread."""
 
-    def __init__(self, ledger: Ledger, *, poll_interval_s: float) -> None:
+    def __init__(self, ledger: Ledger, *, poll_interval_s: float, io: ThreadLane) -> None:
         self._ledger = ledger
+        self._io = io
         self._poll_s = max(FOLLOWER_MIN_POLL_S, poll_interval_s)
         self._follower: Follower | None = None
         self._thread: threading.Thread | None = None
@@ -44,7 +45,7 @@ class FollowerThread:
         if self._follower is None or thread is None:
             return
         self._follower.stop()
-        await asyncio.to_thread(thread.join)
+        await self._io.run(thread.join)
 
     def problem(self, *, running: bool) -> str | None:
         """Why the follower is not keeping up, or ``None``: its last error (kept after a

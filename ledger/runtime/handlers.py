@@ -1,8 +1,11 @@
 """Handlers: the registry that maps job types to code, the context a handler receives, and
 the errors and result a handler uses to say how its job went.
 
-A handler is ``async def handler(ctx) -> output`` or a plain ``def`` (run in a thread so it
-cannot stall the event loop). Its return value is the job's output; return a :class:`Result`
+A handler is ``async def handler(ctx: JobContext) -> output`` or a plain
+``def handler(ctx: SyncJobContext) -> output`` (run on one of the pool's handler threads so it
+cannot stall the event loop). Both report the same way: ``ctx.progress(...)`` and
+``ctx.heartbeat()`` — awaited in an async handler, plain calls that block until written in a
+sync one. Its return value is the job's output; return a :class:`Result`
 to also report the revision and content hash a sync subject's state should record. What a
 handler's return or exception becomes in the ledger is decided in
 :mod:`ledger.runtime.executor`.
@@ -62,11 +65,11 @@ class Result:
     content_hash: str | None = None
 
 
-class JobContext:
-    """What a handler sees: the job, and ways to report on it while it runs.
+class _JobView:
+    """What every handler sees of its job: the job itself, its lease and the pool's resources.
 
-    ``heartbeat``/``progress`` are coroutines for async handlers; sync handlers (which run in
-    a thread) use ``heartbeat_blocking``/``progress_blocking``.
+    Reporting goes through ``report`` (a coroutine the pool runs on the event loop, which
+    hands the write to the pool's I/O threads).
     """
 
     def __init__(
@@ -116,6 +119,41 @@ class JobContext:
     def checkpoint(self) -> JSON | None:
         return self.job.checkpoint
 
+    def _report_and_wait(self, kind: str, fields: dict[str, Any]) -> None:
+        """Run one report on the loop from another thread and wait until it is written.
+
+        Called on the loop's own thread this would wait for itself forever: that is a
+        :class:`RuntimeError` instead."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            raise RuntimeError(
+                f"ctx.{kind}_blocking() called on the event loop would deadlock it: "
+                f"in an async handler use `await ctx.{kind}(...)`"
+            )
+        future: Future[None] = asyncio.run_coroutine_threadsafe(
+            _as_coroutine(self._report(kind, fields)), self._loop
+        )
+        future.result()
+
+
+def _progress_fields(
+    done: int | None, total: int | None, stage: str | None, checkpoint: JSON | None
+) -> dict[str, Any]:
+    return {"done": done, "total": total, "stage": stage, "checkpoint": checkpoint}
+
+
+class JobContext(_JobView):
+    """The context of an ``async def`` handler: ``await ctx.progress(...)``,
+    ``await ctx.heartbeat()``.
+
+    A plain ``def`` handler gets a :class:`SyncJobContext` instead, whose same-named methods
+    block. ``*_blocking`` here serve threads an async handler starts itself; called on the
+    event loop's thread they raise (they would deadlock it).
+    """
+
     async def heartbeat(self) -> None:
         """Renew this job's lease now (the pool also renews it periodically)."""
         await self._report("heartbeat", {})
@@ -129,23 +167,51 @@ class JobContext:
         checkpoint: JSON | None = None,
     ) -> None:
         """Record progress, a stage and/or a checkpoint. Does not renew the lease."""
-        await self._report(
-            "progress", {"done": done, "total": total, "stage": stage, "checkpoint": checkpoint}
-        )
+        await self._report("progress", _progress_fields(done, total, stage, checkpoint))
 
     def heartbeat_blocking(self) -> None:
-        """:meth:`heartbeat` for sync handlers running in a worker thread."""
-        self._blocking(self.heartbeat())
+        """:meth:`heartbeat` from a thread other than the event loop's, waiting for it."""
+        self._report_and_wait("heartbeat", {})
 
-    def progress_blocking(self, **fields: Any) -> None:
-        """:meth:`progress` for sync handlers running in a worker thread."""
-        self._blocking(self.progress(**fields))
+    def progress_blocking(
+        self,
+        *,
+        done: int | None = None,
+        total: int | None = None,
+        stage: str | None = None,
+        checkpoint: JSON | None = None,
+    ) -> None:
+        """:meth:`progress` from a thread other than the event loop's, waiting for it."""
+        self._report_and_wait("progress", _progress_fields(done, total, stage, checkpoint))
 
-    def _blocking(self, coroutine: Awaitable[None]) -> None:
-        future: Future[None] = asyncio.run_coroutine_threadsafe(
-            _as_coroutine(coroutine), self._loop
-        )
-        future.result()
+
+class SyncJobContext(_JobView):
+    """The context of a plain ``def`` handler (run on a handler thread): ``ctx.progress(...)``
+    and ``ctx.heartbeat()`` write and return once written (or raise, e.g.
+    :class:`~ledger.core.errors.LeaseOwnerMismatchError` when the lease is gone).
+
+    The write runs on the pool's I/O threads, never on the handler threads, so handlers
+    waiting for their writes cannot starve them. ``*_blocking`` are the same methods under
+    the names async contexts use for threads.
+    """
+
+    def heartbeat(self) -> None:
+        """Renew this job's lease now (the pool also renews it periodically)."""
+        self._report_and_wait("heartbeat", {})
+
+    def progress(
+        self,
+        *,
+        done: int | None = None,
+        total: int | None = None,
+        stage: str | None = None,
+        checkpoint: JSON | None = None,
+    ) -> None:
+        """Record progress, a stage and/or a checkpoint. Does not renew the lease."""
+        self._report_and_wait("progress", _progress_fields(done, total, stage, checkpoint))
+
+    heartbeat_blocking = heartbeat
+    progress_blocking = progress
 
 
 async def _as_coroutine(awaitable: Awaitable[None]) -> None:
@@ -158,7 +224,11 @@ def _is_async(function: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
 
 
-Handler = Callable[[JobContext], Any]
+AsyncHandler = Callable[[JobContext], Awaitable[Any]]
+SyncHandler = Callable[[SyncJobContext], Any]
+Handler = AsyncHandler | SyncHandler
+"""An ``async def`` handler takes a :class:`JobContext`; a plain ``def`` one a
+:class:`SyncJobContext`."""
 H = TypeVar("H", bound=Handler)
 
 

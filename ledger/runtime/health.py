@@ -20,6 +20,8 @@ class PoolStats:
     dead: int = 0
     fenced_out: int = 0
     released: int = 0
+    expired_before_start: int = 0
+    """Claimed jobs dropped unstarted because their lease had ended (a paused process)."""
 
     def count_recorded(self, state: JobState) -> None:
         """Count one recorded outcome by the state it left the job in (a retry is ``pending``
@@ -36,6 +38,8 @@ class PoolStats:
 class Health:
     status: Literal["ok", "degraded"]
     reasons: list[str] = field(default_factory=list)
+    open_breakers: dict[str, datetime] = field(default_factory=dict)
+    """Job types whose circuit breaker is open, and when each cooldown ends."""
 
 
 def assess(
@@ -43,16 +47,22 @@ def assess(
     started: bool,
     live_workers: int,
     concurrency: int,
-    breaker_reopens_at: datetime | None,
+    open_breakers: dict[str, datetime],
     follower_problem: str | None,
+    stuck_handler_threads: int = 0,
 ) -> Health:
     """``ok``, or ``degraded`` with every reason: dead worker slots (only while started), an
-    open breaker, a failing or stopped projection follower."""
+    open breaker (per type), sync handlers still running after their job ended, a failing or
+    stopped projection follower."""
     reasons = []
     if started and live_workers < concurrency:
         reasons.append(f"{live_workers} of {concurrency} workers alive")
-    if breaker_reopens_at is not None:
-        reasons.append(f"circuit breaker open until {breaker_reopens_at}")
+    for job_type, until in open_breakers.items():
+        reasons.append(f"circuit breaker open for {job_type!r} until {until.isoformat()}")
+    if stuck_handler_threads > 0:
+        reasons.append(
+            f"{stuck_handler_threads} sync handler thread(s) still running after their job ended"
+        )
     if follower_problem is not None:
         reasons.append(follower_problem)
-    return Health("degraded" if reasons else "ok", reasons)
+    return Health("degraded" if reasons else "ok", reasons, dict(open_breakers))

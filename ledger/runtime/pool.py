@@ -8,6 +8,11 @@ a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every held lease in on
 transaction; a periodic reaper pass fails expired leases; optionally a thread keeps the
 tracked views current. The pool itself only starts and stops these.
 
+Threads (:mod:`ledger.runtime.threads`): sync handlers run on a lane of ``concurrency``
+threads of their own, every database call of the pool on another lane; neither is asyncio's
+default executor. A slot never starts a handler on a lease that has already ended (a pool
+paused past its leases drops those jobs unstarted) and survives whatever its handler does.
+
 Shutdown (:meth:`WorkerPool.stop`) lets in-flight jobs finish and releases claimed jobs that
 never started. If the caller's grace runs out (``stop(grace_s=…)``, or the caller cancels
 ``stop()``), workers are cancelled and each in-flight job is released through a shielded,
@@ -24,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any, Unpack
 from uuid import UUID
 
-from ledger.api.ledger import Ledger, Outcome
+from ledger.api.ledger import Ledger
 from ledger.maintenance.reaper import Reaper
 from ledger.maintenance.runner import ServiceRunner
 from ledger.runtime.breaker import CircuitBreaker
@@ -39,6 +44,8 @@ from ledger.runtime.health import Health, PoolStats, assess
 from ledger.runtime.heartbeater import Heartbeater
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
+from ledger.runtime.slots import WorkerSlots
+from ledger.runtime.threads import ThreadLane
 from ledger.runtime.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
@@ -89,7 +96,13 @@ class WorkerPool:
         self._registry = registry
         self.worker_id = process_worker_id(config.name)
         self.stats = PoolStats()
-        self._breaker = breaker or CircuitBreaker(ledger.clock)
+        self._breaker = breaker or CircuitBreaker(
+            ledger.clock,
+            threshold=config.breaker_threshold,
+            cooldown_s=config.breaker_cooldown_s,
+        )
+        self._io = ThreadLane(config.io_threads, "jobledger-io")
+        self._handler_threads = ThreadLane(max(1, config.concurrency), "jobledger-handler")
         lease_lengths = registry.lease_lengths(config.lease_s)
         self._claims = Claims(
             ledger,
@@ -99,7 +112,7 @@ class WorkerPool:
             lease_s=lease_lengths,
             stats=self.stats,
         )
-        self._releaser = Releaser(ledger, self._claims, self.stats)
+        self._releaser = Releaser(ledger, self._claims, self.stats, self._io)
         self._wakeup = Wakeup(ledger)
         self._producer = Producer(
             self._claims,
@@ -108,6 +121,7 @@ class WorkerPool:
             poll_interval_s=config.poll_interval_s,
             breaker=self._breaker,
             wakeup=self._wakeup,
+            io=self._io,
         )
         self._executor = Executor(
             ledger,
@@ -116,6 +130,8 @@ class WorkerPool:
             releaser=self._releaser,
             lease_s=lease_lengths,
             resources=resources or {},
+            handler_threads=self._handler_threads,
+            io_threads=self._io,
         )
         self._completer = BatchCompleter(
             ledger,
@@ -123,17 +139,28 @@ class WorkerPool:
             max_batch=config.completion_batch,
             max_delay_s=config.completion_delay_s,
             on_recorded=self.stats.count_recorded,
+            io=self._io,
         )
         self._heartbeater = Heartbeater(
             ledger,
-            self._claims.leases,
+            lambda: self._claims.renewable(ledger.clock.now()),
             lease_s=lease_lengths,
             interval_s=config.heartbeat_interval(lease_lengths),
             on_lost=self._lease_lost,
+            io=self._io,
+            on_renewed=self._claims.renewed,
+        )
+        self._slots = WorkerSlots(
+            self._producer,
+            claims=self._claims,
+            executor=self._executor,
+            completer=self._completer,
+            clock=ledger.clock,
+            stats=self.stats,
         )
         self._reaper = Reaper(ledger, config.reaper_config())
         self._follower = (
-            FollowerThread(ledger, poll_interval_s=config.poll_interval_s)
+            FollowerThread(ledger, poll_interval_s=config.poll_interval_s, io=self._io)
             if config.follow_projections
             else None
         )
@@ -159,15 +186,24 @@ class WorkerPool:
         return sum(1 for task in self._workers if not task.done())
 
     @property
-    def breaker_open(self) -> bool:
-        return self._breaker.is_open
+    def breaker(self) -> CircuitBreaker:
+        """The per-job-type circuit breaker this pool claims by."""
+        return self._breaker
 
     @property
-    def breaker_consecutive_failures(self) -> int:
-        return self._breaker.consecutive_failures
+    def breaker_open(self) -> bool:
+        """Whether the breaker of any type this pool claims is open."""
+        return any(t in self._claims.types for t in self._breaker.open_types())
+
+    @property
+    def busy_handler_threads(self) -> int:
+        """Sync handlers running on this pool's handler threads now (after :meth:`stop`:
+        handlers that never returned, whose jobs were released or timed out)."""
+        return self._handler_threads.busy
 
     def health(self) -> Health:
-        """``ok``, or ``degraded`` with the reasons (dead workers, open breaker, follower)."""
+        """``ok``, or ``degraded`` with the reasons (dead workers, open breakers and until
+        when, sync handler threads still held by ended jobs, the follower)."""
         follower_problem = None
         if self._follower is not None:
             follower_problem = self._follower.problem(running=self._started)
@@ -175,8 +211,9 @@ class WorkerPool:
             started=self._started,
             live_workers=self.live_workers,
             concurrency=self.config.concurrency,
-            breaker_reopens_at=self._breaker.reopens_at,
+            open_breakers=self._breaker.open_types(),
             follower_problem=follower_problem,
+            stuck_handler_threads=max(0, self._handler_threads.busy - self._producer.in_flight),
         )
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -189,8 +226,8 @@ class WorkerPool:
         self._stop_requested.clear()
         if self.config.define_types:
             apply = self.config.apply_definitions
-            await asyncio.to_thread(sync_definitions, self._ledger, self._registry, apply=apply)
-        released = await asyncio.to_thread(
+            await self._io.run(sync_definitions, self._ledger, self._registry, apply=apply)
+        released = await self._io.run(
             self._ledger.release_claims_with_prefix,
             self.worker_id.rpartition(":")[0] + ":",
             alive=_pid_alive,
@@ -201,7 +238,7 @@ class WorkerPool:
         self._completer.start()
         self._heartbeater.start()
         self._workers = [
-            asyncio.create_task(self._work(), name=f"jobledger-worker-{i}")
+            asyncio.create_task(self._slots.work(), name=f"jobledger-worker-{i}")
             for i in range(self.config.concurrency)
         ]
         self._tasks = [self._producer.start()]
@@ -242,10 +279,15 @@ class WorkerPool:
         """Burst mode: start, work until nothing is due and nothing is in flight, stop."""
         await self.start()
         try:
-            await self._producer.wait_until_idle()
+            await self.wait_until_idle()
         finally:
             await self.stop()
         return self.stats
+
+    async def wait_until_idle(self) -> None:
+        """Return once a claim made after this call found nothing claimable (nothing due, or
+        only types whose breaker is open) while nothing was buffered, running or held."""
+        await self._producer.wait_until_idle()
 
     async def _cancel_workers(self) -> None:
         for task in self._workers:
@@ -260,21 +302,11 @@ class WorkerPool:
         await self._producer.give_back_buffered(self._releaser.release)
         if self._follower is not None:
             await self._follower.stop()
+        self._handler_threads.shutdown()
+        self._io.shutdown()
         self._started = False
 
-    # --- the worker slots -------------------------------------------------------------------
-
-    async def _work(self) -> None:
-        while (job := await self._producer.next_job()) is not None:
-            with self._producer.running():
-                await self._record(await self._executor.execute(job))
-
-    async def _record(self, outcome: Outcome) -> None:
-        self._claims.forget(outcome.lease.job_id)
-        if self._completer.running:
-            self._completer.submit(outcome)
-        else:
-            await self._completer.flush_now([outcome])
+    # --- what the heartbeater reports -------------------------------------------------------
 
     def _lease_lost(self, job_id: UUID) -> None:
         self._claims.forget(job_id)

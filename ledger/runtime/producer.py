@@ -3,8 +3,10 @@
 One task claims as many due jobs as there are free slots plus a prefetch allowance, in one
 transaction, and buffers them for the slots. It refills only once half of that capacity is
 free (or the buffer ran dry), because claiming the moment one slot frees would make every
-claim a one-job transaction, and throughput is transactions times jobs per transaction. While
-nothing is due, or the circuit breaker is open, it waits for a wake-up or the poll interval.
+claim a one-job transaction, and throughput is transactions times jobs per transaction. Job
+types whose circuit breaker is open are left out of the claim; while nothing is due (or every
+type's breaker is open) it waits for a wake-up or the poll interval. Claims run on the pool's
+I/O threads.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from ledger.core.state import JobState, Lease
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
+from ledger.runtime.threads import ThreadLane
 from ledger.runtime.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
@@ -45,8 +48,10 @@ class Producer:
         poll_interval_s: float,
         breaker: CircuitBreaker,
         wakeup: Wakeup,
+        io: ThreadLane,
     ) -> None:
         self._claims = claims
+        self._io = io
         self.concurrency = concurrency
         self.poll_interval_s = poll_interval_s
         self._fixed_prefetch = prefetch
@@ -88,9 +93,6 @@ class Producer:
 
     async def _produce(self) -> None:
         while not self._stopping:
-            if self._breaker.is_open:
-                await self._wakeup.wait(self.poll_interval_s)
-                continue
             room = self._room_for()
             # Refill in batches: claiming the moment one slot frees up would make every
             # claim a one-job transaction. Wait for half the capacity to be free, unless
@@ -99,8 +101,10 @@ class Producer:
                 self._room.clear()
                 await self._room.wait()
                 continue
+            open_types = self._breaker.open_types()
+            types = [t for t in self._claims.types if t not in open_types]
             try:
-                jobs = await asyncio.to_thread(self._claims.claim, room)
+                jobs = await self._io.run(self._claims.claim, room, types)
             except Exception as exc:
                 log.warning("claim failed: %r (cause %r)", exc, exc.__cause__)
                 await self._wakeup.wait(self.poll_interval_s)
@@ -118,6 +122,11 @@ class Producer:
         return max(1, (self.concurrency + self.prefetch) // 2)
 
     # --- the slots' side --------------------------------------------------------------------
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs a slot is running now."""
+        return self._in_flight
 
     async def next_job(self) -> JobState | None:
         """The next claimed job, or ``None`` when the slot should stop."""

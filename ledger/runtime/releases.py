@@ -16,6 +16,7 @@ from ledger.core.errors import LedgerError
 from ledger.core.state import Lease
 from ledger.runtime.claims import Claims
 from ledger.runtime.health import PoolStats
+from ledger.runtime.threads import ThreadLane
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +24,9 @@ RELEASE_REASON = "released at shutdown"
 
 
 class Releaser:
-    def __init__(self, ledger: Ledger, claims: Claims, stats: PoolStats) -> None:
+    def __init__(self, ledger: Ledger, claims: Claims, stats: PoolStats, io: ThreadLane) -> None:
         self._ledger = ledger
+        self._io = io
         self._claims = claims
         self._stats = stats
         self._pending: set[asyncio.Task[None]] = set()
@@ -33,7 +35,7 @@ class Releaser:
         """Release one claim; a refusal (the lease is already gone) is logged, not raised."""
         self._claims.forget(lease.job_id)
         try:
-            await asyncio.to_thread(self._ledger.release, lease, reason=RELEASE_REASON)
+            await self._io.run(self._ledger.release, lease, reason=RELEASE_REASON)
             self._stats.released += 1
         except LedgerError as exc:
             log.info("did not release job %s: %s", lease.job_id, exc)

@@ -33,6 +33,15 @@ APP = textwrap.dedent(
     @registry.handler("app.bad")
     async def bad(ctx):
         raise PermanentError("nope")
+
+    @registry.handler("app.hang_async")
+    async def hang_async(ctx):
+        await asyncio.sleep(600)
+
+    @registry.handler("app.hang_sync")
+    def hang_sync(ctx):
+        import time
+        time.sleep(600)  # a sync handler nothing can interrupt
     """
 )
 
@@ -176,3 +185,55 @@ def test_sigterm_stops_a_worker_gracefully_letting_the_job_finish(
     with Ledger.open(sqlite_url) as ledger:
         state = ledger.get(job_id)  # type: ignore[arg-type]
         assert state is not None and state.status is JobStatus.SUCCEEDED
+
+
+def test_the_worker_command_takes_the_breaker_settings(sqlite_url: str) -> None:
+    """`jobledger worker --help` offers --breaker-threshold and --breaker-cooldown."""
+    result = invoke(sqlite_url, "worker", "--help")
+    assert result.exit_code == 0
+    assert "--breaker-threshold" in result.stdout and "--breaker-cooldown" in result.stdout
+
+
+@pytest.mark.parametrize("job_type", ["app.hang_async", "app.hang_sync"])
+@pytest.mark.parametrize("first", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_second_signal_stops_a_worker_at_once_releasing_its_job(
+    sqlite_url: str, app_module: str, tmp_path: Path, job_type: str, first: signal.Signals
+) -> None:
+    """The first signal starts a graceful stop (grace 60 s); the second stops at once: the
+    in-flight job is released (pending, attempt not consumed) and the process exits 0 — also
+    when the handler is a sync one that never returns."""
+    with Ledger.open(sqlite_url) as ledger:
+        ledger.define(job_type)
+        job_id = ledger.enqueue(job_type)
+        assert job_id is not None
+    argv = [_console_script(), "--db", sqlite_url, "worker", "--app", f"{app_module}:registry"]
+    worker = subprocess.Popen(
+        [*argv, "--poll", "0.05", "--grace", "60"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with Ledger.open(sqlite_url) as ledger:
+            for _ in range(500):  # wait (up to ~10 s) until the job is running
+                state = ledger.get(job_id)
+                if state is not None and state.status is JobStatus.LEASED:
+                    break
+                time.sleep(0.02)  # polling a real process: real time
+        worker.send_signal(first)
+        assert worker.stderr is not None
+        for line in worker.stderr:  # ordered by the process's own word, not by a time window
+            if line.startswith("stopping"):
+                break
+        worker.send_signal(signal.SIGINT)
+        _, rest = worker.communicate(timeout=20)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert worker.returncode == 0, rest
+    assert "stopped at once" in rest
+    with Ledger.open(sqlite_url) as ledger:
+        state = ledger.get(job_id)
+        assert state is not None and state.status is JobStatus.PENDING and state.attempt == 0
+        assert [r.event.name for r in ledger.history(job_id)][-1] == "job_released"

@@ -18,13 +18,20 @@ from ledger.core.events import BackoffPolicy, EnqueueRequest
 from ledger.core.state import JobState, Lease
 from ledger.runtime.config import PoolConfig, PoolSettings
 from ledger.runtime.executor import Verdict, judge_raise, judge_return, run_handler
-from ledger.runtime.handlers import HandlerSpec, JobContext, Result, TransientError
+from ledger.runtime.handlers import (
+    HandlerSpec,
+    JobContext,
+    Result,
+    SyncJobContext,
+    TransientError,
+)
+from ledger.runtime.threads import ThreadLane
 
 LEASE = Lease(uuid4(), 1, 1, "w")
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def context() -> JobContext:
+def context(*, sync: bool = False) -> JobContext | SyncJobContext:
     async def report(kind: str, fields: dict[str, Any]) -> None:
         return None
 
@@ -41,7 +48,8 @@ def context() -> JobContext:
         updated_at=EPOCH,
         version=1,
     )
-    return JobContext(job, LEASE, report, asyncio.get_running_loop())
+    context_type = SyncJobContext if sync else JobContext
+    return context_type(job, LEASE, report, asyncio.get_running_loop())
 
 
 def spec(function: Any, *, is_async: bool) -> HandlerSpec:
@@ -71,7 +79,7 @@ def test_a_transient_errors_not_before_reaches_the_failure_report() -> None:
     assert verdict is not None and verdict.raised is error
     outcome = verdict.outcome(LEASE)
     assert isinstance(outcome, FailureReport) and outcome.not_before == later
-    assert judge_raise(SystemExit()) is None
+    assert judge_raise(KeyboardInterrupt()) is None
 
 
 async def test_run_handler_judges_sync_and_async_handlers_alike() -> None:
@@ -79,7 +87,7 @@ async def test_run_handler_judges_sync_and_async_handlers_alike() -> None:
 
     threads: list[int] = []
 
-    def sync_boom(ctx: JobContext) -> None:
+    def sync_boom(ctx: SyncJobContext) -> None:
         threads.append(threading.get_ident())
         raise ValueError("boom")
 
@@ -87,7 +95,10 @@ async def test_run_handler_judges_sync_and_async_handlers_alike() -> None:
         raise ValueError("boom")
 
     for handler, is_async in ((sync_boom, False), (async_boom, True)):
-        verdict = await run_handler(spec(handler, is_async=is_async), context(), 5.0)
+        lane = ThreadLane(1, "test-handler")
+        verdict = await run_handler(
+            spec(handler, is_async=is_async), context(sync=not is_async), 5.0, lane
+        )
         assert verdict.failure is not None
         assert verdict.failure.message == "ValueError: boom"
     assert threads and threads[0] != threading.get_ident()

@@ -16,10 +16,11 @@ from ledger.api.ledger import Completion
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.completer import BatchCompleter
 from ledger.runtime.executor import classify
-from ledger.runtime.handlers import JobContext, Registry
+from ledger.runtime.handlers import JobContext, Registry, SyncJobContext
 from ledger.runtime.health import PoolStats
 from ledger.runtime.heartbeater import Heartbeater
 from ledger.runtime.pool import WorkerPool
+from ledger.runtime.threads import ThreadLane
 from ledger.testing import drain, run_until_idle, sync_definitions
 
 MakePool = Callable[..., WorkerPool]
@@ -84,7 +85,12 @@ async def test_heartbeat_loop_renews_every_held_lease_and_reports_lost_ones(
     lost: list[Any] = []
     held = list(leases)
     beater = Heartbeater(
-        sync_ledger, lambda: held, lease_s=10, interval_s=3600, on_lost=lost.append
+        sync_ledger,
+        lambda: held,
+        lease_s=10,
+        interval_s=3600,
+        on_lost=lost.append,
+        io=ThreadLane(1, "test-io"),
     )
     clock.advance(5)
     before = sync_ledger.store.head_position()
@@ -151,7 +157,7 @@ async def test_sync_handlers_run_in_a_thread_and_can_report_progress(sync_ledger
     threads: list[str] = []
 
     @registry.handler("blocking")
-    def blocking(ctx: JobContext) -> str:
+    def blocking(ctx: SyncJobContext) -> str:
         import threading
 
         threads.append(threading.current_thread().name)
@@ -194,24 +200,26 @@ def test_breaker_opens_at_threshold_probes_after_cooldown_and_reopens_at_once() 
     clock = FakeClock()
     breaker = CircuitBreaker(clock, threshold=3, cooldown_s=60)
     for _ in range(2):
-        breaker.record_failure()
-    assert not breaker.is_open
-    breaker.record_failure()
-    assert breaker.is_open and breaker.reopens_at is not None
+        breaker.record_failure("t")
+    assert not breaker.is_open("t")
+    breaker.record_failure("t")
+    assert breaker.is_open("t") and breaker.open_types()["t"] == clock.now() + breaker.cooldown
     clock.advance(60)
-    assert not breaker.is_open  # half-open: a probe may run
-    breaker.record_failure()
-    assert breaker.is_open  # one more failure reopens at once
+    assert not breaker.is_open("t")  # half-open: a probe may run
+    breaker.record_failure("t")
+    assert breaker.is_open("t")  # one more failure reopens at once
     clock.advance(60)
-    breaker.record_success()
-    assert not breaker.is_open and breaker.consecutive_failures == 0
+    breaker.record_success("t")
+    assert not breaker.is_open("t") and breaker.consecutive_failures("t") == 0
 
 
-def test_shutdown_signals_are_never_classified() -> None:
-    """KeyboardInterrupt, SystemExit and CancelledError propagate; other errors classify."""
+def test_shutdown_signals_are_never_classified_and_system_exit_is_a_panic() -> None:
+    """KeyboardInterrupt and CancelledError propagate; SystemExit from a handler is a crash
+    of the handler (panicked); other errors classify."""
     assert classify(KeyboardInterrupt()) is None
-    assert classify(SystemExit()) is None
     assert classify(asyncio.CancelledError()) is None
+    exited = classify(SystemExit(2))
+    assert exited is not None and (exited.kind, exited.code) == ("panicked", "job.handler_panic")
     failure = classify(ValueError("x"))
     assert failure is not None and failure.kind == "retryable"
 

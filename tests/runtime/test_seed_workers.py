@@ -65,9 +65,12 @@ def status_of(ledger: Ledger, job_id: Any) -> JobStatus:
 async def test_seed_idle_worker_picks_up_job_quickly(
     sync_ledger: Ledger, make_pool: MakePool
 ) -> None:
-    """An idle worker wakes on enqueue well before its 5 s poll interval."""
+    """An idle worker wakes on enqueue well before its 5 s poll interval: the pool is idle
+    (its claim found nothing, it waits out the poll) before the job is enqueued, so only a
+    wake-up can start the job in time."""
     pool = make_pool(concurrency=1, poll_interval_s=5.0)
     await pool.start()
+    await asyncio.wait_for(pool.wait_until_idle(), 2.0)
     job_id = await asyncio.to_thread(sync_ledger.enqueue, INGEST, subject=subject())
 
     async def done() -> bool:
@@ -293,6 +296,21 @@ async def test_seed_shutdown_grace_timeout_releases_claim(
     assert state.worker_id is None and state.attempt == 0
 
 
+async def test_seed_stop_grace_s_running_out_releases_in_flight_jobs(
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
+) -> None:
+    """stop(grace_s=…) whose grace runs out returns by itself: the in-flight job is cancelled
+    and released (job_released), pending again with its attempt not consumed."""
+    pool, job_id, cancelled = await _start_hanging_job(sync_ledger, make_pool, downstream)
+    await asyncio.wait_for(pool.stop(grace_s=0.1), timeout=10.0)
+    assert cancelled.is_set() and pool.live_workers == 0
+    state = sync_ledger.get(job_id)
+    assert state is not None and state.status is JobStatus.PENDING
+    assert state.worker_id is None and state.attempt == 0
+    assert [r.event.name for r in sync_ledger.history(job_id)][-1] == "job_released"
+    assert pool.stats.released == 1
+
+
 async def test_seed_worker_loses_claim_to_reaper_does_not_write_sync_state(
     sync_ledger: Ledger, registry: Registry, clock: FakeClock, downstream: Any
 ) -> None:
@@ -315,19 +333,21 @@ async def test_seed_worker_loses_claim_to_reaper_does_not_write_sync_state(
     assert sync_ledger.revision_snapshot("src") == {}
 
 
-def _slow_release(
-    pool: WorkerPool, delay: float
-) -> tuple[asyncio.Event, asyncio.Event, Callable[..., Awaitable[None]]]:
-    entered, done = asyncio.Event(), asyncio.Event()
+def _held_release(
+    pool: WorkerPool,
+) -> tuple[asyncio.Event, asyncio.Event, asyncio.Event, Callable[..., Awaitable[None]]]:
+    """A release that, once entered, waits for ``proceed`` (set by the test after the second
+    cancel has landed), so the second cancel arrives mid-release by construction."""
+    entered, proceed, done = asyncio.Event(), asyncio.Event(), asyncio.Event()
     real_release = pool._releaser.release
 
-    async def slow_release(lease: Any) -> None:
+    async def held_release(lease: Any) -> None:
         entered.set()
-        await asyncio.sleep(delay)  # long enough for a second cancel to arrive mid-release
+        await proceed.wait()
         await real_release(lease)
         done.set()
 
-    return entered, done, slow_release
+    return entered, proceed, done, held_release
 
 
 async def test_seed_cancel_cleanup_survives_second_cancel(
@@ -336,15 +356,17 @@ async def test_seed_cancel_cleanup_survives_second_cancel(
     """A second cancel during the release cannot strand the claim: the shielded release
     finishes as an orphan task."""
     pool, job_id, _ = await _start_hanging_job(sync_ledger, make_pool, downstream)
-    entered, done, slow_release = _slow_release(pool, 0.2)
-    monkeypatch.setattr(pool._releaser, "release", slow_release)
+    entered, proceed, done, held_release = _held_release(pool)
+    monkeypatch.setattr(pool._releaser, "release", held_release)
     worker = pool._workers[0]
     worker.cancel()
-    await asyncio.wait_for(entered.wait(), timeout=1.0)
+    await asyncio.wait_for(entered.wait(), timeout=5.0)
     worker.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await worker
-    await asyncio.wait_for(done.wait(), timeout=2.0)
+        await worker  # the worker is gone; its release is still held mid-way
+    assert not done.is_set() and pool._releaser.pending == 1
+    proceed.set()
+    await asyncio.wait_for(done.wait(), timeout=5.0)
     await pool.stop()
     state = sync_ledger.get(job_id)
     assert state is not None and state.status is JobStatus.PENDING and state.worker_id is None
@@ -356,16 +378,18 @@ async def test_seed_wait_for_pending_releases_waits_for_orphan_releases(
     """After a double cancel the release is an orphan; the releaser's wait_for_pending waits
     for it and reports how many landed."""
     pool, job_id, _ = await _start_hanging_job(sync_ledger, make_pool, downstream)
-    entered, _, slow_release = _slow_release(pool, 0.15)
-    monkeypatch.setattr(pool._releaser, "release", slow_release)
+    entered, proceed, _, held_release = _held_release(pool)
+    monkeypatch.setattr(pool._releaser, "release", held_release)
     worker = pool._workers[0]
     worker.cancel()
-    await asyncio.wait_for(entered.wait(), timeout=1.0)
+    await asyncio.wait_for(entered.wait(), timeout=5.0)
     worker.cancel()
     with pytest.raises(asyncio.CancelledError):
         await worker
     assert pool._releaser.pending == 1
-    assert await pool._releaser.wait_for_pending(timeout=2.0) == 1
+    assert await pool._releaser.wait_for_pending(timeout=0) == 0  # still held: none landed
+    proceed.set()
+    assert await pool._releaser.wait_for_pending(timeout=5.0) == 1
     assert pool._releaser.pending == 0
     await pool.stop()
     assert status_of(sync_ledger, job_id) is JobStatus.PENDING
@@ -400,76 +424,80 @@ async def test_seed_double_start_raises(make_pool: MakePool) -> None:
     await pool.stop()
 
 
-# --- the pool-wide circuit breaker ----------------------------------------------------------
+# --- the circuit breaker (per job type; the seed has a single type) -------------------------
 
 
 async def test_seed_breaker_opens_after_n_consecutive_transient_failures(
-    sync_ledger: Ledger,
-    make_pool: MakePool,
-    drain_queue: DrainQueue,
-    downstream: Any,
-    clock: FakeClock,
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any, clock: FakeClock
 ) -> None:
-    """Five transient failures in a row open the breaker; jobs stay queued for later."""
+    """Through the running pool: exactly the threshold's worth of jobs fail, then the breaker
+    is open, the pool is degraded and the remaining jobs stay queued, never attempted."""
     downstream.raises = TransientError("downstream down")
-    breaker = CircuitBreaker(clock)
-    pool = make_pool(breaker=breaker)
-    for i in range(breaker.threshold + 1):
-        sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"), max_attempts=5)
-    await drain_queue(breaker=breaker)  # the 60 s backoff keeps each failed job from re-running
+    ids = [sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"), max_attempts=5) for i in range(8)]
+    pool = make_pool(concurrency=1, prefetch=0, poll_interval_s=0.02)
+    await pool.start()
+    await asyncio.wait_for(pool.wait_until_idle(), 10)
+    threshold = pool.breaker.threshold
+    assert threshold == 5
+    attempts = sorted((sync_ledger.get(i).attempt for i in ids), reverse=True)  # type: ignore[union-attr, arg-type]
+    assert attempts == [1] * threshold + [0] * (len(ids) - threshold)
+    assert sync_ledger.counts() == {"pending": len(ids)}
     assert pool.breaker_open is True
-    assert pool.health().status == "degraded"
-    assert sync_ledger.counts().get("pending", 0) >= 1
+    health = pool.health()
+    assert health.status == "degraded" and list(health.open_breakers) == [INGEST]
+    await pool.stop()
 
 
 async def test_seed_breaker_pauses_worker_loop_claims(
     sync_ledger: Ledger, make_pool: MakePool
 ) -> None:
-    """With the breaker open, a live worker does not claim a queued job."""
+    """With the breaker open, a live worker does not claim a queued job (it goes idle)."""
     breaker = CircuitBreaker(sync_ledger.clock)
     pool = make_pool(concurrency=1, poll_interval_s=0.02, breaker=breaker)
     for _ in range(10):
-        breaker.record_failure()
+        breaker.record_failure(INGEST)
     assert pool.breaker_open is True
     job_id = sync_ledger.enqueue(INGEST, subject=subject())
     await pool.start()
-    await asyncio.sleep(0.1)  # real time is the point: nothing may happen during it
+    await asyncio.wait_for(pool.wait_until_idle(), 5)  # a claim ran and left the type out
     assert status_of(sync_ledger, job_id) is JobStatus.PENDING
     await pool.stop()
 
 
 async def test_seed_breaker_closes_on_successful_probe(
-    sync_ledger: Ledger, make_pool: MakePool, drain_queue: DrainQueue, clock: FakeClock
+    sync_ledger: Ledger, make_pool: MakePool, clock: FakeClock
 ) -> None:
-    """After the cooldown a probe may run; its success clears the breaker."""
+    """After the cooldown the running pool claims again; the probe's success clears it."""
     breaker = CircuitBreaker(clock)
-    pool = make_pool(breaker=breaker)
+    pool = make_pool(concurrency=1, poll_interval_s=0.02, breaker=breaker)
     for _ in range(10):
-        breaker.record_failure()
+        breaker.record_failure(INGEST)
     assert pool.breaker_open is True
     clock.advance(breaker.cooldown.total_seconds())
     assert pool.breaker_open is False
-    sync_ledger.enqueue(INGEST, subject=subject())
-    await drain_queue(breaker=breaker)
-    assert pool.breaker_consecutive_failures == 0
+    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    await pool.start()
+    await asyncio.wait_for(pool.wait_until_idle(), 5)
+    assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
+    assert breaker.consecutive_failures(INGEST) == 0
+    await pool.stop()
 
 
 async def test_seed_breaker_ignores_permanent_errors(
-    sync_ledger: Ledger,
-    make_pool: MakePool,
-    drain_queue: DrainQueue,
-    downstream: Any,
-    clock: FakeClock,
+    sync_ledger: Ledger, make_pool: MakePool, downstream: Any
 ) -> None:
-    """Permanent errors are about one job, not downstream: they neither count nor open."""
+    """Permanent errors are about one job, not downstream: they neither count nor open, so
+    the running pool works every job."""
     downstream.raises = PermanentError("bad URI")
-    breaker = CircuitBreaker(clock)
-    pool = make_pool(breaker=breaker)
-    for i in range(breaker.threshold + 2):
+    pool = make_pool(concurrency=1, prefetch=0, poll_interval_s=0.02)
+    for i in range(pool.breaker.threshold + 2):
         sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"))
-    await drain_queue(breaker=breaker)
+    await pool.start()
+    await asyncio.wait_for(pool.wait_until_idle(), 10)
+    assert sync_ledger.counts() == {"dead": pool.breaker.threshold + 2}
     assert pool.breaker_open is False
-    assert pool.breaker_consecutive_failures == 0
+    assert pool.breaker.consecutive_failures(INGEST) == 0
+    await pool.stop()
 
 
 # --- the reaper -----------------------------------------------------------------------------

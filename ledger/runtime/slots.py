@@ -1,0 +1,84 @@
+"""The worker slots: each takes claimed jobs from the producer and runs them one at a time.
+
+A slot never starts a handler on a lease that has already ended (checked against the ledger's
+clock right before the start), and nothing a job does ends the slot: the executor turns every
+failure around a handler into an outcome, and a failure to hand that outcome on is logged and
+leaves the lease to expire for the reaper.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ledger.api.ledger import Outcome
+from ledger.clock import Clock
+from ledger.core.state import JobState
+from ledger.runtime.claims import Claims
+from ledger.runtime.completer import BatchCompleter
+from ledger.runtime.executor import Executor
+from ledger.runtime.health import PoolStats
+from ledger.runtime.producer import Producer
+
+log = logging.getLogger(__name__)
+
+
+class WorkerSlots:
+    """What every worker task of a pool runs (:meth:`work`); the pool starts ``concurrency``
+    tasks of it."""
+
+    def __init__(
+        self,
+        producer: Producer,
+        *,
+        claims: Claims,
+        executor: Executor,
+        completer: BatchCompleter,
+        clock: Clock,
+        stats: PoolStats,
+    ) -> None:
+        self._producer = producer
+        self._claims = claims
+        self._executor = executor
+        self._completer = completer
+        self._clock = clock
+        self.stats = stats
+
+    async def work(self) -> None:
+        """Run jobs until the producer says stop (``None``)."""
+        while (job := await self._producer.next_job()) is not None:
+            if not self._claims.start(job.job_id, self._clock.now()):
+                self._expired_before_start(job)
+                continue
+            with self._producer.running():
+                try:
+                    await self._record(await self._executor.execute(job))
+                except Exception:
+                    # Recording failed (the executor itself never raises but for shutdown):
+                    # the slot lives on; the job's lease is left to expire for the reaper.
+                    log.exception("worker slot could not record job %s", job.job_id)
+                    self._claims.forget(job.job_id)
+
+    def _expired_before_start(self, job: JobState) -> None:
+        """A buffered job whose lease ended before a slot took it (the process was paused,
+        or the handlers ahead ran long): its handler is not started and nothing is written
+        (the fence would refuse it; the reaper or another worker owns the job now)."""
+        self.stats.expired_before_start += 1
+        log.warning(
+            "job %s: lease expired before it started (claimed until %s); dropped unstarted",
+            job.job_id,
+            job.lease_expires_at,
+        )
+
+    async def _record(self, outcome: Outcome) -> None:
+        """Hand the outcome to the completer; the lease stays held (so the pool is not idle)
+        until the outcome is recorded or refused, but is no longer renewed."""
+        job_id = outcome.lease.job_id
+        self._claims.finished(job_id)
+        if self._completer.running:
+            recorded = self._completer.submit(outcome)
+            recorded.add_done_callback(lambda _: self._claims.forget(job_id))
+        else:
+            try:
+                await self._completer.flush_now([outcome])
+            finally:
+                self._claims.forget(job_id)
