@@ -4,9 +4,9 @@ Loaded by real worker processes (``jobledger worker --app chaos_app:registry`` o
 ``chaos_launcher.py``) with ``tests/chaos`` on ``PYTHONPATH``. Every handler start appends
 one JSON line to ``$JOBLEDGER_CHAOS_LOG/starts-<pid>.jsonl`` *before* the handler does
 anything: job id, run, attempt, the worker id of its lease, the lease expiry the worker knew
-at claim time and the wall time of the start (and a second line, ``"what": "finish"``, when the handler
-returns or raises) (the same system clock the worker stamps its
-events with, so the two may be compared). The suite checks that log against the history: a
+at claim time and the wall time of the start, on the system clock the worker stamps its
+events with, so the two may be compared; a second line (``"what": "finish"``) follows when
+the handler returns or raises. The suite checks that log against the history: a
 start the ledger did not lease at that moment is a handler run on an expired lease.
 
 Job types (their payload: ``ms`` of work, ``progress`` to report progress, ``flaky`` to fail

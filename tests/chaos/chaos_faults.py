@@ -9,6 +9,7 @@ connections to the test's own database.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -32,6 +33,8 @@ from ledger.clock import SystemClock
 CHAOS_DIR = Path(__file__).resolve().parent
 REPO_ROOT = CHAOS_DIR.parent.parent
 LAUNCHER = CHAOS_DIR / "chaos_launcher.py"
+JOBLEDGER = str(Path(sys.executable).with_name("jobledger"))
+"""The installed console script: the real CLI, as an operator runs it."""
 _clock = SystemClock()
 
 
@@ -258,8 +261,6 @@ class ThrowawayPostgres:
         return f"{self.server_url}/{name}"
 
     def destroy(self) -> None:
-        try:
+        with contextlib.suppress(subprocess.CalledProcessError):  # already down
             self.stop("immediate")
-        except subprocess.CalledProcessError:
-            pass  # already down
         shutil.rmtree(self.root, ignore_errors=True)

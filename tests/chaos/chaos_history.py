@@ -72,7 +72,9 @@ def render(records: list[Record]) -> str:
         for name in ("run_number", "attempt", "worker_id", "lease_expires_at", "reason"):
             value = getattr(event, name, None)
             if value is not None:
-                parts.append(f"{name}={value.isoformat() if hasattr(value, 'isoformat') else value}")
+                parts.append(
+                    f"{name}={value.isoformat() if hasattr(value, 'isoformat') else value}"
+                )
         failure = getattr(event, "failure", None)
         if failure is not None:
             parts.append(f"failure={failure.kind}:{failure.code}")
@@ -101,7 +103,9 @@ def walk(job_id: UUID, records: list[Record]) -> JobWalk:
     return walker.result
 
 
-WorkerWrite = JobHeartbeated | JobProgressed | JobStageChanged | JobSucceeded | JobFailed | JobReleased
+WorkerWrite = (
+    JobHeartbeated | JobProgressed | JobStageChanged | JobSucceeded | JobFailed | JobReleased
+)
 
 
 class _Walker:
@@ -223,7 +227,9 @@ def start_violation(start: HandlerStart, attempt: Attempt | None) -> str | None:
     return None
 
 
-def extra_run_reasons(starts: list[HandlerStart], attempts: dict[tuple[UUID, int, int], Attempt]) -> Counter[str]:
+def extra_run_reasons(
+    starts: list[HandlerStart], attempts: dict[tuple[UUID, int, int], Attempt]
+) -> Counter[str]:
     """Handler runs beyond the one that succeeded, by how their attempt ended."""
     reasons: Counter[str] = Counter()
     for start in starts:
@@ -235,14 +241,20 @@ def extra_run_reasons(starts: list[HandlerStart], attempts: dict[tuple[UUID, int
     return reasons
 
 
-def dropped_outcome(finish: HandlerStart, attempt: Attempt | None, faulted_at: list[datetime]) -> str | None:
+def dropped_outcome(
+    finish: HandlerStart, attempt: Attempt | None, faulted_at: list[datetime]
+) -> str | None:
     """Why the outcome of a handler that finished while its lease was live never reached the
     ledger, or ``None``. Exempt: a worker killed or stopped after the finish, before the
     attempt ended (the outcome died with it)."""
     if attempt is None or attempt.ended_by is None:
         return None
     expiry = attempt.expiry_known_at(finish.wall)
-    if expiry is None or finish.wall >= expiry or not attempt.ended_by.startswith("failed:lease_expired"):
+    if (
+        expiry is None
+        or finish.wall >= expiry
+        or not attempt.ended_by.startswith("failed:lease_expired")
+    ):
         return None
     if any(finish.wall <= at <= (attempt.ended_at or at) for at in faulted_at):
         return None

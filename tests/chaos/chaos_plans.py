@@ -76,7 +76,9 @@ def sigstop_past_lease(stops: Sequence[float] = (0.2, 0.6)) -> FaultPlan:
     return plan
 
 
-def terminate_connections(admin_url: str, dbname: str, times: Sequence[float] = THRESHOLDS) -> FaultPlan:
+def terminate_connections(
+    admin_url: str, dbname: str, times: Sequence[float] = THRESHOLDS
+) -> FaultPlan:
     """``pg_terminate_backend`` every connection to the ledger's database at each threshold."""
 
     def plan(chaos: Chaos) -> None:
@@ -88,7 +90,9 @@ def terminate_connections(admin_url: str, dbname: str, times: Sequence[float] = 
     return plan
 
 
-def restart_server(server: ThrowawayPostgres, times: Sequence[float] = (0.2, 0.6), down_s: float = 1.0) -> FaultPlan:
+def restart_server(
+    server: ThrowawayPostgres, times: Sequence[float] = (0.2, 0.6), down_s: float = 1.0
+) -> FaultPlan:
     """Restart the test's own PostgreSQL at each threshold: the first a fast shutdown, the
     next an immediate one (a crash: no checkpoint, connections cut), down ``down_s`` each."""
 

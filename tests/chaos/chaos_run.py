@@ -10,11 +10,10 @@ that runs out is itself a violation ("stalled"), and the run still ends and is j
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import random
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -25,7 +24,7 @@ from typing import Any
 from uuid import UUID
 
 from chaos_app import registry
-from chaos_faults import REPO_ROOT, FaultLog, Fleet, WorkerSettings
+from chaos_faults import JOBLEDGER, REPO_ROOT, FaultLog, Fleet, WorkerSettings
 from chaos_history import (
     Attempt,
     dropped_outcome,
@@ -123,14 +122,13 @@ class Chaos:
 
     def close(self) -> None:
         if self._ledger is not None:
-            try:
+            with contextlib.suppress(Exception):  # its connections may be gone already
                 self._ledger.close()
-            except Exception:
-                pass
             self._ledger = None
 
 
 FaultPlan = Callable[[Chaos], None]
+DEFAULT_SETTINGS = WorkerSettings()
 
 
 @dataclass
@@ -175,7 +173,7 @@ def run_chaos(
     load: Load,
     plan: FaultPlan,
     workers: int = 3,
-    settings: WorkerSettings = WorkerSettings(),
+    settings: WorkerSettings = DEFAULT_SETTINGS,
     finish_timeout_s: float = 120.0,
 ) -> ChaosReport:
     """Run ``plan`` against ``workers`` worker processes working ``load``; judge the run."""
@@ -219,7 +217,9 @@ def run_chaos(
     return report
 
 
-def judge(url: str, chaos: Chaos, settings: WorkerSettings, starts: Sequence[Any], report: ChaosReport) -> None:
+def judge(
+    url: str, chaos: Chaos, settings: WorkerSettings, starts: Sequence[Any], report: ChaosReport
+) -> None:
     """Every invariant, from the history and the side log alone."""
     attempts: dict[tuple[UUID, int, int], Attempt] = {}
     with Ledger.open(url) as ledger:
@@ -230,7 +230,9 @@ def judge(url: str, chaos: Chaos, settings: WorkerSettings, starts: Sequence[Any
             attempts.update((a.key, a) for a in job.attempts)
             state = states[job_id]
             if state.status.is_live:
-                report.add("every job terminal", f"job {job_id} is {state.status}\n{render(records)}")
+                report.add(
+                    "every job terminal", f"job {job_id} is {state.status}\n{render(records)}"
+                )
             if state.status != JobStatus.SUCCEEDED:
                 report.lost += 1
                 report.dead += state.status == JobStatus.DEAD
@@ -249,7 +251,9 @@ def judge(url: str, chaos: Chaos, settings: WorkerSettings, starts: Sequence[Any
             for f in chaos.faults.faults
             if f.worker_id == finish.worker_id and f.kind in ("sigkill", "sigstop")
         ]
-        lost = dropped_outcome(finish, attempts.get((finish.job_id, finish.run, finish.attempt)), faulted)
+        lost = dropped_outcome(
+            finish, attempts.get((finish.job_id, finish.run, finish.attempt)), faulted
+        )
         if lost is not None:
             report.add("no finished outcome dropped", lost)
     for start in starts:
@@ -259,15 +263,18 @@ def judge(url: str, chaos: Chaos, settings: WorkerSettings, starts: Sequence[Any
     measure_recovery(chaos, settings, attempts, report)
     for command in (["projections", "verify"], ["replay", "--check", "--all"]):
         done = subprocess.run(
-            [sys.executable, "-m", "cli.main", "--db", url, *command],
+            [JOBLEDGER, "--db", url, *command],
+            check=False,
             cwd=REPO_ROOT,
             capture_output=True,
             text=True,
             timeout=300,
-            env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
         )
         if done.returncode != 0:
-            report.add(" ".join(command), f"exit {done.returncode}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+            report.add(
+                " ".join(command),
+                f"exit {done.returncode}: {done.stdout[-2000:]}{done.stderr[-2000:]}",
+            )
 
 
 def measure_recovery(
@@ -290,21 +297,34 @@ def measure_recovery(
     for fault in [*chaos.faults.of_kind("sigkill"), *chaos.faults.of_kind("sigstop")]:
         deadline = fault.at + timedelta(seconds=report.recovery_bound_s)
         resumed = next(
-            (f.at for f in chaos.faults.of_kind("sigcont") if f.worker_id == fault.worker_id and f.at > fault.at),
+            (
+                f.at
+                for f in chaos.faults.of_kind("sigcont")
+                if f.worker_id == fault.worker_id and f.at > fault.at
+            ),
             None,
         )
         if single_writer and resumed is not None:
-            deadline = max(deadline, resumed + timedelta(seconds=settings.reaper_interval_s + RECOVERY_SLACK_S))
-        held = [a for a in attempts.values() if a.worker_id == fault.worker_id and a.held_at(fault.at)]
+            deadline = max(
+                deadline, resumed + timedelta(seconds=settings.reaper_interval_s + RECOVERY_SLACK_S)
+            )
+        held = [
+            a for a in attempts.values() if a.worker_id == fault.worker_id and a.held_at(fault.at)
+        ]
         for attempt in held:
             report.recoveries += 1
             if attempt.ended_at is None:
-                report.add("leases recovered", f"job {attempt.job_id}: {fault.worker_id}'s lease never ended")
+                report.add(
+                    "leases recovered",
+                    f"job {attempt.job_id}: {fault.worker_id}'s lease never ended",
+                )
                 continue
             took = (attempt.ended_at - fault.at).total_seconds()
             past_expiry = (attempt.ended_at - attempt.expires_at).total_seconds()
             worst = took if worst is None else max(worst, took)
-            worst_past_expiry = past_expiry if worst_past_expiry is None else max(worst_past_expiry, past_expiry)
+            worst_past_expiry = (
+                past_expiry if worst_past_expiry is None else max(worst_past_expiry, past_expiry)
+            )
             if attempt.ended_at > deadline:
                 report.add(
                     "leases recovered",
@@ -313,4 +333,6 @@ def measure_recovery(
                     f"{took:.2f}s, past the deadline {deadline}",
                 )
     report.worst_recovery_s = None if worst is None else round(worst, 3)
-    report.worst_recovery_past_expiry_s = None if worst_past_expiry is None else round(worst_past_expiry, 3)
+    report.worst_recovery_past_expiry_s = (
+        None if worst_past_expiry is None else round(worst_past_expiry, 3)
+    )
