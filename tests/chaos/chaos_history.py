@@ -77,7 +77,7 @@ def render(records: list[Record]) -> str:
                 )
         failure = getattr(event, "failure", None)
         if failure is not None:
-            parts.append(f"failure={failure.kind}:{failure.code}")
+            parts.append(f"failure={failure.kind}:{failure.code} {failure.message[:120]!r}")
         lines.append(" ".join(parts))
     return "\n".join(lines)
 

@@ -27,6 +27,7 @@ from chaos_app import registry
 from chaos_faults import JOBLEDGER, REPO_ROOT, FaultLog, Fleet, WorkerSettings
 from chaos_history import (
     Attempt,
+    HandlerStart,
     dropped_outcome,
     extra_run_reasons,
     read_side_log,
@@ -36,6 +37,7 @@ from chaos_history import (
 )
 
 from ledger import EnqueueRequest, JobStatus, Ledger
+from ledger.core.codec import Record
 from ledger.runtime.definitions import sync_definitions
 
 RECOVERY_SLACK_S = 2.0
@@ -174,7 +176,7 @@ def run_chaos(
     plan: FaultPlan,
     workers: int = 3,
     settings: WorkerSettings = DEFAULT_SETTINGS,
-    finish_timeout_s: float = 120.0,
+    finish_timeout_s: float = 60.0,
 ) -> ChaosReport:
     """Run ``plan`` against ``workers`` worker processes working ``load``; judge the run."""
     log_dir = work_dir / "side-log"
@@ -210,22 +212,32 @@ def run_chaos(
     report.faults = chaos.faults.by_kind()
     for stall in chaos.stalls:
         report.add("progress", stall)
-    for worker_id, code in exits.items():
-        if code not in (0, -9) and worker_id in {w.worker_id for w in fleet.slots}:
-            report.add("clean shutdown", f"{worker_id} exited {code} on SIGTERM")
+    for worker in fleet.slots:
+        code = exits.get(worker.worker_id)
+        if code != 0:
+            outcome = "did not exit (killed)" if code is None else f"exited {code}"
+            report.add(
+                "clean shutdown",
+                f"{worker.worker_id} {outcome} on SIGTERM; stderr:\n{worker.stderr_tail()}",
+            )
     judge(url, chaos, settings, read_side_log(log_dir), report)
     return report
 
 
 def judge(
-    url: str, chaos: Chaos, settings: WorkerSettings, starts: Sequence[Any], report: ChaosReport
+    url: str,
+    chaos: Chaos,
+    settings: WorkerSettings,
+    starts: Sequence[HandlerStart],
+    report: ChaosReport,
 ) -> None:
     """Every invariant, from the history and the side log alone."""
     attempts: dict[tuple[UUID, int, int], Attempt] = {}
+    histories: dict[UUID, list[Record]] = {}
     with Ledger.open(url) as ledger:
         states = ledger.get_many(chaos.job_ids)
         for job_id in chaos.job_ids:
-            records = ledger.history(job_id)
+            records = histories[job_id] = ledger.history(job_id)
             job = walk(job_id, records)
             attempts.update((a.key, a) for a in job.attempts)
             state = states[job_id]
@@ -255,11 +267,12 @@ def judge(
             finish, attempts.get((finish.job_id, finish.run, finish.attempt)), faulted
         )
         if lost is not None:
-            report.add("no finished outcome dropped", lost)
+            report.add("no finished outcome dropped", f"{lost}\n{render(histories[finish.job_id])}")
     for start in starts:
         problem = start_violation(start, attempts.get((start.job_id, start.run, start.attempt)))
         if problem is not None:
-            report.add("no handler started on an expired lease", problem)
+            evidence = f"{problem}\n{render(histories.get(start.job_id, []))}"
+            report.add("no handler started on an expired lease", evidence)
     measure_recovery(chaos, settings, attempts, report)
     for command in (["projections", "verify"], ["replay", "--check", "--all"]):
         done = subprocess.run(
