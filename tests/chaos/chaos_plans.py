@@ -1,0 +1,118 @@
+"""Fault plans: what a chaos run does to the fleet, and when.
+
+Each plan injects a bounded number of faults, each when the run reaches a share of finished
+jobs (so a fault always lands under load, whatever the host's speed), choosing its victim
+and its variant with the run's seeded RNG. Every wait is bounded (a stall is recorded, the
+plan goes on), so a plan always ends.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Sequence
+
+from chaos_faults import ThrowawayPostgres, terminate_backends
+from chaos_run import Chaos, FaultPlan
+
+THRESHOLDS = (0.1, 0.3, 0.5, 0.7)
+STEP_TIMEOUT_S = 90.0
+
+
+def _live_victim(chaos: Chaos, holding: bool) -> int:
+    """A random live slot; with ``holding``, one that holds leases right now (waited for)."""
+    live = [i for i, w in enumerate(chaos.fleet.slots) if w.alive()]
+    chaos.rng.shuffle(live)
+    if holding:
+        for _ in range(50):
+            for index in live:
+                if chaos.leases_of(chaos.fleet.slots[index].worker_id) > 0:
+                    return index
+            time.sleep(0.05)
+    return live[0]
+
+
+def _wait_leases_gone(chaos: Chaos, worker_id: str) -> None:
+    settings = chaos.fleet.settings
+    bound = settings.lease_s + settings.reaper_interval_s + 10
+    chaos.wait_until(f"{worker_id}'s leases reaped", lambda: chaos.leases_of(worker_id) == 0, bound)
+
+
+def sigkill_and_restart(kills: Sequence[float] = THRESHOLDS) -> FaultPlan:
+    """SIGKILL a random worker (one holding leases) at each threshold; restart it at once
+    (its successor boot-reaps the claims) or only once the reaper took them back."""
+
+    def plan(chaos: Chaos) -> None:
+        for threshold in kills:
+            chaos.wait_finished(threshold, STEP_TIMEOUT_S)
+            index = _live_victim(chaos, holding=True)
+            victim = chaos.fleet.slots[index]
+            leases = chaos.leases_of(victim.worker_id)
+            chaos.faults.record("sigkill", victim.worker_id, f"{leases} leases")
+            victim.send(signal.SIGKILL)
+            victim.wait(10)
+            if chaos.rng.random() < 0.5:
+                _wait_leases_gone(chaos, victim.worker_id)
+            chaos.fleet.restart(index)
+
+    return plan
+
+
+def sigstop_past_lease(stops: Sequence[float] = (0.2, 0.6)) -> FaultPlan:
+    """SIGSTOP a worker holding leases until every one of them was reaped by the others (it
+    is past its lease), then SIGCONT it: a zombie waking with work it no longer owns."""
+
+    def plan(chaos: Chaos) -> None:
+        for threshold in stops:
+            chaos.wait_finished(threshold, STEP_TIMEOUT_S)
+            victim = chaos.fleet.slots[_live_victim(chaos, holding=True)]
+            leases = chaos.leases_of(victim.worker_id)
+            chaos.faults.record("sigstop", victim.worker_id, f"{leases} leases")
+            victim.process.send_signal(signal.SIGSTOP)
+            _wait_leases_gone(chaos, victim.worker_id)
+            chaos.faults.record("sigcont", victim.worker_id)
+            victim.process.send_signal(signal.SIGCONT)
+
+    return plan
+
+
+def terminate_connections(
+    admin_url: str, dbname: str, times: Sequence[float] = THRESHOLDS
+) -> FaultPlan:
+    """``pg_terminate_backend`` every connection to the ledger's database at each threshold."""
+
+    def plan(chaos: Chaos) -> None:
+        for threshold in times:
+            chaos.wait_finished(threshold, STEP_TIMEOUT_S)
+            killed = terminate_backends(admin_url, dbname)
+            chaos.faults.record("pg_terminate_backend", detail=f"{killed} connections")
+
+    return plan
+
+
+def restart_server(
+    server: ThrowawayPostgres, times: Sequence[float] = (0.2, 0.6), down_s: float = 1.0
+) -> FaultPlan:
+    """Restart the test's own PostgreSQL at each threshold: the first a fast shutdown, the
+    next an immediate one (a crash: no checkpoint, connections cut), down ``down_s`` each."""
+
+    def plan(chaos: Chaos) -> None:
+        for number, threshold in enumerate(times):
+            chaos.wait_finished(threshold, STEP_TIMEOUT_S)
+            mode = "fast" if number % 2 == 0 else "immediate"
+            chaos.faults.record("postgres_restart", detail=f"{mode} stop, {down_s:g}s down")
+            server.stop(mode)
+            time.sleep(down_s)  # the outage itself is the fault: its length is wall time
+            server.start()
+
+    return plan
+
+
+def together(*plans: FaultPlan) -> FaultPlan:
+    """The plans one after another (for the soak: every kind of fault in one run)."""
+
+    def plan(chaos: Chaos) -> None:
+        for each in plans:
+            each(chaos)
+
+    return plan
