@@ -27,6 +27,7 @@ from typing import Any
 from ledger.api.ledger import Completion, FailureReport, LeaseLength, Ledger, Outcome
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Failure, FailureKind
+from ledger.core.limits import check_code
 from ledger.core.requests import check_output
 from ledger.core.state import JobState, Lease
 from ledger.runtime.breaker import CircuitBreaker
@@ -49,6 +50,8 @@ TIMEOUT_CODE = "job.timeout_exceeded"
 PANIC_CODE = "job.handler_panic"
 NOT_REGISTERED_CODE = "job.handler_not_registered"
 INVALID_OUTPUT_CODE = "job.invalid_output"
+INVALID_CODE_CODE = "job.invalid_failure_code"
+"""Stands in for a code a handler's PermanentError/TransientError gave that cannot be stored."""
 
 
 def describe(exc: BaseException) -> str:
@@ -77,9 +80,9 @@ def classify(exc: BaseException) -> Failure | None:
     if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
         return None
     if isinstance(exc, PermanentError):
-        return Failure(kind=FailureKind.TERMINAL, code=exc.code, message=str(exc))
+        return _explicit(FailureKind.TERMINAL, exc.code, exc)
     if isinstance(exc, TransientError):
-        return Failure(kind=FailureKind.RETRYABLE, code=exc.code, message=str(exc))
+        return _explicit(FailureKind.RETRYABLE, exc.code, exc)
     if isinstance(exc, TimeoutError):
         return Failure(kind=FailureKind.TIMEOUT, code=TIMEOUT_CODE, message=str(exc) or "timed out")
     if isinstance(exc, Exception):
@@ -91,6 +94,20 @@ def classify(exc: BaseException) -> Failure | None:
     # SystemExit and any other BaseException (GeneratorExit, a custom one) are a crash
     # rather than a verdict on the job.
     return panic(exc)
+
+
+def _explicit(kind: FailureKind, code: object, exc: BaseException) -> Failure:
+    """The failure a handler asked for. A code the ledger would refuse (empty, too long,
+    outside the code charset) must not make the whole outcome unrecordable — the job would
+    sit leased until reaped — so it is replaced by :data:`INVALID_CODE_CODE`, the kind kept,
+    and the message says what the handler gave."""
+    message = str(exc)  # if this raises, the executor ends the attempt as panicked
+    try:
+        check_code(code)
+    except InvalidRequestError as refused:
+        return Failure(kind=kind, code=INVALID_CODE_CODE, message=f"{message} [{refused}]")
+    assert isinstance(code, str)
+    return Failure(kind=kind, code=code, message=message)
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections.abc import Callable
 
 import pytest
 
 from ledger import FakeClock, JobStatus, Ledger
-from ledger.runtime.handlers import JobContext, Registry, SyncJobContext
+from ledger.runtime.handlers import (
+    JobContext,
+    PermanentError,
+    Registry,
+    SyncJobContext,
+    TransientError,
+)
 from ledger.runtime.pool import WorkerPool
 from ledger.testing import run_until_idle
 
@@ -169,3 +176,36 @@ async def test_an_async_contexts_blocking_call_on_the_loop_is_a_clear_error(
     state = sync_ledger.get(job_id)
     assert state is not None and state.last_error is not None
     assert "await ctx.progress" in state.last_error.message
+
+
+@pytest.mark.parametrize(
+    ("raised", "kind", "status"),
+    [
+        (lambda: TransientError("busy", code="bad code!"), "retryable", JobStatus.PENDING),
+        (lambda: PermanentError("no", code=""), "terminal", JobStatus.DEAD),
+        (lambda: TransientError("long", code="x" * 300), "retryable", JobStatus.PENDING),
+    ],
+    ids=["space-and-bang", "empty", "too-long"],
+)
+async def test_a_failure_code_the_ledger_refuses_still_records_the_failure(
+    sync_ledger: Ledger, raised: Callable[[], Exception], kind: str, status: JobStatus
+) -> None:
+    """A handler's PermanentError/TransientError with a code the ledger would refuse does not
+    make its outcome unrecordable (the job sat leased until reaped): the failure is recorded
+    at once with its kind, code job.invalid_failure_code, and the handler's code named in the
+    message."""
+    registry = Registry()
+
+    @registry.handler("t")
+    async def fails(ctx: JobContext) -> None:
+        raise raised()
+
+    sync_ledger.define("t", max_attempts=3)
+    job_id = sync_ledger.enqueue("t")
+    assert job_id is not None
+    await _one_slot_until_idle(sync_ledger, registry)
+    state = sync_ledger.get(job_id)
+    assert state is not None and state.status is status and state.lease is None
+    assert state.last_error is not None
+    assert (state.last_error.kind, state.last_error.code) == (kind, "job.invalid_failure_code")
+    assert "failure code" in state.last_error.message
