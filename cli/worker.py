@@ -17,7 +17,7 @@ from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
 from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
-from ledger.runtime.config import PoolConfig
+from ledger.runtime.config import PoolConfig, worker_idle_in_transaction_s
 from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool
@@ -211,7 +211,8 @@ def worker(
     if queues is not None and not queue_names:
         raise click.BadParameter("name at least one queue", param_hint="--queues")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    with Ledger.open(settings.url, pool_size=4) as ledger:
+    idle_s = worker_idle_in_transaction_s(lease)
+    with Ledger.open(settings.url, pool_size=4, idle_in_transaction_s=idle_s) as ledger:
         pool = WorkerPool(
             ledger,
             registry,

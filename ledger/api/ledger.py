@@ -82,6 +82,7 @@ class Ledger(WorkerCommands):
         clock: Clock | None = None,
         auto_define: bool = False,
         pool_size: int | None = None,
+        idle_in_transaction_s: float | None = None,
     ) -> Self:
         """Open the ledger at ``url`` (see :mod:`ledger.store.config`).
 
@@ -89,9 +90,14 @@ class Ledger(WorkerCommands):
         projections rebuilt, and a projection whose table had to be created rebuilt from the
         history; without it a database that has no ledger is refused with a
         clear error (see :mod:`ledger.api.opening`). ``auto_define`` makes enqueue define
-        unknown job types with the defaults.
+        unknown job types with the defaults. ``idle_in_transaction_s`` (PostgreSQL): a session
+        idle that long inside a transaction is ended by the server, releasing its locks —
+        workers pass a short one (see ``worker_idle_timeout``), so a frozen process cannot
+        hold the events table's lock for long.
         """
-        ready = open_ready_store(url, create=create, pool_size=pool_size)
+        ready = open_ready_store(
+            url, create=create, pool_size=pool_size, idle_in_transaction_s=idle_in_transaction_s
+        )
         opened = cls(ready.store, clock=clock, auto_define=auto_define)
         opened.created = ready.created
         opened.rebuilt = [*ready.rebuilt, *(refill.name for refill in ready.refilled)]

@@ -29,14 +29,21 @@ class OpenedStore(NamedTuple):
 
 
 def open_ready_store(
-    url: str | None, *, create: bool, pool_size: int | None, progress: Progress | None = None
+    url: str | None,
+    *,
+    create: bool,
+    pool_size: int | None,
+    progress: Progress | None = None,
+    idle_in_transaction_s: float | None = None,
 ) -> OpenedStore:
     """Open the store at ``url``; without ``create`` a database that has no ledger is
     refused, with it the tables are created or migrated as needed, and a projection whose
     table had to be created under an existing history is rebuilt from it (``progress``
     reports that rebuild). Closes the store on error.
     """
-    store = open_store(url, pool_size=pool_size, create=create)
+    store = open_store(
+        url, pool_size=pool_size, create=create, idle_in_transaction_s=idle_in_transaction_s
+    )
     try:
         opened = OpenedStore(store, False, [])
         if not create:

@@ -102,6 +102,16 @@ class PoolConfig:
         )
 
 
+def worker_idle_in_transaction_s(lease_s: float) -> float:
+    """The idle-in-transaction timeout a worker process opens its ledger with: half its lease,
+    between 2 s and 60 s. A worker's units of work never sit idle (statements follow each
+    other), so only a frozen process (SIGSTOP, a debugger, a swapped-out VM) hits it — and
+    then the server ends its session and releases its locks (on PostgreSQL the events
+    table's lock, which every writer waits for) well before its leases expire, instead of
+    stalling the whole ledger for the 60 s default."""
+    return max(2.0, min(60.0, lease_s / 2))
+
+
 class PoolSettings(TypedDict, total=False):
     """:class:`PoolConfig`'s fields as keyword arguments (a test holds the two in step)."""
 

@@ -103,17 +103,27 @@ def sqlite_path(url: str) -> str:
 
 
 def open_store(
-    url: str | None = None, *, pool_size: int | None = None, create: bool = False
+    url: str | None = None,
+    *,
+    pool_size: int | None = None,
+    create: bool = False,
+    idle_in_transaction_s: float | None = None,
 ) -> Store:
     """Connect to the database at ``url`` (resolved as :func:`resolve_url` says).
 
-    Without ``create`` a SQLite file that does not exist is refused, not created."""
+    Without ``create`` a SQLite file that does not exist is refused, not created.
+    ``idle_in_transaction_s`` (PostgreSQL): how long a session may sit idle inside a
+    transaction before the server ends it, releasing its locks (60 s by default)."""
     resolved = resolve_url(url)
     if is_postgres(resolved):
         from ledger.store.postgres import PostgresStore
 
         postgres_params(resolved)
-        return PostgresStore(resolved, pool_size=pool_size or 2)
+        if idle_in_transaction_s is None:
+            return PostgresStore(resolved, pool_size=pool_size or 2)
+        return PostgresStore(
+            resolved, pool_size=pool_size or 2, idle_in_transaction_s=idle_in_transaction_s
+        )
     from ledger.store.sqlite import SQLiteStore
 
     return SQLiteStore(sqlite_path(resolved), pool_size=pool_size or 5, create=create)

@@ -23,7 +23,7 @@ from chaos_app import READY, registry
 
 from cli.worker import _serve
 from ledger.api.ledger import Ledger
-from ledger.runtime.config import PoolConfig
+from ledger.runtime.config import PoolConfig, worker_idle_in_transaction_s
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool
 
@@ -58,7 +58,8 @@ def main(argv: list[str]) -> int:
         reaper_interval_s=args.reaper_interval,
         reaper_retry_delay_s=args.reaper_retry_delay,
     )
-    with Ledger.open(args.url, pool_size=4) as ledger:
+    idle_s = worker_idle_in_transaction_s(args.lease)  # as `jobledger worker` does
+    with Ledger.open(args.url, pool_size=4, idle_in_transaction_s=idle_s) as ledger:
         pool = WorkerPool(ledger, registry, config)
         stats = asyncio.run(_serve_announced(pool, args.grace))
     print(

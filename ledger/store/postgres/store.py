@@ -35,6 +35,8 @@ from ledger.store.schema import SCHEMA_VERSION
 from ledger.store.store import Store
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
+"""How long a session may sit idle inside a transaction before the server ends it (and its
+locks): eventsourcing's 5 s would kill long rebuild transactions; a worker passes less."""
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +60,7 @@ class PostgresStore(Store):
         codec: EventCodec | None = None,
         pool_size: int = 2,
         max_overflow: int = 8,
+        idle_in_transaction_s: float = IDLE_IN_TRANSACTION_TIMEOUT_S,
     ) -> None:
         super().__init__()
         if codec is not None:
@@ -80,7 +83,7 @@ class PostgresStore(Store):
                 user=str(params.get("user", "")),
                 password=str(params.get("password", "")),
                 connect_timeout=connect_timeout,
-                idle_in_transaction_session_timeout=IDLE_IN_TRANSACTION_TIMEOUT_S,
+                idle_in_transaction_session_timeout=idle_in_transaction_s,
                 pool_size=pool_size,
                 max_overflow=max_overflow,
             )
