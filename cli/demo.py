@@ -96,7 +96,11 @@ class DemoSummary:
 
 
 async def _work(ledger: Ledger, ids: list[UUID], concurrency: int, show: bool) -> None:
-    pool = WorkerPool(ledger, registry, concurrency=concurrency, poll_interval_s=0.05)
+    # demo.flaky fails on purpose, often several times in a row: with the default breaker
+    # (5 in a row pause the type for 60 s) the demo would sit out a cooldown, showing nothing.
+    pool = WorkerPool(
+        ledger, registry, concurrency=concurrency, poll_interval_s=0.05, breaker_threshold=1_000
+    )
     await pool.start()
     try:
         with click.progressbar(

@@ -80,8 +80,13 @@ class CircuitBreaker:
             circuit.consecutive += 1
             if circuit.consecutive < self.threshold:
                 return
+            was_open = circuit.opened_at is not None and now < circuit.opened_at + self.cooldown
             circuit.opened_at = now
             count = circuit.consecutive
+        if was_open:
+            # A job claimed before the breaker opened failed too: the cooldown restarts, but
+            # the opening was already logged (one line per opening, not one per failure).
+            return
         log.warning(
             "circuit breaker opened for job type %r after %d consecutive retryable failures; "
             "its jobs are not claimed until %s",

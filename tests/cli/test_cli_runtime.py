@@ -145,6 +145,25 @@ def test_demo_as_a_real_process_on_the_default_database(tmp_path: Path) -> None:
     assert "succeeded" in done.stdout and "jobledger history" in done.stdout
 
 
+def test_the_readme_demo_never_pauses_a_type_on_the_breaker(tmp_path: Path) -> None:
+    """`jobledger demo` with its defaults (the README's main job) works its flaky type's
+    deliberate failures without opening the per-type circuit breaker: a breaker opening there
+    would make the demo sit out a 60 s cooldown (it did, once the breaker became per type)."""
+    env = {k: v for k, v in os.environ.items() if k != "JOBLEDGER_DB"}
+    done = subprocess.run(
+        [_console_script(), "demo"],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "circuit breaker opened" not in done.stderr
+    assert "12 dead" in done.stdout
+
+
 def test_sigterm_stops_a_worker_gracefully_letting_the_job_finish(
     sqlite_url: str, app_module: str, tmp_path: Path
 ) -> None:

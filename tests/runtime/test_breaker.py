@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from datetime import timedelta
 from uuid import UUID
 
 import pytest
@@ -122,3 +123,21 @@ async def test_the_pool_builds_its_breaker_from_its_config(sync_ledger: Ledger) 
     """WorkerPool(breaker_threshold=…, breaker_cooldown_s=…) sets its own breaker."""
     pool = WorkerPool(sync_ledger, Registry(), breaker_threshold=2, breaker_cooldown_s=7.5)
     assert (pool.breaker.threshold, pool.breaker.cooldown.total_seconds()) == (2, 7.5)
+
+
+def test_an_open_breaker_logs_its_opening_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Failures of jobs claimed before the breaker opened restart its cooldown without logging
+    the opening again: one warning per opening (the demo printed one per failure)."""
+    clock = FakeClock()
+    breaker = CircuitBreaker(clock, threshold=2, cooldown_s=60)
+    with caplog.at_level(logging.WARNING, logger="ledger.runtime.breaker"):
+        for _ in range(5):
+            breaker.record_failure("t")
+            clock.advance(1)
+    openings = [r for r in caplog.records if "circuit breaker opened" in r.getMessage()]
+    assert len(openings) == 1
+    assert breaker.open_types() == {"t": clock.now() - timedelta(seconds=1) + timedelta(seconds=60)}
+    clock.advance(61)
+    breaker.record_failure("t")  # after the cooldown: a new opening, logged
+    openings = [r for r in caplog.records if "circuit breaker opened" in r.getMessage()]
+    assert len(openings) == 2
