@@ -119,8 +119,6 @@ def open_store(
         from ledger.store.postgres import PostgresStore
 
         postgres_params(resolved)
-        if idle_in_transaction_s is None:
-            return PostgresStore(resolved, pool_size=pool_size or 2)
         return PostgresStore(
             resolved, pool_size=pool_size or 2, idle_in_transaction_s=idle_in_transaction_s
         )

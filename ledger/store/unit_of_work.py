@@ -34,8 +34,9 @@ from ledger.core.times import to_us
 from ledger.store.fold import AppendFold
 from ledger.store.ids import IdAdapter
 from ledger.store.policies import follow_policies
+from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
-from projections.rules.queue import queue_row
+from projections.rules.queue import decode_state, queue_row
 from projections.rules.writes import ViewWrite
 
 
@@ -62,11 +63,22 @@ class UnitOfWork(ABC):
     # --- backend hooks ---------------------------------------------------------------------
 
     @abstractmethod
+    def _rows(self, query: str, params: dict[str, Any]) -> Sequence[Any]:
+        """Run a named query on this transaction's cursor; rows indexable by column name."""
+
     def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
         """Run a named queue query returning (job_id, enqueue_seq, state) rows."""
+        return [
+            LoadedJob(decode_state(row["state"]), row["enqueue_seq"])
+            for row in self._rows(query, params)
+        ]
 
-    @abstractmethod
-    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]: ...
+    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]:
+        params = {"job_types": self._ids.values(job_types)}
+        return [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._rows("definitions_get", params)
+        ]
 
     @abstractmethod
     def _insert_stored_events(

@@ -60,7 +60,7 @@ class PostgresStore(Store):
         codec: EventCodec | None = None,
         pool_size: int = 2,
         max_overflow: int = 8,
-        idle_in_transaction_s: float = IDLE_IN_TRANSACTION_TIMEOUT_S,
+        idle_in_transaction_s: float | None = None,
     ) -> None:
         super().__init__()
         if codec is not None:
@@ -83,7 +83,11 @@ class PostgresStore(Store):
                 user=str(params.get("user", "")),
                 password=str(params.get("password", "")),
                 connect_timeout=connect_timeout,
-                idle_in_transaction_session_timeout=idle_in_transaction_s,
+                idle_in_transaction_session_timeout=(
+                    IDLE_IN_TRANSACTION_TIMEOUT_S
+                    if idle_in_transaction_s is None
+                    else idle_in_transaction_s
+                ),
                 pool_size=pool_size,
                 max_overflow=max_overflow,
             )

@@ -24,13 +24,10 @@ from psycopg.rows import DictRow
 from psycopg.sql import SQL, Literal
 
 from ledger.core.codec import EventCodec
-from ledger.core.state import DefinitionState
 from ledger.store.ids import IdAdapter
 from ledger.store.postgres.errors import from_postgres
 from ledger.store.postgres.recorder import LedgerRecorder
-from ledger.store.streams import decode_definition_row
-from ledger.store.unit_of_work import LoadedJob, UnitOfWork
-from projections.rules.queue import decode_state
+from ledger.store.unit_of_work import UnitOfWork
 from projections.rules.writes import ViewWrite
 
 
@@ -76,20 +73,10 @@ class PostgresUnitOfWork(UnitOfWork):
         self._sql = store.sql
         self._appends_serialised = False
 
-    def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
+    def _rows(self, query: str, params: dict[str, Any]) -> Sequence[Any]:
+        # Prepared: the claim, lock and find queries run on every unit of work.
         self._cursor.execute(self._sql[query], params, prepare=True)
-        return [
-            LoadedJob(decode_state(row["state"]), row["enqueue_seq"])
-            for row in self._cursor.fetchall()
-        ]
-
-    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]:
-        params = {"job_types": self._ids.values(job_types)}
-        self._cursor.execute(self._sql["definitions_get"], params)
-        return [
-            decode_definition_row(row["state"], row["stream_version"])
-            for row in self._cursor.fetchall()
-        ]
+        return self._cursor.fetchall()
 
     def _insert_stored_events(
         self, stored: list[StoredEvent], *, positions_needed: bool

@@ -18,12 +18,9 @@ from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteCursor
 
 from ledger.core.codec import EventCodec
-from ledger.core.state import DefinitionState
 from ledger.store.ids import IdAdapter
 from ledger.store.sqlite.errors import from_sqlite
-from ledger.store.streams import decode_definition_row
-from ledger.store.unit_of_work import LoadedJob, UnitOfWork
-from projections.rules.queue import decode_state
+from ledger.store.unit_of_work import UnitOfWork
 from projections.rules.writes import ViewWrite
 
 
@@ -54,20 +51,10 @@ class SQLiteUnitOfWork(UnitOfWork):
         self._cursor = cursor
         self._sql = store.sql
 
-    def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
+    def _rows(self, query: str, params: dict[str, Any]) -> Sequence[Any]:
         self._cursor.execute(self._sql[query], params)
-        return [
-            LoadedJob(decode_state(row["state"]), row["enqueue_seq"])
-            for row in self._cursor.fetchall()
-        ]
-
-    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]:
-        params = {"job_types": self._ids.values(job_types)}
-        self._cursor.execute(self._sql["definitions_get"], params)
-        return [
-            decode_definition_row(row["state"], row["stream_version"])
-            for row in self._cursor.fetchall()
-        ]
+        rows: Sequence[Any] = self._cursor.fetchall()
+        return rows
 
     def _insert_stored_events(
         self, stored: list[StoredEvent], *, positions_needed: bool
