@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -32,18 +31,19 @@ from uuid import UUID
 
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.ledger import BatchResult, Completion, Ledger, Outcome
-from ledger.core.errors import ConcurrencyConflictError, DatabaseBusyError, DatabaseUnusableError
+from ledger.core.errors import DatabaseUnusableError
 from ledger.core.events import JobStatus
 from ledger.core.state import JobState
+from ledger.runtime.retrying import (
+    PASSING_ERRORS,
+    RETRY_FIRST_DELAY_S,
+    RETRY_MAX_DELAY_S,
+    longest_wait,
+    retry_delay,
+)
 from ledger.runtime.threads import ThreadLane
 
 log = logging.getLogger(__name__)
-
-RETRY_FIRST_DELAY_S = 0.05
-"""The first retry's delay; each further one doubles it, up to :data:`RETRY_MAX_DELAY_S`."""
-RETRY_MAX_DELAY_S = 2.0
-"""The longest wait between two tries (a server back from a restart is found within it)."""
-_PASSING_ERRORS = (DatabaseBusyError, ConcurrencyConflictError, DatabaseUnusableError)
 
 
 @dataclass
@@ -53,13 +53,6 @@ class _Handed:
     outcome: Outcome
     future: asyncio.Future[JobState | None]
     lease_ends_by: datetime
-
-
-def retry_delay(failed_tries: int, *, first_s: float, max_s: float) -> float:
-    """Seconds to wait after ``failed_tries`` failed flushes: exponential, capped, and
-    jittered down by up to half (so the completers of many workers do not retry in step)."""
-    ceiling: float = min(max_s, first_s * 2.0 ** (failed_tries - 1))
-    return ceiling * random.uniform(0.5, 1.0)
 
 
 def recorded_earlier(outcome: Outcome, state: JobState) -> bool:
@@ -179,13 +172,15 @@ class BatchCompleter:
             try:
                 outcomes = [handed.outcome for handed in batch]
                 result = await self._io.run(self._ledger.finish_many, outcomes)
-            except _PASSING_ERRORS as exc:
+            except PASSING_ERRORS as exc:
                 failed_tries += 1
                 maybe_written = maybe_written or isinstance(exc, DatabaseUnusableError)
                 batch = self._without_ended_leases(batch, exc)
                 if batch:
                     delay = retry_delay(
-                        failed_tries, first_s=self.retry_first_delay_s, max_s=self.retry_max_delay_s
+                        failed_tries,
+                        first_s=self.retry_first_delay_s,
+                        max_s=longest_wait(self._lease, self.retry_max_delay_s),
                     )
                     log.warning(
                         "completion flush failed (try %d, %d outcomes; again in %.2f s): %s",

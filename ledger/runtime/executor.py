@@ -21,9 +21,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from ledger.api.leases import lease_for
 from ledger.api.ledger import Completion, FailureReport, LeaseLength, Ledger, Outcome
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Failure, FailureKind
@@ -41,6 +42,7 @@ from ledger.runtime.handlers import (
     TransientError,
 )
 from ledger.runtime.releases import Releaser
+from ledger.runtime.retrying import written
 from ledger.runtime.threads import ThreadLane
 
 log = logging.getLogger(__name__)
@@ -281,7 +283,7 @@ class Executor:
         return verdict.outcome(lease)
 
     async def _run(self, spec: HandlerSpec, job: JobState, lease: Lease) -> Verdict:
-        context = context_for(spec, job, lease, self._reporter(lease), self.resources)
+        context = context_for(spec, job, lease, self._reporter(lease, job.job_type), self.resources)
         return await run_handler(spec, context, job.timeout_s, self._handler_threads)
 
     def _inform_breaker(self, job_type: str, verdict: Verdict) -> None:
@@ -293,11 +295,19 @@ class Executor:
         elif verdict.failure.kind.is_retryable:
             self._breaker.record_failure(job_type)
 
-    def _reporter(self, lease: Lease) -> Report:
+    def _reporter(self, lease: Lease, job_type: str) -> Report:
+        # A database blip while a handler reports must not fail the handler: the write is
+        # retried (fenced, so safely) while the lease may live, as outcomes are.
+        longest = timedelta(seconds=lease_for(self._lease_s, job_type))
+
         async def report(kind: str, fields: dict[str, Any]) -> None:
-            if kind == "heartbeat":
-                await self._io.run(self._ledger.heartbeat, lease, lease_s=self._lease_s)
-            else:
-                await self._io.run(self._ledger.progress, lease, **fields)
+            async def write() -> None:
+                if kind == "heartbeat":
+                    await self._io.run(self._ledger.heartbeat, lease, lease_s=self._lease_s)
+                else:
+                    await self._io.run(self._ledger.progress, lease, **fields)
+
+            what = f"{kind} of job {lease.job_id}"
+            await written(write, what=what, clock=self._ledger.clock, lease=longest)
 
         return report

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
@@ -241,12 +242,22 @@ def extra_run_reasons(
     return reasons
 
 
+FLUSH_GRACE = timedelta(seconds=0.5)
+"""How soon after its handler finished an outcome is expected to have been written, were
+the database writable (the completer flushes within milliseconds; this is slack)."""
+
+
 def dropped_outcome(
-    finish: HandlerStart, attempt: Attempt | None, faulted_at: list[datetime]
+    finish: HandlerStart,
+    attempt: Attempt | None,
+    faulted_at: list[datetime],
+    frozen: Sequence[tuple[datetime, datetime]] = (),
 ) -> str | None:
     """Why the outcome of a handler that finished while its lease was live never reached the
     ledger, or ``None``. Exempt: a worker killed or stopped after the finish, before the
-    attempt ended (the outcome died with it)."""
+    attempt ended (the outcome died with it); and a database nobody could write to from
+    just after the finish until the lease expired (``frozen``: windows during which a
+    stopped process held SQLite's single write lock)."""
     if attempt is None or attempt.ended_by is None:
         return None
     expiry = attempt.expiry_known_at(finish.wall)
@@ -257,6 +268,8 @@ def dropped_outcome(
     ):
         return None
     if any(finish.wall <= at <= (attempt.ended_at or at) for at in faulted_at):
+        return None
+    if any(start <= finish.wall + FLUSH_GRACE and end >= expiry for start, end in frozen):
         return None
     return (
         f"job {finish.job_id}: handler of run {finish.run} attempt {finish.attempt} finished at "

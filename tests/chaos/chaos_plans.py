@@ -9,11 +9,14 @@ plan goes on), so a plan always ends.
 from __future__ import annotations
 
 import signal
+import sqlite3
 import time
 from collections.abc import Sequence
 
 from chaos_faults import ThrowawayPostgres, terminate_backends
 from chaos_run import Chaos, FaultPlan
+
+from ledger.store.config import sqlite_path
 
 THRESHOLDS = (0.1, 0.3, 0.5, 0.7)
 STEP_TIMEOUT_S = 90.0
@@ -58,18 +61,43 @@ def sigkill_and_restart(kills: Sequence[float] = THRESHOLDS) -> FaultPlan:
     return plan
 
 
+def sqlite_write_lock_held(url: str, timeout_s: float = 2.0) -> bool:
+    """Whether some process holds the SQLite database's write lock for ``timeout_s`` (far
+    longer than any healthy write transaction takes)."""
+    conn = sqlite3.connect(sqlite_path(url), timeout=timeout_s, isolation_level=None)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError:
+        return True
+    finally:
+        conn.close()
+
+
 def sigstop_past_lease(stops: Sequence[float] = (0.2, 0.6)) -> FaultPlan:
     """SIGSTOP a worker holding leases until every one of them was reaped by the others (it
-    is past its lease), then SIGCONT it: a zombie waking with work it no longer owns."""
+    is past its lease), then SIGCONT it: a zombie waking with work it no longer owns.
+
+    On SQLite the victim may be frozen inside a write transaction: then it holds the
+    database's single write lock, no other process can write (reap included) until it
+    resumes, and nothing can take the lock from it. That is recorded as a
+    ``write_lock_frozen`` fault (the judge exempts what no runtime could have written
+    meanwhile), and the victim resumes once its leases have expired."""
 
     def plan(chaos: Chaos) -> None:
+        settings = chaos.fleet.settings
         for threshold in stops:
             chaos.wait_finished(threshold, STEP_TIMEOUT_S)
             victim = chaos.fleet.slots[_live_victim(chaos, holding=True)]
             leases = chaos.leases_of(victim.worker_id)
             chaos.faults.record("sigstop", victim.worker_id, f"{leases} leases")
             victim.process.send_signal(signal.SIGSTOP)
-            _wait_leases_gone(chaos, victim.worker_id)
+            if not chaos.url.startswith("postgresql") and sqlite_write_lock_held(chaos.url):
+                chaos.faults.record("write_lock_frozen", victim.worker_id)
+                time.sleep(settings.lease_s + settings.reaper_interval_s)  # past its leases
+            else:
+                _wait_leases_gone(chaos, victim.worker_id)
             chaos.faults.record("sigcont", victim.worker_id)
             victim.process.send_signal(signal.SIGCONT)
 

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -121,6 +121,22 @@ class Chaos:
             for s in self.states().values()
             if s.status == JobStatus.LEASED and s.worker_id == worker_id
         )
+
+    def frozen_windows(self) -> list[tuple[datetime, datetime]]:
+        """When a stopped worker held SQLite's write lock: from its SIGSTOP to its SIGCONT."""
+        windows = []
+        for frozen in self.faults.of_kind("write_lock_frozen"):
+            stop = max(
+                f.at for f in self.faults.of_kind("sigstop")
+                if f.worker_id == frozen.worker_id and f.at <= frozen.at
+            )  # fmt: skip
+            resume = min(
+                (f.at for f in self.faults.of_kind("sigcont")
+                 if f.worker_id == frozen.worker_id and f.at >= frozen.at),
+                default=datetime.max.replace(tzinfo=stop.tzinfo),
+            )  # fmt: skip
+            windows.append((stop, resume))
+        return windows
 
     def close(self) -> None:
         if self._ledger is not None:
@@ -253,6 +269,7 @@ def judge(
                 report.add("none succeeded twice", f"job {job_id}\n{render(records)}")
             for breach in job.breaches:
                 report.add("no write outside a live lease", f"{breach}\n{render(records)}")
+    frozen = chaos.frozen_windows()
     finishes = [s for s in starts if s.finished]
     starts = [s for s in starts if not s.finished]
     report.handler_runs = len(starts)
@@ -264,7 +281,7 @@ def judge(
             if f.worker_id == finish.worker_id and f.kind in ("sigkill", "sigstop")
         ]
         lost = dropped_outcome(
-            finish, attempts.get((finish.job_id, finish.run, finish.attempt)), faulted
+            finish, attempts.get((finish.job_id, finish.run, finish.attempt)), faulted, frozen
         )
         if lost is not None:
             report.add("no finished outcome dropped", f"{lost}\n{render(histories[finish.job_id])}")
@@ -300,11 +317,12 @@ def measure_recovery(
     interval (plus :data:`RECOVERY_SLACK_S`) of the fault.
 
     On SQLite, one exception that no runtime can remove: a worker stopped while it holds the
-    database's single write lock holds every writer, reapers included, until it resumes; its
-    leases must then end within one reaper interval (plus slack) of the resume.
+    database's single write lock (the plan saw it: a ``write_lock_frozen`` fault) holds every
+    writer, reapers included, until it resumes; its leases must then end within one reaper
+    interval (plus slack) of the resume.
     """
     report.recovery_bound_s = settings.lease_s + settings.reaper_interval_s + RECOVERY_SLACK_S
-    single_writer = report.backend == "sqlite"
+    frozen_since = {start for start, _ in chaos.frozen_windows()}
     worst: float | None = None
     worst_past_expiry: float | None = None
     for fault in [*chaos.faults.of_kind("sigkill"), *chaos.faults.of_kind("sigstop")]:
@@ -317,7 +335,7 @@ def measure_recovery(
             ),
             None,
         )
-        if single_writer and resumed is not None:
+        if fault.at in frozen_since and resumed is not None:
             deadline = max(
                 deadline, resumed + timedelta(seconds=settings.reaper_interval_s + RECOVERY_SLACK_S)
             )
