@@ -144,16 +144,23 @@ def decide_progress(
 ) -> list[JobEvent]:
     """Record a stage change and/or progress. Neither extends the lease.
 
-    ``done`` and ``total`` are whole numbers below 2**63, and ``done <= total`` when one call
-    gives both; a checkpoint is a JSON value within :mod:`ledger.core.limits`' bounds."""
+    ``done`` and ``total`` are whole numbers below 2**63, and ``done <= total`` after the
+    call (a count the call leaves out is the one recorded before: ``total`` reported once,
+    then ``done`` alone, is still held to it); a checkpoint is a JSON value within
+    :mod:`ledger.core.limits`' bounds."""
     check_fence(state, lease, now)
     if stage is not None:
         check_name(stage, "stage")
     for count, what in ((done, "done"), (total, "total")):
         if count is not None:
             check_count(count, f"progress {what}")
-    if done is not None and total is not None and done > total:
-        raise InvalidRequestError(f"progress done ({done}) is more than total ({total})")
+    done_after = state.progress_done if done is None else done
+    total_after = state.progress_total if total is None else total
+    if done_after is not None and total_after is not None and done_after > total_after:
+        raise InvalidRequestError(
+            f"progress done ({done_after}) is more than total ({total_after})"
+            + ("" if done is not None and total is not None else ", as recorded before")
+        )
     if checkpoint is not None:
         check_output(checkpoint, "checkpoint")
     events: list[JobEvent] = []

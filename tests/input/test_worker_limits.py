@@ -58,6 +58,24 @@ def test_worker_writes_outside_the_bounds_are_refused(defined: Ledger, case: str
 
 
 @pytest.mark.parametrize(
+    ("first", "then"),
+    [({"total": 10}, {"done": 11}), ({"done": 8, "total": 10}, {"total": 5})],
+)
+def test_progress_is_held_to_the_counts_recorded_before(
+    defined: Ledger, first: dict[str, int], then: dict[str, int]
+) -> None:
+    """``done <= total`` holds across calls: a count a call leaves out is the one recorded
+    before, so ``total`` then a larger ``done`` alone (or a ``total`` below the ``done``
+    recorded) is refused and appends nothing."""
+    lease = claimed(defined)
+    defined.progress(lease, **first)
+    before = head(defined)
+    with pytest.raises(InvalidRequestError, match="as recorded before"):
+        defined.progress(lease, **then)
+    assert head(defined) == before
+
+
+@pytest.mark.parametrize(
     ("worker_id", "lease_s"),
     [("w", 1e12), ("w", -1.0), ("w\x1b]0;pwned\x07", 30.0), ("w\x00", 30.0)],
 )
