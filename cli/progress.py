@@ -11,28 +11,43 @@ from typing import Any
 import click
 
 
+def bars_drawn() -> bool:
+    """Whether progress is drawn as bars: stderr is a terminal."""
+    return sys.stderr.isatty()
+
+
 class ProgressBars:
-    """``progress(phase, done, total)`` as one click progress bar per phase, on stderr."""
+    """``progress(phase, done, total)`` as one click progress bar per phase on stderr when it
+    is a terminal; otherwise one whole line per phase as it ends (``verify: 3,131/3,131``), so
+    a log or a CI run reads well (click's bar would print only its padded label there)."""
 
     def __init__(self) -> None:
+        self._live = bars_drawn()
         self._phase: str | None = None
         self._bar: Any = None  # click's ProgressBar, entered by hand across calls
         self._done = 0
+        self._total = 0
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         if phase != self._phase:
             self.close()
             self._phase, self._done = phase, 0
-            bar = click.progressbar(length=max(total, 1), label=phase.ljust(20), file=sys.stderr)
-            self._bar = bar.__enter__()
-        self._bar.update(max(0, done - self._done))
-        self._done = done
+            if self._live:
+                bar = click.progressbar(
+                    length=max(total, 1), label=phase.ljust(20), file=sys.stderr
+                )
+                self._bar = bar.__enter__()
+        if self._bar is not None:
+            self._bar.update(max(0, done - self._done))
+        self._done, self._total = done, total
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
-            self._phase = None
+        elif self._phase is not None:
+            click.echo(f"{self._phase}: {self._done:,}/{self._total:,}", err=True)
+        self._phase = None
 
 
 class StderrCounter:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -335,3 +336,14 @@ def test_history_lists_the_events_in_order(run: Run, db_url: str) -> None:
         "total": 10,
         "checkpoint": None,
     }
+
+
+def test_progress_off_a_terminal_is_one_whole_line_per_phase(run: Run) -> None:
+    """With stderr not a terminal (a log, CI), long commands report each phase as one line
+    with its count when it ends — not click's bare padded label."""
+    assert run("define", "t").exit_code == 0
+    assert run("enqueue", "t").exit_code == 0
+    result = run("projections", "verify")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines and all(re.fullmatch(r"[\w ]+: [\d,]+/[\d,]+", line) for line in lines), lines

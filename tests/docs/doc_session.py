@@ -40,6 +40,7 @@ from click.testing import CliRunner, Result
 from doc_blocks import Example, Kind
 from doc_output import Bindings, compare
 
+from cli import progress as cli_progress
 from cli.main import cli
 from ledger import Ledger
 from ledger.clock import Clock, FakeClock, SystemClock
@@ -216,6 +217,8 @@ class DocSession:
     def _invoke(self, args: list[str]) -> Result:
         with contextlib.ExitStack() as patches:
             patches.enter_context(mock.patch.object(click, "progressbar", _hidden_progressbar))
+            # The pages show a terminal: progress as (hidden) bars, not as a log's lines.
+            patches.enter_context(mock.patch.object(cli_progress, "bars_drawn", lambda: True))
             # Log records are not the command's output: without a handler of its own, logging
             # would print warnings to the captured stderr outside pytest and not under it.
             patches.enter_context(_logs_kept_out())
