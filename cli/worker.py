@@ -43,7 +43,9 @@ def load_registry(app: str) -> Registry:
         raise click.BadParameter(
             f"cannot import {module_name!r}: {exc}", param_hint="--app"
         ) from None
-    registry = getattr(module, attr, None)
+    if not hasattr(module, attr):
+        raise click.BadParameter(f"module {module_name!r} has no {attr!r}", param_hint="--app")
+    registry = getattr(module, attr)
     if not isinstance(registry, Registry):
         raise click.BadParameter(
             f"{app!r} is {type(registry).__name__}, not a ledger.runtime.handlers.Registry",

@@ -87,6 +87,7 @@ def test_burst_worker_exits_3_when_a_job_ended_dead(db_url: str, app_module: str
         ("no_colon", "is not MODULE:ATTR"),
         ("jl_missing_module_xyz:registry", "cannot import"),
         ("{module}:not_a_registry", "not a ledger.runtime.handlers.Registry"),
+        ("{module}:no_such_name", "has no 'no_such_name'"),
     ],
 )
 def test_a_bad_app_is_a_one_line_usage_error(
