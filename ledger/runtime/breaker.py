@@ -2,10 +2,13 @@
 
 ``threshold`` consecutive retryable failures of a job type open that type's breaker: the pool
 stops claiming jobs *of that type* (others flow on) so that its queued jobs do not burn their
-attempts against the same downstream outage. After ``cooldown_s`` the type is claimed again
-(half-open); a success closes the breaker, and one more retryable failure reopens it at once
-because the consecutive count is still at or past the threshold. Permanent errors are about
-a job, not about downstream, so they neither count nor reset.
+attempts against the same downstream outage. After ``cooldown_s`` the type is half-open: one job of
+it is claimed as a probe (:meth:`CircuitBreaker.claimable`), not as many as there are free
+slots, so a downstream still down costs one attempt per cooldown, not one per slot. A success
+closes the breaker; a retryable failure reopens it at once (the consecutive count is still
+at or past the threshold); a probe that ends otherwise (a terminal failure) or never reports
+(its lease lost, the pool stopped) lets another probe go after one more cooldown. Permanent
+errors are about a job, not about downstream, so they neither count nor reset.
 
 Opening and closing are logged (a warning, an info line); :meth:`CircuitBreaker.open_types`
 is what the producer skips and what the pool's health reports. Time is the ledger's clock.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -31,6 +35,8 @@ class _TypeCircuit:
     consecutive: int = 0
     opened_at: datetime | None = None
     """When the breaker last opened (or reopened); ``None`` while closed."""
+    probed_at: datetime | None = None
+    """When the half-open breaker's probe was claimed; ``None`` while no probe is out."""
 
 
 class CircuitBreaker:
@@ -71,6 +77,39 @@ class CircuitBreaker:
                 if circuit.opened_at is not None and now < circuit.opened_at + self.cooldown
             }
 
+    def claimable(self, types: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Of ``types``: those to claim freely (closed breakers), and the half-open ones to
+        claim one probe job of (no probe out, or the last one out for a cooldown already)."""
+        now = self._clock.now()
+        free: list[str] = []
+        probes: list[str] = []
+        with self._lock:
+            for job_type in types:
+                circuit = self._circuits.get(job_type)
+                if circuit is None or circuit.opened_at is None:
+                    free.append(job_type)
+                elif now < circuit.opened_at + self.cooldown:
+                    continue  # open
+                elif circuit.probed_at is None or now >= circuit.probed_at + self.cooldown:
+                    probes.append(job_type)
+        return free, probes
+
+    def probe_claimed(self, job_type: str) -> None:
+        """A probe job of half-open ``job_type`` was claimed: no other until it reports."""
+        now = self._clock.now()
+        with self._lock:
+            circuit = self._circuits.get(job_type)
+            if circuit is not None:
+                circuit.probed_at = now
+
+    def record_ended(self, job_type: str) -> None:
+        """A job of ``job_type`` ended in a way that says nothing about its downstream (a
+        terminal failure): a half-open breaker may send its next probe at once."""
+        with self._lock:
+            circuit = self._circuits.get(job_type)
+            if circuit is not None:
+                circuit.probed_at = None
+
     def record_failure(self, job_type: str) -> None:
         """A retryable failure of ``job_type``: count it, and open (or reopen) at the
         threshold."""
@@ -82,6 +121,7 @@ class CircuitBreaker:
                 return
             was_open = circuit.opened_at is not None and now < circuit.opened_at + self.cooldown
             circuit.opened_at = now
+            circuit.probed_at = None
             count = circuit.consecutive
         if was_open:
             # A job claimed before the breaker opened failed too: the cooldown restarts, but

@@ -289,11 +289,13 @@ class Executor:
     def _inform_breaker(self, job_type: str, verdict: Verdict) -> None:
         """Retryable failures count against the type's downstream, a success clears the
         count; terminal failures (a permanent error, an invalid output, a panic) are about
-        the job and do neither."""
+        the job and do neither (a half-open breaker's next probe may go at once)."""
         if verdict.failure is None:
             self._breaker.record_success(job_type)
         elif verdict.failure.kind.is_retryable:
             self._breaker.record_failure(job_type)
+        else:
+            self._breaker.record_ended(job_type)
 
     def _reporter(self, lease: Lease, job_type: str) -> Report:
         # A database blip while a handler reports must not fail the handler: the write is

@@ -4,7 +4,8 @@ One task claims as many due jobs as there are free slots plus a prefetch allowan
 transaction, and buffers them for the slots. It refills only once half of that capacity is
 free (or the buffer ran dry), because claiming the moment one slot frees would make every
 claim a one-job transaction, and throughput is transactions times jobs per transaction. Job
-types whose circuit breaker is open are left out of the claim; while nothing is due (or every
+types whose circuit breaker is open are left out of the claim (a half-open one gets one probe
+job); while nothing is due (or every
 type's breaker is open) it waits for a wake-up or the poll interval. Claims run on the pool's
 I/O threads.
 """
@@ -101,10 +102,8 @@ class Producer:
                 self._room.clear()
                 await self._room.wait()
                 continue
-            open_types = self._breaker.open_types()
-            types = [t for t in self._claims.types if t not in open_types]
             try:
-                jobs = await self._io.run(self._claims.claim, room, types)
+                jobs = await self._claim(room)
             except Exception as exc:
                 log.warning("claim failed: %r (cause %r)", exc, exc.__cause__)
                 await self._wakeup.wait(self.poll_interval_s)
@@ -114,6 +113,20 @@ class Producer:
             if not jobs:
                 self._idle.set()
                 await self._wakeup.wait(self.poll_interval_s)
+
+    async def _claim(self, room: int) -> list[JobState]:
+        """Up to ``room`` jobs of the types whose breaker is closed, plus one probe job of
+        each half-open type while there is room (see :mod:`ledger.runtime.breaker`)."""
+        free, probes = self._breaker.claimable(self._claims.types)
+        jobs = await self._io.run(self._claims.claim, room, free) if free else []
+        for job_type in probes:
+            if len(jobs) >= room:
+                break
+            probe = await self._io.run(self._claims.claim, 1, [job_type])
+            if probe:
+                self._breaker.probe_claimed(job_type)
+                jobs.extend(probe)
+        return jobs
 
     def _room_for(self) -> int:
         return self.concurrency + self.prefetch - self._in_flight - self._buffer.qsize()

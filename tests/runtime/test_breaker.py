@@ -141,3 +141,75 @@ def test_an_open_breaker_logs_its_opening_once(caplog: pytest.LogCaptureFixture)
     breaker.record_failure("t")  # after the cooldown: a new opening, logged
     openings = [r for r in caplog.records if "circuit breaker opened" in r.getMessage()]
     assert len(openings) == 2
+
+
+async def test_a_half_open_breaker_sends_one_probe_not_a_slot_full(
+    sync_ledger: Ledger, clock: FakeClock
+) -> None:
+    """With 4 free slots, a half-open type gets one probe job per cooldown, not four: a
+    downstream still down costs one attempt per cooldown. The probe's success closes the
+    breaker and the type flows again at full width."""
+    registry = Registry()
+    down = True
+    running = 0
+    widest = 0
+
+    @registry.handler("A")
+    async def flaky(ctx: JobContext) -> str:
+        nonlocal running, widest
+        running += 1
+        widest = max(widest, running)
+        try:
+            await asyncio.sleep(0.01)
+            if down:
+                raise TransientError("downstream of A is down")
+            return "a"
+        finally:
+            running -= 1
+
+    sync_ledger.define("A", backoff=BackoffPolicy(base_s=600.0, max_s=600.0, jitter=0.0))
+    ids = [
+        job_id
+        for job_id in sync_ledger.enqueue_many([EnqueueRequest(job_type="A") for _ in range(12)])
+        if job_id is not None
+    ]
+    breaker = CircuitBreaker(clock, threshold=4, cooldown_s=60)
+    pool = WorkerPool(
+        sync_ledger, registry, concurrency=4, prefetch=0, poll_interval_s=0.02,
+        reaper_interval_s=0, breaker=breaker,
+    )  # fmt: skip
+    await pool.start()
+    try:
+        await until(lambda: sum(attempts(sync_ledger, ids)) == 4)
+        await pool.wait_until_idle()
+        assert breaker.is_open("A")
+        for tried in (5, 6):  # each cooldown: exactly one more attempt, the probe
+            clock.advance(60)
+            await until(lambda tried=tried: sum(attempts(sync_ledger, ids)) == tried)  # type: ignore[misc]
+            await pool.wait_until_idle()
+            assert sum(attempts(sync_ledger, ids)) == tried and breaker.is_open("A")
+        down = False
+        clock.advance(60)
+        await until(lambda: sync_ledger.counts().get("succeeded", 0) == 6)
+        await pool.wait_until_idle()
+        assert not breaker.is_open("A") and widest == 4
+    finally:
+        await pool.stop()
+
+
+def test_a_probe_that_never_reports_lets_another_go_after_a_cooldown() -> None:
+    """A probe whose job never reports (lease lost, pool stopped) does not wedge the type:
+    one cooldown later another probe may go; a terminal failure frees it at once."""
+    clock = FakeClock()
+    breaker = CircuitBreaker(clock, threshold=1, cooldown_s=10)
+    breaker.record_failure("x")
+    assert breaker.claimable(["x", "y"]) == (["y"], [])
+    clock.advance(10)
+    assert breaker.claimable(["x"]) == ([], ["x"])
+    breaker.probe_claimed("x")
+    assert breaker.claimable(["x"]) == ([], [])
+    clock.advance(10)
+    assert breaker.claimable(["x"]) == ([], ["x"])
+    breaker.probe_claimed("x")
+    breaker.record_ended("x")
+    assert breaker.claimable(["x"]) == ([], ["x"])
