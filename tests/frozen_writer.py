@@ -8,11 +8,14 @@ enqueues again and stops itself with SIGSTOP at ``where``:
   client;
 - ``"after-pipeline"``: after the pipeline ended, before the commit: ``idle in transaction``.
 
-Either way it holds the events table's lock (enqueue takes it before it reads). The parent
+Either way it holds the events table's lock (enqueue takes it before it reads). With
+``waiter``, another thread of the child has started an enqueue first, which waits for that
+lock when the process stops: a frozen process's queued unit of work. The parent
 waits for the stop itself (``waitpid`` with ``WUNTRACED``), so nothing races. The hook wraps
 one method of the unit of work in the child only; what the product code sends is unchanged.
 
-Run as a script, this module is that child: ``python frozen_writer.py URL WHERE IDLE_S``.
+Run as a script, this module is that child: ``python frozen_writer.py URL WHERE IDLE_S
+[waiter]``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class Frozen:
 
     process: subprocess.Popen[str]
     backend_pid: int
+    waiter_pid: int | None
+    """The child's other session, waiting for the lock (with ``waiter``)."""
 
 
 def session_of(url: str, pid: int) -> dict[str, Any] | None:
@@ -87,11 +92,15 @@ def _events_lock(url: str, *, granted: bool) -> list[int]:
 
 
 @contextmanager
-def frozen_writer(url: str, where: str, *, idle_s: float = 1.0) -> Iterator[Frozen]:
-    """A child process stopped at ``where`` inside a write holding the events table's lock,
-    its ledger opened with an idle-in-transaction timeout of ``idle_s``; killed on exit."""
+def frozen_writer(
+    url: str, where: str, *, idle_s: float = 1.0, waiter: bool = False
+) -> Iterator[Frozen]:
+    """A child process stopped at ``where`` inside a write holding the events table's lock
+    (and with ``waiter`` another of its sessions waiting for it), its ledger opened with an
+    idle-in-transaction timeout of ``idle_s``; killed on exit."""
     process = subprocess.Popen(
-        [sys.executable, str(Path(__file__)), url, where, str(idle_s)],
+        [sys.executable, str(Path(__file__)), url, where, str(idle_s)]
+        + (["waiter"] if waiter else []),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -103,18 +112,29 @@ def frozen_writer(url: str, where: str, *, idle_s: float = 1.0) -> Iterator[Froz
         assert os.WIFSTOPPED(status), status
         holders = lock_holders(url)
         assert len(holders) == 1, holders
-        yield Frozen(process, holders[0])
+        waiters = lock_waiters(url)
+        assert len(waiters) == (1 if waiter else 0), waiters
+        yield Frozen(process, holders[0], waiters[0] if waiter else None)
     finally:
         process.send_signal(signal.SIGCONT)
         process.kill()
         process.wait()
 
 
-def _child(url: str, where: str, idle_s: float) -> None:
+def _child(url: str, where: str, idle_s: float, waiter: bool) -> None:
+    import threading
+
     from ledger import Ledger
     from ledger.store.postgres.unit_of_work import PostgresUnitOfWork
 
+    def queued_enqueue() -> None:
+        with Ledger.open(url, pool_size=1, idle_in_transaction_s=idle_s) as other:
+            other.enqueue("frozen")
+
     def stop() -> None:
+        if waiter:
+            threading.Thread(target=queued_enqueue, daemon=True).start()
+            wait_for("the child's other enqueue waiting", lambda: len(lock_waiters(url)) == 1)
         os.kill(os.getpid(), signal.SIGSTOP)
 
     with Ledger.open(url, auto_define=True, pool_size=1, idle_in_transaction_s=idle_s) as ledger:
@@ -144,4 +164,4 @@ def _child(url: str, where: str, idle_s: float) -> None:
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1], sys.argv[2], float(sys.argv[3]))
+    _child(sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4:] == ["waiter"])

@@ -4,8 +4,10 @@ A worker stopped (SIGSTOP, a paused VM, a debugger) in the middle of a PostgreSQ
 the events table's lock, so every other writer — claims, heartbeats, completions, the reaper
 — waits for it. The server ends a session idle inside a transaction
 (``idle_in_transaction_session_timeout``), but not one frozen between the statements of a
-pipelined write, which it counts as active. Each pass ends those that block another session
-and whose client has been silent for longer than the ledger's idle-in-transaction bound
+pipelined write, which it counts as active; and as it ends one session of a frozen process,
+the next one queued for the lock takes it. Each pass ends the sessions that block another and
+whose client has been silent inside a transaction for longer than half the ledger's
+idle-in-transaction bound, with the other stuck sessions of their process
 (:meth:`Ledger.end_frozen_writers <ledger.api.ledger.Ledger.end_frozen_writers>`; the
 criteria and why they are safe: :mod:`ledger.store.postgres.frozen_writers`).
 
@@ -37,8 +39,9 @@ class WatchdogConfig:
     """How silent a frozen writer must be to be ended, and how often to look. Seconds."""
 
     silent_s: float | None = None
-    """``None``: the idle-in-transaction bound the ledger was opened with (a worker's is half
-    its lease), so a writer frozen mid-write is ended as one frozen between statements is."""
+    """``None``: the store's (half the idle-in-transaction timeout the ledger was opened with;
+    a worker's timeout is half its lease), so a frozen process is ended before the server's
+    timeout would end the first of its sessions alone."""
     interval_s: float | None = None
     """``None``: half the bound (at least :data:`MIN_INTERVAL_S`), so a frozen writer is
     ended within 1.5 times the bound of its last statement."""
@@ -92,20 +95,7 @@ class Watchdog:
             return []
         found = self._ledger.end_frozen_writers(silent_s)
         for writer in found:
-            log.warning(
-                "%s session %d (user %r, application %r, client %s): frozen inside a write, "
-                "its client silent for %.1f s (transaction open %.1f s) while sessions %s "
-                "waited on its locks; last statement: %s",
-                "ended" if writer.ended else "could not end",
-                writer.pid,
-                writer.user,
-                writer.application_name,
-                writer.client_addr or "local",
-                writer.silent_s,
-                writer.transaction_s,
-                ", ".join(str(pid) for pid in writer.blocked_pids),
-                " ".join(writer.query.split()),
-            )
+            _log_ended(writer)
         ended = [writer for writer in found if writer.ended]
         if ended and self._on_ended is not None:
             self._on_ended(ended)
@@ -114,3 +104,26 @@ class Watchdog:
     async def run(self, stop: asyncio.Event) -> None:
         """Run passes every :attr:`interval_s` until ``stop`` is set."""
         await ServiceRunner([self]).run(stop)
+
+
+def _log_ended(writer: FrozenWriter) -> None:
+    if writer.frozen_pid is None:
+        why = "frozen inside a write while sessions {} waited on its locks".format(
+            ", ".join(str(pid) for pid in writer.blocked_pids)
+        )
+    else:
+        why = f"another session of the process of frozen session {writer.frozen_pid}"
+    log.warning(
+        "%s session %d (%s, user %r, application %r, client %s): %s; silent %.1f s, "
+        "transaction open %.1f s; last statement: %s",
+        "ended" if writer.ended else "could not end",
+        writer.pid,
+        writer.state,
+        writer.user,
+        writer.application_name,
+        writer.client_addr or "local",
+        why,
+        writer.silent_s,
+        writer.transaction_s,
+        " ".join(writer.query.split()),
+    )

@@ -121,7 +121,9 @@ def worker_idle_in_transaction_s(lease_s: float) -> float:
     other), so only a frozen process (SIGSTOP, a debugger, a swapped-out VM) hits it — and
     then the server ends its session and releases its locks (on PostgreSQL the events
     table's lock, which every writer waits for) well before its leases expire, instead of
-    stalling the whole ledger for the 60 s default."""
+    stalling the whole ledger for the 60 s default. A process frozen in the middle of a
+    pipelined write, which no server timeout ends, is the pool's watchdog's to end
+    (:mod:`ledger.maintenance.watchdog`), after half this bound."""
     return max(2.0, min(60.0, lease_s / 2))
 
 

@@ -14,20 +14,29 @@ from typing import NamedTuple
 
 
 class FrozenWriter(NamedTuple):
-    """A session of the ledger's database that was frozen inside a write and blocked others."""
+    """A session of the ledger's database ended as frozen: either frozen inside a write while
+    others waited on its locks, or another stuck session of the same process
+    (:attr:`frozen_pid` set)."""
 
     pid: int
     """The server process id of the session."""
     user: str
     application_name: str
+    """A jobledger store's sessions carry ``jobledger <pid>@<host>``: which process it was."""
     client_addr: str | None
     """The client's address (``None``: a Unix socket)."""
+    state: str
+    """``active`` (frozen mid-pipeline), ``idle in transaction``, or for another session of
+    the process whatever it was doing (waiting for a lock: ``active``)."""
     silent_s: float
     """Seconds since its last statement began, with its client silent since."""
     transaction_s: float
     """Seconds since its transaction began."""
     blocked_pids: tuple[int, ...]
-    """The sessions that were waiting on its locks."""
+    """The sessions that were waiting on its locks (empty for another session of a frozen
+    process)."""
+    frozen_pid: int | None
+    """For another session of a frozen process: the frozen session it was ended with."""
     query: str
     """Its last statement (cut to 200 characters)."""
     ended: bool

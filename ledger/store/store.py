@@ -55,8 +55,8 @@ class Store(ABC):
     """Whether :meth:`end_frozen_writers` can end anything here (a watchdog that runs it
     is pointless otherwise)."""
     frozen_writer_bound_s: float | None = None
-    """How long a writer may sit silent inside a transaction before the server (or
-    :meth:`end_frozen_writers`) ends it; ``None`` where nothing can."""
+    """How long a writer may sit silent inside a transaction before :meth:`end_frozen_writers`
+    ends it (PostgreSQL: half the idle-in-transaction timeout); ``None`` where nothing can."""
     codec: EventCodec = DEFAULT_CODEC
     ids: IdAdapter
     """How this backend stores and binds ids and lists."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -62,10 +63,11 @@ class Writer:
 
 
 @contextmanager
-def blocked_writer(url: str) -> Iterator[Writer]:
-    """A writer waiting for the events table's lock (waited for, so it is really blocked)."""
+def blocked_writer(url: str, *, waiting: int = 1) -> Iterator[Writer]:
+    """A writer waiting for the events table's lock (waited for, so it is really blocked;
+    ``waiting``: the waiters there will be with it)."""
     writer = Writer(url).start()
-    wait_for("a writer waiting for the lock", lambda: len(lock_waiters(url)) == 1)
+    wait_for("a writer waiting for the lock", lambda: len(lock_waiters(url)) == waiting)
     yield writer
 
 
@@ -109,6 +111,44 @@ def test_a_writer_frozen_mid_pipeline_that_blocks_another_is_ended(pg_url: str) 
 
 
 @pytest.mark.postgres
+def test_a_jobledger_session_idle_in_its_transaction_that_blocks_another_is_ended(
+    pg_url: str,
+) -> None:
+    """A jobledger session idle in its transaction while another waits on its locks is frozen
+    too (its units of work never sit idle): ended without waiting for the server's timeout."""
+    with (
+        frozen_writer(pg_url, "after-pipeline", idle_s=3600.0) as frozen,
+        Ledger.open(pg_url) as ledger,
+        blocked_writer(pg_url) as writer,
+    ):
+        ended = ledger.end_frozen_writers(silent_s=0.0)
+        assert [(w.pid, w.state, w.ended) for w in ended] == [
+            (frozen.backend_pid, "idle in transaction", True)
+        ]
+        assert ended[0].application_name == f"jobledger {frozen.process.pid}@{socket.gethostname()}"
+        assert writer.finished(), "the other writer is still blocked"
+
+
+@pytest.mark.postgres
+def test_a_frozen_process_s_queued_sessions_are_ended_with_it(pg_url: str) -> None:
+    """The frozen process's other session, queued for the same lock, is ended in the same
+    pass: it does not take the lock next and stall every writer for another bound."""
+    with (
+        frozen_writer(pg_url, "mid-pipeline", idle_s=3600.0, waiter=True) as frozen,
+        Ledger.open(pg_url) as ledger,
+        blocked_writer(pg_url, waiting=2) as writer,
+    ):
+        ended = ledger.end_frozen_writers(silent_s=0.0)
+        assert [(w.pid, w.frozen_pid, w.ended) for w in ended] == [
+            (frozen.backend_pid, None, True),
+            (frozen.waiter_pid, frozen.backend_pid, True),
+        ]
+        assert frozen.waiter_pid in ended[0].blocked_pids
+        assert writer.finished(), "the other writer is still blocked"
+        assert lock_holders(pg_url) == []
+
+
+@pytest.mark.postgres
 def test_the_default_bound_is_the_ledgers_idle_in_transaction_timeout(pg_url: str) -> None:
     """Without ``silent_s`` the bound is the one the ledger was opened with: a session frozen
     for less than it is left alone."""
@@ -117,7 +157,7 @@ def test_the_default_bound_is_the_ledgers_idle_in_transaction_timeout(pg_url: st
         Ledger.open(pg_url, idle_in_transaction_s=3600.0) as ledger,
         blocked_writer(pg_url),
     ):
-        assert ledger.store.frozen_writer_bound_s == 3600.0
+        assert ledger.store.frozen_writer_bound_s == 1800.0  # half the server's
         assert ledger.end_frozen_writers() == []
         assert session_of(pg_url, frozen.backend_pid) is not None
 
