@@ -36,6 +36,7 @@ from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
 from ledger.core.sources import Listing, SourceSync
 from ledger.core.state import JobState
+from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
 from ledger.store.store import Store
 
@@ -245,6 +246,14 @@ class Ledger(WorkerCommands):
         report = self.reap(ReaperConfig(limit=limit, retry_delay_s=retry_delay_s))
         states = self.get_many([reaped.job_id for reaped in report.reaped])
         return [states[r.job_id] for r in report.reaped if r.job_id in states]
+
+    def end_frozen_writers(self, silent_s: float | None = None) -> list[FrozenWriter]:
+        """End the database sessions frozen inside a write that block other writers (their
+        client silent for more than ``silent_s``: by default the idle-in-transaction bound
+        the ledger was opened with) and report them; PostgreSQL only, elsewhere ``[]``
+        (:meth:`Store.end_frozen_writers <ledger.store.store.Store.end_frozen_writers>`).
+        The pool's watchdog runs it (:mod:`ledger.maintenance.watchdog`)."""
+        return self.store.end_frozen_writers(silent_s)
 
     def release_claims_with_prefix(
         self, prefix: str, *, alive: Callable[[str], bool], reason: str = "released by boot reap"

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from ledger.maintenance.reaper import ReaperConfig
+from ledger.maintenance.watchdog import WatchdogConfig
 from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
 from ledger.runtime.handlers import Registry
 from ledger.runtime.threads import DEFAULT_IO_THREADS
@@ -48,6 +49,10 @@ class PoolConfig:
     reaper_lock_timeout_s: float | None = 2.0
     """A reap blocked on a lock would hold the events-table lock and stall every writer: the
     reaper gives up on that job after this long (it is deferred, not lost)."""
+    watchdog_interval_s: float | None = None
+    """Between watchdog passes, which end a database session frozen inside a write that
+    blocks other writers (PostgreSQL: :mod:`ledger.maintenance.watchdog`); ``None`` is half
+    the ledger's idle-in-transaction bound (at least 0.5 s); 0 runs no watchdog here."""
     completion_batch: int = 200
     """At most this many outcomes per completion transaction."""
     completion_delay_s: float = 0.005
@@ -77,6 +82,8 @@ class PoolConfig:
             raise ValueError("breaker_threshold must be >= 1 and breaker_cooldown_s >= 0")
         if self.io_threads < 1:
             raise ValueError("io_threads must be >= 1")
+        if self.watchdog_interval_s is not None and self.watchdog_interval_s < 0:
+            raise ValueError("watchdog_interval_s must be >= 0 (0: no watchdog)")
 
     @classmethod
     def of(cls, config: PoolConfig | None, settings: PoolSettings) -> PoolConfig:
@@ -93,6 +100,12 @@ class PoolConfig:
         shortest = min([self.lease_s, *lease_lengths.values()])
         return self.heartbeat_interval_s or shortest / 3
 
+    def watchdog_config(self) -> WatchdogConfig | None:
+        """The watchdog's settings; ``None`` when this pool runs none."""
+        if self.watchdog_interval_s == 0:
+            return None
+        return WatchdogConfig(interval_s=self.watchdog_interval_s)
+
     def reaper_config(self) -> ReaperConfig:
         return ReaperConfig(
             limit=self.reaper_batch,
@@ -108,7 +121,9 @@ def worker_idle_in_transaction_s(lease_s: float) -> float:
     other), so only a frozen process (SIGSTOP, a debugger, a swapped-out VM) hits it — and
     then the server ends its session and releases its locks (on PostgreSQL the events
     table's lock, which every writer waits for) well before its leases expire, instead of
-    stalling the whole ledger for the 60 s default."""
+    stalling the whole ledger for the 60 s default. A process frozen in the middle of a
+    pipelined write, which no server timeout ends, is the pool's watchdog's to end
+    (:mod:`ledger.maintenance.watchdog`), after half this bound."""
     return max(2.0, min(60.0, lease_s / 2))
 
 
@@ -127,6 +142,7 @@ class PoolSettings(TypedDict, total=False):
     reaper_retry_delay_s: float
     reaper_batch: int
     reaper_lock_timeout_s: float | None
+    watchdog_interval_s: float | None
     completion_batch: int
     completion_delay_s: float
     breaker_threshold: int

@@ -22,6 +22,9 @@ class PoolStats:
     released: int = 0
     expired_before_start: int = 0
     """Claimed jobs dropped unstarted because their lease had ended (a paused process)."""
+    frozen_writers_ended: int = 0
+    """Database sessions this pool's watchdog ended: frozen inside a write, they blocked
+    other writers (PostgreSQL; :mod:`ledger.maintenance.watchdog`)."""
 
     def count_recorded(self, state: JobState) -> None:
         """Count one recorded outcome by the state it left the job in (a retry is ``pending``

@@ -5,7 +5,8 @@ batches and buffers them; ``concurrency`` worker slots take them one at a time a
 through the :class:`~ledger.runtime.executor.Executor`; a
 :class:`~ledger.runtime.completer.BatchCompleter` records the outcomes many to a transaction;
 a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every held lease in one
-transaction; a periodic reaper pass fails expired leases; optionally a thread keeps the
+transaction; a periodic reaper pass fails expired leases, and on PostgreSQL a watchdog ends a
+session frozen inside a write that blocks the other writers; optionally a thread keeps the
 tracked views current. The pool itself only starts and stops these.
 
 Threads (:mod:`ledger.runtime.threads`): sync handlers run on a lane of ``concurrency``
@@ -32,6 +33,7 @@ from uuid import UUID
 from ledger.api.ledger import Ledger
 from ledger.maintenance.reaper import Reaper
 from ledger.maintenance.runner import ServiceRunner
+from ledger.maintenance.watchdog import Watchdog
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
@@ -47,6 +49,7 @@ from ledger.runtime.releases import Releaser
 from ledger.runtime.slots import WorkerSlots
 from ledger.runtime.threads import ThreadLane
 from ledger.runtime.wakeup import Wakeup
+from ledger.store.frozen_writers import FrozenWriter
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +162,12 @@ class WorkerPool:
             stats=self.stats,
         )
         self._reaper = Reaper(ledger, config.reaper_config())
+        watchdog_config = config.watchdog_config()
+        self._watchdog = (
+            Watchdog(ledger, watchdog_config, on_ended=self._frozen_writers_ended)
+            if watchdog_config is not None
+            else None
+        )
         self._follower = (
             FollowerThread(ledger, poll_interval_s=config.poll_interval_s, io=self._io)
             if config.follow_projections
@@ -242,8 +251,10 @@ class WorkerPool:
             for i in range(self.config.concurrency)
         ]
         self._tasks = [self._producer.start()]
-        if self.config.reaper_interval_s > 0:
-            self._tasks.append(asyncio.create_task(self._reap(), name="jobledger-reaper"))
+        services = self._maintenance_services()
+        if services:
+            maintain = ServiceRunner(services).run(self._stop_requested)
+            self._tasks.append(asyncio.create_task(maintain, name="jobledger-maintenance"))
         if self._follower is not None:
             self._follower.start()
 
@@ -312,12 +323,22 @@ class WorkerPool:
         self._claims.forget(job_id)
         self.stats.fenced_out += 1
 
-    # --- the reaper -------------------------------------------------------------------------
+    # --- maintenance ------------------------------------------------------------------------
 
-    async def _reap(self) -> None:
-        # The maintenance runner runs the pass on a thread of its own (never the loop's, nor
-        # the executor handlers use), logs a failed pass and keeps the interval.
-        await ServiceRunner([self._reaper]).run(self._stop_requested)
+    def _maintenance_services(self) -> list[Reaper | Watchdog]:
+        """The reaper (unless its interval is 0) and the watchdog (where the store can end
+        frozen writers). The runner runs each pass on a thread of its own (never the
+        loop's, nor the executor handlers use), logs a failed pass and keeps the interval;
+        so a reaper blocked behind a frozen writer's lock does not hold up the watchdog."""
+        services: list[Reaper | Watchdog] = []
+        if self.config.reaper_interval_s > 0:
+            services.append(self._reaper)
+        if self._watchdog is not None and self._watchdog.enabled:
+            services.append(self._watchdog)
+        return services
+
+    def _frozen_writers_ended(self, ended: list[FrozenWriter]) -> None:
+        self.stats.frozen_writers_ended += len(ended)
 
 
 __all__ = ["Health", "JobContext", "PoolConfig", "PoolStats", "Registry", "WorkerPool"]

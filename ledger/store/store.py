@@ -30,6 +30,7 @@ from ledger.core.events import JobEvent
 from ledger.core.policy import Policy
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
+from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import IdAdapter
 from ledger.store.listeners import ListenerBus
 from ledger.store.notifications import AsyncListening, Listening, Topic
@@ -50,6 +51,12 @@ class Store(ABC):
     has_notifications: ClassVar[bool] = False
     """Whether other processes' commits can wake this one (:meth:`listen`); without them,
     callers poll."""
+    ends_frozen_writers: ClassVar[bool] = False
+    """Whether :meth:`end_frozen_writers` can end anything here (a watchdog that runs it
+    is pointless otherwise)."""
+    frozen_writer_bound_s: float | None = None
+    """How long a writer may sit silent inside a transaction before :meth:`end_frozen_writers`
+    ends it (PostgreSQL: half the idle-in-transaction timeout); ``None`` where nothing can."""
     codec: EventCodec = DEFAULT_CODEC
     ids: IdAdapter
     """How this backend stores and binds ids and lists."""
@@ -114,6 +121,15 @@ class Store(ABC):
 
     def remove_listener(self, listener: Callable[[], None]) -> None:
         self._committed.remove(listener)
+
+    def end_frozen_writers(self, silent_s: float | None = None) -> list[FrozenWriter]:
+        """End the sessions frozen inside a write (their client silent for more than
+        ``silent_s``, by default :attr:`frozen_writer_bound_s`) that block other sessions,
+        and report them (:mod:`ledger.store.frozen_writers`). Takes no table lock, so it
+        runs while every writer waits. Only where :attr:`ends_frozen_writers`; elsewhere it
+        ends nothing: on SQLite a frozen writer keeps the database's one write lock, and
+        nothing outside that process can take it back."""
+        return []
 
     # --- other processes' commits -----------------------------------------------------------
 

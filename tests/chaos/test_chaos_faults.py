@@ -8,8 +8,7 @@ lease; every killed or stopped worker's leases recovered within one lease plus o
 interval plus ``RECOVERY_SLACK_S``; no worker died by itself; ``projections verify`` and
 ``replay --check --all`` clean. The figures of each run are printed (``-s`` shows them).
 
-``JOBLEDGER_SOAK=1`` adds a longer run with every fault kind at once (``-m soak``);
-``JOBLEDGER_CHAOS_OPEN=1`` the scenario that still finds an open defect (:data:`OPEN_DEFECT`).
+``JOBLEDGER_SOAK=1`` adds a longer run with every fault kind at once (``-m soak``).
 """
 
 from __future__ import annotations
@@ -31,13 +30,6 @@ from chaos_run import ChaosReport, Load, run_chaos
 pytestmark = [pytest.mark.chaos, pytest.mark.timeout(300)]
 
 JOBS = 1200
-
-OPEN_DEFECT = (
-    "open defect (issue 12): on PostgreSQL a worker SIGSTOPped inside a write still stalls "
-    "every writer past the recovery bound; run with JOBLEDGER_CHAOS_OPEN=1"
-)
-"""Why a scenario that still breaks a promise now and then is out of the default run (so
-the run stays a gate that means something) until fixed."""
 
 
 def _backend(url: str) -> str:
@@ -67,25 +59,13 @@ def test_chaos_sigkilled_workers_lose_no_job_and_recover_within_a_lease(
     _assert_kept(report)
 
 
-FROZEN_WRITER = (
-    "known defect (issue 12, open): a worker SIGSTOPped inside a write (most likely mid-pipeline) "
-    "keeps the events table's lock — its session is 'active', not idle in a transaction, so "
-    "idle_in_transaction_session_timeout does not end it — and every writer waits ~14 s, "
-    "past the lease + reaper bound; the zombie itself starts and writes nothing it lost"
-)
-
-
 def test_chaos_sigstopped_zombie_never_runs_or_writes_what_it_lost(
-    db_url: str, tmp_path: Path, request: pytest.FixtureRequest
+    db_url: str, tmp_path: Path
 ) -> None:
     """A worker SIGSTOPped until its leases were reaped, then resumed: it starts no handler
-    on a lease it lost and none of its late writes is accepted."""
-    if _backend(db_url) == "postgres":
-        if not os.environ.get("JOBLEDGER_CHAOS_OPEN"):
-            pytest.skip(OPEN_DEFECT)
-        # strict: the day the stall is fixed this XPASSes and fails the run, so the marker
-        # cannot outlive the defect
-        request.applymarker(pytest.mark.xfail(strict=True, reason=FROZEN_WRITER))
+    on a lease it lost and none of its late writes is accepted; on PostgreSQL the other
+    writers are not stalled past the recovery bound (the frozen process's sessions are ended:
+    the server's idle timeout, the pool's watchdog)."""
     report = run_chaos(
         db_url, tmp_path, backend=_backend(db_url), load=Load(JOBS, seed=2, work_ms=(20, 80)),
         plan=sigstop_past_lease(),

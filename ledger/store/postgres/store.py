@@ -19,10 +19,12 @@ from psycopg.rows import DictRow
 
 from ledger.core.codec import EventCodec
 from ledger.core.errors import DatabaseUnusableError
+from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.errors import connection_lost, errors_mapped
+from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
 from ledger.store.postgres.listener import TaskListening, ThreadListening
 from ledger.store.postgres.recorder import LedgerRecorder
 from ledger.store.postgres.session import PostgresRunner
@@ -53,6 +55,7 @@ class PostgresStore(Store):
 
     backend = "postgres"
     has_notifications = True
+    ends_frozen_writers = True
 
     def __init__(
         self,
@@ -72,6 +75,13 @@ class PostgresStore(Store):
         self.sql = self.queries = load("postgres")
         connect_timeout = float(str(params.get("connect_timeout", 5)))
         self.where = f"PostgreSQL database {self.dbname!r} on {params.get('host') or 'localhost'}"
+        if idle_in_transaction_s is None:
+            idle_in_transaction_s = IDLE_IN_TRANSACTION_TIMEOUT_S
+        self.idle_in_transaction_s = idle_in_transaction_s
+        # Half: a frozen process's sessions are ended together before the server ends the
+        # first alone. 0 turns the server's timeout off: then none is too silent either.
+        self.frozen_writer_bound_s = self.idle_in_transaction_s / 2 or None
+        self._frozen_writers = FrozenWriterEnder(self._cursor, self.sql, self.where)
         with errors_mapped(f"cannot use {self.where}"):
             # One direct connection first: a refused connection or a missing database is
             # reported at once and precisely, not as a pool timeout seconds later.
@@ -83,11 +93,7 @@ class PostgresStore(Store):
                 user=str(params.get("user", "")),
                 password=str(params.get("password", "")),
                 connect_timeout=connect_timeout,
-                idle_in_transaction_session_timeout=(
-                    IDLE_IN_TRANSACTION_TIMEOUT_S
-                    if idle_in_transaction_s is None
-                    else idle_in_transaction_s
-                ),
+                idle_in_transaction_session_timeout=self.idle_in_transaction_s,
                 pool_size=pool_size,
                 max_overflow=max_overflow,
             )
@@ -95,6 +101,9 @@ class PostgresStore(Store):
             # add the URL's others (sslmode, application_name, options…) so pooled
             # connections honour them too. The pool opens on first use.
             extra = {k: v for k, v in params.items() if k not in _DATASTORE_KEYS}
+            # Our sessions are named after this process, unless the URL names them: the
+            # watchdog ends a frozen process's stuck sessions together by that name.
+            extra.setdefault("application_name", process_application_name())
             assert isinstance(self.datastore.pool.kwargs, dict)
             self.datastore.pool.kwargs.update(extra)
             self.recorder = LedgerRecorder(self.datastore, self.sql)
@@ -149,6 +158,12 @@ class PostgresStore(Store):
         with self._cursor() as cursor:
             shadows = PostgresShadowTables(cursor, self.recorder)
             yield PostgresViewTables(cursor, self.sql, self.ids, self.codec, shadows)
+
+    def end_frozen_writers(self, silent_s: float | None = None) -> list[FrozenWriter]:
+        """See :mod:`ledger.store.postgres.frozen_writers` for the criteria and why they
+        are safe; the default bound is half this store's idle-in-transaction timeout."""
+        bound = self.frozen_writer_bound_s if silent_s is None else silent_s
+        return [] if bound is None else self._frozen_writers.end(bound)
 
     def listen(self, topic: Topic, on_notify: Callable[[], None]) -> ThreadListening:
         return ThreadListening(self.conninfo, topic, on_notify)

@@ -26,6 +26,7 @@ from psycopg.sql import SQL, Literal
 from ledger.core.codec import EventCodec
 from ledger.store.ids import IdAdapter
 from ledger.store.postgres.errors import from_postgres
+from ledger.store.postgres.pipeline import synced_pipeline
 from ledger.store.postgres.recorder import LedgerRecorder
 from ledger.store.unit_of_work import UnitOfWork
 from projections.rules.writes import ViewWrite
@@ -92,8 +93,10 @@ class PostgresUnitOfWork(UnitOfWork):
     @contextmanager
     def _write_phase(self) -> Iterator[None]:
         # Pipeline mode: the lock, NOTIFY, events insert and view writes go out without
-        # waiting for each other's results; errors still surface before commit.
-        with self._cursor.connection.pipeline():
+        # waiting for each other's results; errors still surface before commit. Synced: its
+        # end leaves the server's idle-in-transaction timer armed (psycopg's own exit
+        # disarms it, so a writer frozen before its commit would hold the lock forever).
+        with synced_pipeline(self._cursor.connection):
             yield
 
     def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
