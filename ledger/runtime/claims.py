@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from ledger.api.leases import lease_for
 from ledger.api.ledger import Ledger
 from ledger.core.state import JobState, Lease
 from ledger.runtime.health import PoolStats
@@ -21,11 +22,21 @@ from ledger.runtime.health import PoolStats
 log = logging.getLogger(__name__)
 
 
+START_MARGIN = 0.25
+"""A handler is not started on a lease with less than this share of its length left: the
+heartbeater renews a waiting job's lease every third of it, so that little left means the
+renewals are not landing (the process was paused, the database is stalled), and a handler
+started then would be running when its lease ends (seen by the chaos suite: a handler that
+passed the check started 0.31 s after its lease had ended, on a host loaded after a resume)."""
+
+
 @dataclass
 class _Held:
     lease: Lease
     expires_at: datetime
     timeout: timedelta
+    length: timedelta
+    """The lease's length, as claimed and renewed."""
     started_at: datetime | None = None
     overdue: bool = False
     """Its run passed ``timeout``: no longer renewed (said once in the log)."""
@@ -71,7 +82,10 @@ class Claims:
         for job in jobs:
             assert job.lease is not None and job.lease_expires_at is not None
             self._held[job.job_id] = _Held(
-                job.lease, job.lease_expires_at, timedelta(seconds=job.timeout_s)
+                job.lease,
+                job.lease_expires_at,
+                timedelta(seconds=job.timeout_s),
+                timedelta(seconds=lease_for(self.lease_s, job.job_type)),
             )
         self._stats.claimed += len(jobs)
         return jobs
@@ -109,12 +123,12 @@ class Claims:
 
     def start(self, job_id: UUID, now: datetime) -> bool:
         """Mark ``job_id``'s handler as starting at ``now``; false (and the lease forgotten)
-        if the lease already ended — the fence would refuse its writes, and its job may be
-        running elsewhere by now. Expired means strictly before ``now``, as for the reaper."""
+        if the lease has ended or is about to (less than :data:`START_MARGIN` of it left) —
+        the fence would refuse its writes, and its job may be running elsewhere by now."""
         held = self._held.get(job_id)
         if held is None:
             return False  # lost meanwhile (the heartbeater was refused)
-        if held.expires_at < now:
+        if held.expires_at - held.length * START_MARGIN < now:
             self.forget(job_id)
             return False
         held.started_at = now

@@ -1,9 +1,10 @@
 """The worker slots: each takes claimed jobs from the producer and runs them one at a time.
 
-A slot never starts a handler on a lease that has already ended (checked against the ledger's
-clock right before the start), and nothing a job does ends the slot: the executor turns every
-failure around a handler into an outcome, and a failure to hand that outcome on is logged and
-leaves the lease to expire for the reaper.
+A slot never starts a handler on a lease that has ended or is about to (checked against the
+ledger's clock right before the start; see :data:`ledger.runtime.claims.START_MARGIN`), and
+nothing a job does ends the slot: the executor turns every failure around a handler into an
+outcome, and a failure to hand that outcome on is logged and leaves the lease to expire for
+the reaper.
 """
 
 from __future__ import annotations
@@ -59,12 +60,13 @@ class WorkerSlots:
                     self._claims.forget(job.job_id)
 
     def _expired_before_start(self, job: JobState) -> None:
-        """A buffered job whose lease ended before a slot took it (the process was paused,
-        or the handlers ahead ran long): its handler is not started and nothing is written
-        (the fence would refuse it; the reaper or another worker owns the job now)."""
+        """A buffered job whose lease ended, or nearly, before a slot took it (the process
+        was paused, renewals are not landing): its handler is not started and nothing is
+        written (the fence would refuse it; the reaper or another worker owns the job now)."""
         self.stats.expired_before_start += 1
         log.warning(
-            "job %s: lease expired before it started (claimed until %s); dropped unstarted",
+            "job %s: lease expired or about to before it started (held until %s); "
+            "dropped unstarted",
             job.job_id,
             job.lease_expires_at,
         )

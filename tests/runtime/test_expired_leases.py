@@ -64,7 +64,7 @@ async def test_prefetched_jobs_whose_leases_expired_are_dropped_not_started(
             await asyncio.wait_for(buffer_worked_off(), 10)
         assert started == [ids[0]]
         assert pool.stats.expired_before_start == 2
-        assert sum("expired before it started" in r.getMessage() for r in caplog.records) == 2
+        assert sum("dropped unstarted" in r.getMessage() for r in caplog.records) == 2
         await pool.stop()
         assert sync_ledger.store.head_position() == head  # the first job's outcome was fenced
         for job_id in ids:
@@ -72,6 +72,41 @@ async def test_prefetched_jobs_whose_leases_expired_are_dropped_not_started(
             state = sync_ledger.get(job_id)
             assert state is not None and state.status is JobStatus.LEASED
             assert state.worker_id == "worker-B"
+    finally:
+        gate.set()
+        await pool.stop()
+
+
+async def test_a_lease_too_near_its_end_is_not_started(
+    sync_ledger: Ledger, clock: FakeClock
+) -> None:
+    """Prefetched jobs whose leases have under a quarter left (renewals have not landed) are
+    not started although not yet expired; a job with more left is."""
+    registry = Registry()
+    gate, first_started = asyncio.Event(), asyncio.Event()
+    started: list[UUID] = []
+
+    @registry.handler("p")
+    async def handler(ctx: JobContext) -> str:
+        started.append(ctx.id)
+        first_started.set()
+        await gate.wait()
+        return "ok"
+
+    sync_ledger.define("p")
+    ids = sync_ledger.enqueue_many([EnqueueRequest(job_type="p") for _ in range(3)])
+    pool = WorkerPool(
+        sync_ledger, registry, concurrency=1, prefetch=2, lease_s=10,
+        heartbeat_interval_s=3600, reaper_interval_s=0, poll_interval_s=0.02,
+    )  # fmt: skip
+    await pool.start()
+    try:
+        await asyncio.wait_for(first_started.wait(), 10)
+        clock.advance(8)  # 2 s of 10 left: under the quarter, not expired
+        gate.set()
+        while pool.stats.expired_before_start + len(started) < 3:
+            await asyncio.sleep(0.01)
+        assert started == [ids[0]] and pool.stats.expired_before_start == 2
     finally:
         gate.set()
         await pool.stop()
