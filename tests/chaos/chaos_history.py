@@ -28,6 +28,7 @@ from ledger.core.events import (
     JobStageChanged,
     JobSucceeded,
 )
+from ledger.runtime.claims import START_MARGIN
 
 BOOT_REAP_REASON = "released by boot reap"
 
@@ -213,13 +214,27 @@ def _read_lines(directory: Path) -> list[HandlerStart]:
     return starts
 
 
-def start_violation(start: HandlerStart, attempt: Attempt | None) -> str | None:
-    """Why ``start`` ran a handler without a live lease, or ``None`` if it had one."""
+def start_violation(
+    start: HandlerStart,
+    attempt: Attempt | None,
+    stopped: Sequence[tuple[datetime, datetime]] = (),
+    lease: timedelta = timedelta(0),
+) -> str | None:
+    """Why ``start`` ran a handler without a live lease, or ``None`` if it had one.
+
+    Exempt: a start delayed by a freeze of its own process (``stopped``: its SIGSTOP to
+    SIGCONT windows) that spans the last moment the pool's check could have passed (the
+    lease's end less :data:`~ledger.runtime.claims.START_MARGIN` of its length) — a process
+    stopped between that check and the handler's first line is beyond any runtime's reach;
+    the fence still refuses whatever the late handler writes (judged apart)."""
     where = f"job {start.job_id}: handler started at {start.wall.isoformat()} by {start.worker_id}"
     if attempt is None:
         return f"{where} for run {start.run} attempt {start.attempt}, never leased"
     if attempt.worker_id != start.worker_id:
         return f"{where}, but that attempt was leased to {attempt.worker_id}"
+    last_check = attempt.expires_at - lease * START_MARGIN
+    if any(stop <= start.wall and resume >= last_check for stop, resume in stopped):
+        return None
     if attempt.ended_at is not None and attempt.ended_at <= start.wall:
         return f"{where}, after its attempt ended ({attempt.ended_by} at {attempt.ended_at})"
     expiry = attempt.expiry_known_at(start.wall)

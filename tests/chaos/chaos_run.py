@@ -122,6 +122,20 @@ class Chaos:
             if s.status == JobStatus.LEASED and s.worker_id == worker_id
         )
 
+    def stopped_windows(self, worker_id: str) -> list[tuple[datetime, datetime]]:
+        """When ``worker_id`` was stopped: each SIGSTOP to its SIGCONT."""
+        windows = []
+        for stop in self.faults.of_kind("sigstop"):
+            if stop.worker_id != worker_id:
+                continue
+            resume = min(
+                (f.at for f in self.faults.of_kind("sigcont")
+                 if f.worker_id == worker_id and f.at >= stop.at),
+                default=datetime.max.replace(tzinfo=stop.at.tzinfo),
+            )  # fmt: skip
+            windows.append((stop.at, resume))
+        return windows
+
     def frozen_windows(self) -> list[tuple[datetime, datetime]]:
         """When a stopped worker held SQLite's write lock: from its SIGSTOP to its SIGCONT."""
         windows = []
@@ -286,7 +300,9 @@ def judge(
         if lost is not None:
             report.add("no finished outcome dropped", f"{lost}\n{render(histories[finish.job_id])}")
     for start in starts:
-        problem = start_violation(start, attempts.get((start.job_id, start.run, start.attempt)))
+        attempt = attempts.get((start.job_id, start.run, start.attempt))
+        stopped = chaos.stopped_windows(start.worker_id)
+        problem = start_violation(start, attempt, stopped, timedelta(seconds=settings.lease_s))
         if problem is not None:
             evidence = f"{problem}\n{render(histories.get(start.job_id, []))}"
             report.add("no handler started on an expired lease", evidence)
