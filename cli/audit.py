@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Literal
 from uuid import UUID
 
@@ -13,10 +13,11 @@ import click
 import msgspec
 
 from cli import params
-from cli.database import Settings, open_ledger
+from cli.database import Settings
 from cli.errors import BadUsageError
+from cli.reading import open_reader
 from cli.render import echo_json, scalar, table, when
-from ledger.api.ledger import Ledger
+from ledger.api.reader import Reader
 from ledger.api.shaping import AUDIT_FIELDS, audit_row_json
 from ledger.core.errors import InvalidRequestError
 from ledger.core.times import parse_moment
@@ -83,15 +84,16 @@ def _quote(text: str) -> str:
     return text if safe and text else "'" + text.replace("'", "'\\''") + "'"
 
 
-def _pages(ledger: Ledger, query: AuditQuery, every: bool) -> Iterator[AuditPage]:
-    """The first page (the audit view caught up first) and, with ``every``, the rest. Later
-    pages do not catch up again: an oldest-first export under load would chase the head."""
-    result = ledger.audit(query)
+def _pages(reader: Reader, query: AuditQuery, every: bool) -> Iterator[AuditPage]:
+    """The first page (the audit view caught up first, except on a replica) and, with
+    ``every``, the rest. Later pages do not catch up again: an oldest-first export under
+    load would chase the head."""
+    result = reader.audit(query)
     yield result
     read = len(result.rows)
     while every and result.next_cursor is not None:
         query = msgspec.structs.replace(query, cursor=result.next_cursor)
-        result = ledger.audit(query, catch_up=False)
+        result = reader.audit(query, catch_up=False)
         before, read = read, read + len(result.rows)
         if read // PROGRESS_EVERY > before // PROGRESS_EVERY:
             click.echo(f"audit: {read:,} rows", err=True)
@@ -170,7 +172,9 @@ def audit(
     """Search every job event ever recorded, newest first, a page at a time.
 
     Filters combine (AND); --event may repeat (any of them). --status is the job's status
-    now. The audit view is caught up to the head first, so every committed event is found.
+    now. The audit view is caught up to the head first, so every committed event is found
+    (not on a --read-db replica: it is read as the primary's catch-up left it, and the lag
+    line on stderr says how far behind that is).
     """
     order: Order = "oldest" if oldest else "newest"
     if cursor is not None:
@@ -180,8 +184,8 @@ def audit(
             raise BadUsageError(f"invalid value for '--cursor': {exc.message}") from None
     if as_json:
         fmt = "json"
-    with open_ledger(settings.url) as ledger:
-        now = ledger.clock.now()
+    with open_reader(settings, audit=True) as source:
+        now = source.reader.clock.now()
         query = AuditQuery(
             job=job,
             job_type=job_type,
@@ -196,17 +200,22 @@ def audit(
             order=order,
             cursor=cursor,
         )
-        _print(_pages(ledger, query, every), query, fmt)
+        _print(_pages(source.reader, query, every), query, fmt, source.tagged)
 
 
-def _print(pages: Iterator[AuditPage], query: AuditQuery, fmt: Format) -> None:
+def _print(
+    pages: Iterator[AuditPage],
+    query: AuditQuery,
+    fmt: Format,
+    tagged: Callable[[dict[str, Any]], dict[str, Any]],
+) -> None:
     last: str | None = None
     if fmt == "json":
         rows: list[dict[str, Any]] = []
         for result in pages:
             rows += [audit_row_json(row) for row in result.rows]
             last = result.next_cursor
-        echo_json({"rows": rows, "next_cursor": last})
+        echo_json(tagged({"rows": rows, "next_cursor": last}))
         return
     if fmt == "csv":
         writer_buffer = io.StringIO()

@@ -26,6 +26,9 @@ class Settings:
     """What the group's options resolved to, handed to every command as ``ctx.obj``."""
 
     url: str
+    read_url: str | None = None
+    """A streaming replica for the commands that only read (``--read-db``); those that
+    write always use :attr:`url`."""
 
 
 def display_url(url: str) -> str:

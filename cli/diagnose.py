@@ -8,8 +8,9 @@ from uuid import UUID
 import click
 
 from cli import params
-from cli.database import Settings, open_ledger
+from cli.database import Settings
 from cli.job_history import job_records
+from cli.reading import open_reader
 from cli.render import MISSING, echo_json, json_option, printable, scalar, table, when
 from ledger.api.shaping import diagnosis_json
 from ledger.core import diagnostics, facts
@@ -47,12 +48,12 @@ def diagnose(settings: Settings, *, job: UUID, as_json: bool) -> None:
 
     Prints every diagnostic with the events it was derived from.
     """
-    with open_ledger(settings.url) as ledger:
-        records = job_records(ledger, job)
-        now = ledger.clock.now()
+    with open_reader(settings) as source:
+        records = job_records(source.reader, job)
+        now = source.reader.clock.now()
     findings = diagnostics.diagnose(records, now=now)
     if as_json:
-        echo_json(diagnosis_json(job, findings, records))
+        echo_json(source.tagged(diagnosis_json(job, findings, records)))
     else:
         blocks = [_heading(job, records), *(_finding_text(f, records) for f in findings)]
         click.echo("\n\n".join(blocks))

@@ -13,6 +13,7 @@ import msgspec
 
 from cli import params
 from cli.database import Settings, open_ledger
+from cli.reading import open_reader
 from cli.render import (
     MISSING,
     PAYLOAD_PREVIEW,
@@ -76,8 +77,8 @@ def dlq(ctx: click.Context, *, job_type: str | None, as_json: bool) -> None:
             )
         return
     settings: Settings = ctx.obj
-    with open_ledger(settings.url) as ledger:
-        letters = ledger.dead_letters(job_type)
+    with open_reader(settings) as source:
+        letters = source.reader.dead_letters(job_type)
     if as_json:
         echo_json([dead_letter_json(letter) for letter in letters])
     elif not letters:

@@ -21,10 +21,12 @@ from uuid import UUID
 import click
 
 from cli import params
-from cli.database import POOL_SIZE, Settings, describe, open_ledger
+from cli.database import POOL_SIZE, Settings, describe
 from cli.progress import StderrCounter
+from cli.reading import open_reader
 from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
+from ledger.api.reader import Reader
 from ledger.api.shaping import plain
 from ledger.core.events import JobStatus
 from ledger.core.exchange import Selection
@@ -83,12 +85,12 @@ def export(
     )
     progress = StderrCounter()
     with ExitStack() as stack:
-        ledger = stack.enter_context(open_ledger(settings.url))
+        source = stack.enter_context(open_reader(settings))
         stack.callback(progress.close)
         if output is None:
             out: IO[bytes] = sys.stdout.buffer
             try:
-                report = ledger.export_history(
+                report = source.reader.export_history(
                     out.write, selection, progress=lambda jobs, _: progress("export", jobs, 0)
                 )
                 out.flush()
@@ -98,9 +100,9 @@ def export(
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 raise SystemExit(1) from None
         else:
-            report = _export_to_file(ledger, selection, output, progress)
+            report = _export_to_file(source.reader, selection, output, progress)
     if as_json:
-        echo_json({**plain(report), "output": str(output)})
+        echo_json(source.tagged({**plain(report), "output": str(output)}))
     click.echo(
         f"exported {_n(report.jobs, 'job')} ({_n(report.events, 'event')}, with "
         f"{_n(report.definitions, 'job-type definition')})",
@@ -113,7 +115,7 @@ def _n(count: int, noun: str) -> str:
 
 
 def _export_to_file(
-    ledger: Ledger, selection: Selection, output: Path, progress: StderrCounter
+    reader: Reader, selection: Selection, output: Path, progress: StderrCounter
 ) -> ExportReport:
     """Export into a temporary file beside ``output``, renamed over it once complete, so a
     failed export never leaves a truncated file under the name asked for."""
@@ -123,7 +125,7 @@ def _export_to_file(
     partial = directory / f".{output.name}.partial"
     try:
         with partial.open("wb") as handle:
-            report = ledger.export_history(
+            report = reader.export_history(
                 handle.write, selection, progress=lambda jobs, _: progress("export", jobs, 0)
             )
         os.replace(partial, output)

@@ -9,8 +9,9 @@ from uuid import UUID
 import click
 
 from cli import params
-from cli.database import Settings, open_ledger
+from cli.database import Settings
 from cli.job_history import job_records
+from cli.reading import open_reader
 from cli.render import (
     MISSING,
     PAYLOAD_PREVIEW,
@@ -57,8 +58,10 @@ def _follow(
     linger: float,
     timeout: float | None,
 ) -> None:
-    with open_ledger(settings.url) as ledger:
-        follower = ledger.follow_history(job, poll_s=poll, linger_s=linger, timeout_s=timeout)
+    with open_reader(settings) as source:
+        follower = source.reader.follow_history(
+            job, poll_s=poll, linger_s=linger, timeout_s=timeout
+        )
         first = True
         try:
             for record in follower.records():
@@ -128,8 +131,8 @@ def history(
     if follow:
         _follow(settings, job, as_json=as_json, poll=poll, linger=linger, timeout=timeout)
         return
-    with open_ledger(settings.url) as ledger:
-        records = job_records(ledger, job)
+    with open_reader(settings) as source:
+        records = job_records(source.reader, job)
     if as_json:
         echo_json([record_json(record) for record in records])
     else:

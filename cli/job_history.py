@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from ledger.api.ledger import Ledger
+from ledger.api.reader import Reader
 from ledger.core.codec import Record
 from ledger.core.errors import JobNotFoundError
 
 
-def job_records(ledger: Ledger, job: UUID) -> list[Record]:
+def job_records(reader: Reader, job: UUID) -> list[Record]:
     """The job's events, in order; raises :class:`JobNotFoundError` for an unknown id."""
-    records = ledger.history(job)
+    records = reader.history(job)
     if not records:  # history() is empty for an unknown id and for a job type's stream
         raise JobNotFoundError(f"no job {job}")
     return records

@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 import click
 
 from cli import params
-from cli.database import Settings, open_ledger
+from cli.database import Settings
 from cli.progress import FoldingProgress
+from cli.reading import open_reader
 from cli.render import MISSING, echo_json, json_option, table, when
 from ledger.api.shaping import job_page_json
 from ledger.core.events import JobStatus
@@ -96,9 +97,10 @@ def jobs(
     """
     wanted = [JobStatus(status) for status in statuses]
     moment: datetime | None = None
-    with open_ledger(settings.url) as ledger:
+    with open_reader(settings) as source:
+        reader = source.reader
         if at is None:
-            page = ledger.jobs(
+            page = reader.jobs(
                 statuses=wanted,
                 job_type=job_type,
                 org=org,
@@ -107,8 +109,8 @@ def jobs(
                 cursor=cursor,
             )
         else:
-            moment = parse_moment(at, ledger.clock.now()).astimezone(UTC)
-            page = ledger.jobs_at(
+            moment = parse_moment(at, reader.clock.now()).astimezone(UTC)
+            page = reader.jobs_at(
                 moment,
                 statuses=wanted,
                 job_type=job_type,
@@ -119,7 +121,7 @@ def jobs(
                 progress=FoldingProgress() if sys.stderr.isatty() else None,
             )
     if as_json:
-        echo_json(job_page_json(page, moment))
+        echo_json(source.tagged(job_page_json(page, moment)))
         return
     if moment is not None:
         click.echo(f"as at {when(moment)}", err=True)

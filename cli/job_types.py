@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from cli.database import Settings, open_ledger
+from cli.reading import open_reader
 from cli.render import echo_json, json_option, scalar, seconds, table
 from ledger.api.shaping import plain
 from ledger.core.events import BackoffPolicy, JobDefinition
@@ -170,8 +171,8 @@ def _row(definition: JobDefinition) -> list[str]:
 @click.pass_obj
 def definitions(settings: Settings, *, as_json: bool) -> None:
     """List the job types, sorted by name."""
-    with open_ledger(settings.url) as ledger:
-        found = sorted(ledger.definitions(), key=lambda d: d.job_type)
+    with open_reader(settings) as source:
+        found = sorted(source.reader.definitions(), key=lambda d: d.job_type)
     if as_json:
         echo_json([plain(definition) for definition in found])
     elif not found:

@@ -1,4 +1,5 @@
-"""The ``jobledger`` group: the global ``--db`` option, the commands, the error boundary."""
+"""The ``jobledger`` group: the global ``--db`` and ``--read-db`` options, the commands, the
+error boundary."""
 
 from __future__ import annotations
 
@@ -30,7 +31,13 @@ from cli import (
 )
 from cli.database import Settings
 from cli.errors import one_line_errors
-from ledger.store.config import DEFAULT_DATABASE, ENV_VAR, resolve_url
+from ledger.store.config import (
+    DEFAULT_DATABASE,
+    ENV_VAR,
+    READ_ENV_VAR,
+    resolve_read_url,
+    resolve_url,
+)
 
 
 class LedgerGroup(click.Group):
@@ -66,14 +73,22 @@ class LedgerGroup(click.Group):
         f"[default: ${ENV_VAR}, else {DEFAULT_DATABASE}]"
     ),
 )
+@click.option(
+    "--read-db",
+    metavar="URL",
+    help=(
+        "a PostgreSQL streaming replica of --db for the commands that only read "
+        f"(audit, jobs, show, history, stats, export…)  [default: ${READ_ENV_VAR}, else --db]"
+    ),
+)
 @click.version_option(package_name="jobledger")
 @click.pass_context
-def cli(ctx: click.Context, db: str | None) -> None:
+def cli(ctx: click.Context, db: str | None, read_db: str | None) -> None:
     """jobledger: an event-sourced job queue on SQLite or PostgreSQL.
 
     Exit codes: 0 done, 1 the ledger or database refused, 2 bad command line.
     """
-    ctx.obj = Settings(url=resolve_url(db))
+    ctx.obj = Settings(url=resolve_url(db), read_url=resolve_read_url(read_db))
 
 
 for command in (

@@ -10,6 +10,7 @@ import click
 
 from cli.database import Settings, open_ledger
 from cli.progress import ProgressBars
+from cli.reading import open_reader
 from cli.render import MISSING, compact_json, echo_json, json_option, table
 from ledger.api.shaping import plain, projection_json, verify_report_json
 from projections.rules.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
@@ -51,8 +52,8 @@ def _events_text(events: tuple[str, ...]) -> str:
 @click.pass_obj
 def status(settings: Settings, as_json: bool) -> None:
     """Each projection's schema version (code and recorded), position and lag."""
-    with open_ledger(settings.url) as ledger:
-        statuses = ledger.projections().status()
+    with open_reader(settings) as source:
+        statuses = source.reader.projections().status()
     if as_json:
         echo_json(plain(statuses))
         return
@@ -131,12 +132,14 @@ def verify(settings: Settings, name: str | None, as_json: bool) -> None:
     """Replay the history and diff NAME (default: every view) against it; exit 1 on drift."""
     bars = ProgressBars()
     try:
-        with open_ledger(settings.url) as ledger:
-            report = ledger.projections(progress=bars).verify(None if name is None else [name])
+        with open_reader(settings) as source:
+            report = source.reader.projections(progress=bars).verify(
+                None if name is None else [name]
+            )
     finally:
         bars.close()
     if as_json:
-        echo_json(verify_report_json(report))
+        echo_json(source.tagged(verify_report_json(report)))
     else:
         click.echo(_report_text(report))
     if not report.clean:

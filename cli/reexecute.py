@@ -8,6 +8,7 @@ import concurrent.futures
 import os
 import time
 import traceback
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 from uuid import UUID
@@ -18,7 +19,7 @@ import msgspec
 from cli.job_history import job_records
 from cli.render import MISSING, compact_json, echo_json, fields
 from cli.worker import load_registry
-from ledger.api.ledger import Ledger
+from ledger.api.reader import Reader
 from ledger.api.shaping import plain
 from ledger.core.diagnostics import current_state
 from ledger.core.events import Failure, JobStatus, Stage
@@ -26,6 +27,9 @@ from ledger.core.state import JobState, Lease
 from ledger.runtime import executor
 from ledger.runtime.executor import Verdict
 from ledger.runtime.handlers import HandlerSpec, Result
+
+Tag = Callable[[dict[str, Any]], dict[str, Any]]
+"""What the printed JSON object gets added (the replica's lag, when read from one)."""
 
 REPLAY_WORKER = "replay-local"
 """The worker id a re-executed job's context reports (no lease exists in the ledger)."""
@@ -64,11 +68,18 @@ def _would(job: JobState, retryable: bool) -> str:
 
 
 def run_handler(
-    ledger: Ledger, job: UUID, *, app: str, attempt: int | None, checkpoint: bool, as_json: bool
+    reader: Reader,
+    job: UUID,
+    *,
+    app: str,
+    attempt: int | None,
+    checkpoint: bool,
+    as_json: bool,
+    tagged: Tag,
 ) -> bool:
     """Run the handler once; print what it returned or raised. Returns whether it returned."""
     registry = load_registry(app)
-    state = current_state(job_records(ledger, job))
+    state = current_state(job_records(reader, job))
     assert state is not None
     spec = registry.get(state.job_type)
     if spec is None:
@@ -81,13 +92,13 @@ def run_handler(
     verdict = asyncio.run(_execute(spec, replayed, lease))
     elapsed = time.perf_counter() - started
     if verdict.failure is not None and verdict.raised is not None:
-        _print_raised(replayed, verdict.raised, verdict.failure, elapsed, as_json)
+        _print_raised(replayed, verdict.raised, verdict.failure, elapsed, as_json, tagged=tagged)
         return False
     if verdict.failure is not None:
-        _print_invalid_output(verdict.failure, elapsed, as_json)
+        _print_invalid_output(verdict.failure, elapsed, as_json, tagged=tagged)
         return False
     assert verdict.result is not None
-    _print_returned(verdict.result, elapsed, as_json)
+    _print_returned(verdict.result, elapsed, as_json, tagged=tagged)
     return True
 
 
@@ -110,16 +121,18 @@ def _handler_frames(exc: BaseException) -> TracebackType | None:
     return frames
 
 
-def _print_returned(result: Result, elapsed: float, as_json: bool) -> None:
+def _print_returned(result: Result, elapsed: float, as_json: bool, *, tagged: Tag) -> None:
     if as_json:
         echo_json(
-            {
-                "outcome": "returned",
-                "seconds": round(elapsed, 6),
-                "output": plain(result.output),
-                "revision": result.revision,
-                "content_hash": result.content_hash,
-            }
+            tagged(
+                {
+                    "outcome": "returned",
+                    "seconds": round(elapsed, 6),
+                    "output": plain(result.output),
+                    "revision": result.revision,
+                    "content_hash": result.content_hash,
+                }
+            )
         )
         return
     lines = [("returned", f"after {elapsed:.3f}s (a worker would record job_succeeded)")]
@@ -131,25 +144,33 @@ def _print_returned(result: Result, elapsed: float, as_json: bool) -> None:
 
 
 def _print_raised(
-    job: JobState, exc: BaseException, failure: Failure, elapsed: float, as_json: bool
+    job: JobState,
+    exc: BaseException,
+    failure: Failure,
+    elapsed: float,
+    as_json: bool,
+    *,
+    tagged: Tag,
 ) -> None:
     trace = "".join(traceback.format_exception(type(exc), exc, _handler_frames(exc)))
     retryable = failure.kind.is_retryable
     would = _would(job, retryable)
     if as_json:
         echo_json(
-            {
-                "outcome": "raised",
-                "seconds": round(elapsed, 6),
-                "exception": type(exc).__name__,
-                "message": str(exc),
-                "failure": plain(failure),
-                "permanent": not retryable,
-                "would": would,
-                "attempt": job.attempt,
-                "max_attempts": job.max_attempts,
-                "traceback": trace,
-            }
+            tagged(
+                {
+                    "outcome": "raised",
+                    "seconds": round(elapsed, 6),
+                    "exception": type(exc).__name__,
+                    "message": str(exc),
+                    "failure": plain(failure),
+                    "permanent": not retryable,
+                    "would": would,
+                    "attempt": job.attempt,
+                    "max_attempts": job.max_attempts,
+                    "traceback": trace,
+                }
+            )
         )
         return
     kind = "transient" if retryable else "permanent"
@@ -168,16 +189,18 @@ def _print_raised(
     click.echo(trace.rstrip(), err=True)
 
 
-def _print_invalid_output(failure: Failure, elapsed: float, as_json: bool) -> None:
+def _print_invalid_output(failure: Failure, elapsed: float, as_json: bool, *, tagged: Tag) -> None:
     if as_json:
         echo_json(
-            {
-                "outcome": "invalid_output",
-                "seconds": round(elapsed, 6),
-                "failure": plain(failure),
-                "permanent": True,
-                "would": "dead_letter",
-            }
+            tagged(
+                {
+                    "outcome": "invalid_output",
+                    "seconds": round(elapsed, 6),
+                    "failure": plain(failure),
+                    "permanent": True,
+                    "would": "dead_letter",
+                }
+            )
         )
         return
     click.echo(

@@ -15,13 +15,14 @@ from uuid import UUID
 import click
 
 from cli import params
-from cli.database import Settings, open_ledger
+from cli.database import Settings
 from cli.errors import CliError
 from cli.job_history import job_records
+from cli.reading import open_reader
 from cli.reexecute import run_handler
 from cli.render import echo_json, fields, json_option, when
 from cli.state_text import state_lines
-from ledger.api.ledger import Ledger
+from ledger.api.reader import Reader
 from ledger.api.shaping import plain, state_json
 from ledger.core.codec import Record
 from ledger.core.diagnostics import current_state
@@ -82,13 +83,13 @@ def _summary_line(summary: ReplaySummary) -> str:
 
 
 def _check(
-    ledger: Ledger, job: UUID | None, job_type: str | None, batch: int, progress: bool
+    reader: Reader, job: UUID | None, job_type: str | None, batch: int, progress: bool
 ) -> ReplaySummary:
     summary = ReplaySummary()
     if job is not None:
-        summary.add(ledger.replay_check(job))
+        summary.add(reader.replay_check(job))
         return summary
-    for checked in ledger.replay_check_all(job_type=job_type, batch_size=batch):
+    for checked in reader.replay_check_all(job_type=job_type, batch_size=batch):
         summary.add(checked)
         if progress and summary.jobs % batch == 0:
             click.echo(_summary_line(summary), err=True)
@@ -205,28 +206,34 @@ def replay(
         checkpoint=checkpoint,
         attempt=attempt,
     )
-    with open_ledger(settings.url) as ledger:
+    with open_reader(settings) as source:
         if mode == "--check":
-            summary = _check(ledger, job, job_type, batch, progress=all_jobs)
+            summary = _check(source.reader, job, job_type, batch, progress=all_jobs)
         elif mode == "--run":
             assert job is not None and app is not None
             returned = run_handler(
-                ledger, job, app=app, attempt=attempt, checkpoint=checkpoint, as_json=as_json
+                source.reader,
+                job,
+                app=app,
+                attempt=attempt,
+                checkpoint=checkpoint,
+                as_json=as_json,
+                tagged=source.tagged,
             )
             if not returned:
                 click.get_current_context().exit(1)
             return
         else:
             assert job is not None
-            state = _state_then(job_records(ledger, job), to_event, at)
+            state = _state_then(job_records(source.reader, job), to_event, at)
     if mode != "--check":
         if as_json:
-            echo_json(state_json(state))
+            echo_json(source.tagged(state_json(state)))
         else:
             click.echo(fields(state_lines(state)))
         return
     if as_json:
-        echo_json(plain(summary))
+        echo_json(source.tagged(plain(summary)))
     else:
         click.echo("\n\n".join([*map(_finding_text, summary.findings), _summary_line(summary)]))
     if summary.findings:

@@ -8,7 +8,8 @@ from uuid import UUID
 import click
 
 from cli import params
-from cli.database import Settings, open_ledger
+from cli.database import Settings
+from cli.reading import open_reader
 from cli.render import MISSING, echo_json, fields, json_option, scalar, when
 from cli.state_text import state_lines
 from ledger.api.shaping import job_details_json
@@ -43,16 +44,16 @@ def _detail_lines(
 def show(settings: Settings, *, job: UUID, as_json: bool) -> None:
     """Show the current state of job JOB (its id), with its lease renewals, next retry and
     a summary of its diagnostics (see `jobledger diagnose JOB`)."""
-    with open_ledger(settings.url) as ledger:
-        state = ledger.get(job)
-        records = ledger.history(job) if state is not None else []
-        now = ledger.clock.now()
+    with open_reader(settings) as source:
+        state = source.reader.get(job)
+        records = source.reader.history(job) if state is not None else []
+        now = source.reader.clock.now()
     if state is None:
         raise JobNotFoundError(f"no job {job}")
     # The view and the history are two reads: fold what was read, so both describe one moment.
     state = diagnostics.current_state(records) or state
     findings = diagnostics.diagnose(records, now=now)
     if as_json:
-        echo_json(job_details_json(state, records, findings))
+        echo_json(source.tagged(job_details_json(state, records, findings)))
     else:
         click.echo(fields([*state_lines(state), *_detail_lines(state, records, findings)]))

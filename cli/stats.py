@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cli.database import Settings, open_ledger
+from cli.database import Settings
+from cli.reading import open_reader
 from cli.render import MISSING, echo_json, json_option, table
 from ledger.api.shaping import plain
 from projections.runners.stats import Stats
@@ -56,11 +57,12 @@ def _text(stats: Stats) -> str:
 def stats(settings: Settings, as_json: bool) -> None:
     """Jobs by status and type, throughput (5 min, 1 h), oldest due job, p50/p95 run time.
 
-    The audit view is caught up to the head first.
+    The audit view is caught up to the head first (not on a --read-db replica: it is read as
+    the primary's catch-up left it, as its audit lag says).
     """
-    with open_ledger(settings.url) as ledger:
-        figures = ledger.stats()
+    with open_reader(settings) as source:
+        figures = source.reader.stats()
     if as_json:
-        echo_json(plain(figures))
+        echo_json(source.tagged(plain(figures)))
     else:
         click.echo(_text(figures))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from cli.database import Settings, open_ledger
+from cli.database import Settings
+from cli.reading import open_reader
 from cli.render import MISSING, echo_json, json_option, table, when
 from ledger.api.shaping import plain
 from projections.rules.sync_state import SyncState
@@ -30,8 +31,8 @@ def sync_state(settings: Settings, *, source: str, as_json: bool) -> None:
     Each row is what the last successful upsert job for the URI reported: its revision and
     content hash (a value a later result left out is kept), and when it was ingested.
     """
-    with open_ledger(settings.url) as ledger:
-        rows = ledger.sync_state(source)
+    with open_reader(settings) as reading:
+        rows = reading.reader.sync_state(source)
     if as_json:
         echo_json([plain(row) for row in rows])
     elif not rows:

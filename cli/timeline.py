@@ -10,8 +10,9 @@ from uuid import UUID
 import click
 
 from cli import params
-from cli.database import Settings, open_ledger
+from cli.database import Settings
 from cli.job_history import job_records
+from cli.reading import open_reader
 from cli.render import MISSING, compact_json, echo_json, json_option, table, when
 from ledger.api.shaping import timeline_json
 from ledger.core.facts import TIMELINE_FIELDS, Change, StateChange, state_changes
@@ -73,8 +74,8 @@ def timeline(settings: Settings, *, job: UUID, as_json: bool) -> None:
 
     The changes are the difference between the folds before and after each event.
     """
-    with open_ledger(settings.url) as ledger:
-        records = job_records(ledger, job)
+    with open_reader(settings) as source:
+        records = job_records(source.reader, job)
     entries = state_changes(records)
     if as_json:
         echo_json(timeline_json(entries))

@@ -17,7 +17,7 @@ from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
 from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
-from ledger.runtime.config import PoolConfig, worker_idle_in_transaction_s
+from ledger.runtime.config import PoolConfig, check_host_id, worker_idle_in_transaction_s
 from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool
@@ -27,6 +27,15 @@ class DeadJobsError(CliError):
     """``--burst`` processed at least one job that ended dead."""
 
     exit_code = 3
+
+
+def _host_id(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return check_host_id(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
 
 
 def load_registry(app: str) -> Registry:
@@ -146,6 +155,15 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
     help="Apply the handlers' definition options (max attempts, timeout, backoff) to job "
     "types already defined; without it a stored definition that differs is kept and logged.",
 )
+@click.option(
+    "--host-id",
+    envvar="JOBLEDGER_HOST_ID",
+    callback=lambda _ctx, _param, value: _host_id(value),
+    metavar="ID",
+    help="The host part of this worker's id (name@HOST:pid), where hostnames are not unique "
+    "per pid namespace (containers on the host's network)  [default: $JOBLEDGER_HOST_ID, "
+    "else the hostname]",
+)
 # --- the pool's reaper (issue 12) ------------------------------------------------------------
 @click.option(
     "--reaper-interval",
@@ -197,6 +215,7 @@ def worker(
     burst: bool,
     follow_projections: bool,
     apply_definitions: bool,
+    host_id: str | None,
     reaper_interval: float,
     reaper_retry_delay: float,
     breaker_threshold: int,
@@ -225,6 +244,7 @@ def worker(
             poll_interval_s=poll,
             follow_projections=follow_projections,
             apply_definitions=apply_definitions,
+            host=host_id,
             reaper_interval_s=reaper_interval,
             reaper_retry_delay_s=reaper_retry_delay,
             breaker_threshold=breaker_threshold,

@@ -49,9 +49,11 @@ _EXPORTS: dict[str, str] = {
     "PermanentError": "ledger.runtime.handlers",
     "PoolConfig": "ledger.runtime.config",
     "PoolStats": "ledger.runtime.health",
+    "ReadOnlyDatabaseError": "ledger.core.errors",
     "Reader": "ledger.api.reader",
     "Record": "ledger.core.codec",
     "Registry": "ledger.runtime.handlers",
+    "ReplicaLag": "ledger.store.replica",
     "Result": "ledger.runtime.handlers",
     "Stage": "ledger.core.events",
     "StoreError": "ledger.core.errors",
@@ -99,9 +101,11 @@ __all__ = [
     "PermanentError",
     "PoolConfig",
     "PoolStats",
+    "ReadOnlyDatabaseError",
     "Reader",
     "Record",
     "Registry",
+    "ReplicaLag",
     "Result",
     "Stage",
     "StoreError",
@@ -144,6 +148,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
         JobNotFoundError,
         LeaseOwnerMismatchError,
         LedgerError,
+        ReadOnlyDatabaseError,
         StoreError,
     )
     from ledger.core.events import (
@@ -162,5 +167,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.runtime.handlers import JobContext, PermanentError, Registry, Result, TransientError
     from ledger.runtime.health import Health, PoolStats
     from ledger.runtime.pool import WorkerPool
+    from ledger.store.replica import ReplicaLag
     from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow
     from projections.rules.job_list import JobPage, ListedJob

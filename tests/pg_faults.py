@@ -7,7 +7,9 @@ only sends the signal), so what the test does next meets dead sockets, not a rac
 :class:`ThrowawayCluster` is a PostgreSQL server the test creates (``initdb`` in a temporary
 directory, its own port, trust auth) and may stop and start at will; the shared server is
 never restarted. As root, the binaries run as the ``postgres`` system user (``initdb``
-refuses root).
+refuses root). ``ThrowawayCluster(standby_of=primary)`` is a hot standby of another one: a
+``pg_basebackup -R`` of it, streaming from it on a port of its own;
+:func:`wait_for_replay` waits until a standby has replayed everything its primary wrote.
 """
 
 from __future__ import annotations
@@ -94,16 +96,28 @@ def _bin(name: str) -> str:
 class ThrowawayCluster:
     """A PostgreSQL server of the test's own, in a temporary directory of its own (call
     :meth:`remove` at the end). The directory is under the system's temporary root, not
-    pytest's (which only its owner may enter, and the server runs as ``postgres``)."""
+    pytest's (which only its owner may enter, and the server runs as ``postgres``).
 
-    def __init__(self) -> None:
+    ``standby_of``: instead of a new cluster, a hot standby of that one (its base backup,
+    with ``-R`` writing the connection back to it, so it streams from the primary once
+    started; initdb's trust rules already admit replication from 127.0.0.1)."""
+
+    def __init__(self, *, standby_of: ThrowawayCluster | None = None) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="jl_cluster_"))
         self.data = self.root / "data"
         self.port = _free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}"
+        self.log = self.root / "server.log"
         if os.geteuid() == 0:
             shutil.chown(self.root, "postgres", "postgres")
-        self._run(_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-N")
+        if standby_of is None:
+            self._run(_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-N")
+        else:
+            self._run(
+                _bin("pg_basebackup"), "-D", str(self.data), "-h", "127.0.0.1",
+                "-p", str(standby_of.port), "-U", "postgres", "-R", "-X", "stream",
+                "-c", "fast", "-N",
+            )  # fmt: skip
         self.start()
 
     def _run(self, *argv: str) -> None:
@@ -113,8 +127,10 @@ class ThrowawayCluster:
     def start(self) -> None:
         """Start the server and wait until it accepts connections."""
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
-        log = str(self.root / "server.log")
-        self._run(_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", log, "-w", "start")
+        self._run(
+            _bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.log), "-w",
+            "start",
+        )  # fmt: skip
 
     def stop(self) -> None:
         """Stop the server at once (fast shutdown: every client connection is dropped)."""
@@ -125,8 +141,32 @@ class ThrowawayCluster:
             admin.execute(f'CREATE DATABASE "{name}"')
         return f"{self.url}/{name}"
 
+    def drop_database(self, name: str) -> None:
+        with psycopg.connect(f"{self.url}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def scalar(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """One value of one query on the ``postgres`` database (an admin's look)."""
+        with psycopg.connect(f"{self.url}/postgres", autocommit=True) as admin:
+            row = admin.execute(sql, params).fetchone()
+        assert row is not None
+        return row[0]
+
     def remove(self) -> None:
         """Stop the server (if running) and delete its files."""
         if (self.data / "postmaster.pid").exists():
             self._run(_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def wait_for_replay(primary: ThrowawayCluster, standby: ThrowawayCluster) -> str:
+    """Wait until ``standby`` has replayed the WAL ``primary`` had written when called (its
+    ``pg_current_wal_lsn()``); that position. Polls the standby's replay position: nothing
+    is assumed to have arrived after any amount of time."""
+    target = str(primary.scalar("SELECT pg_current_wal_lsn()::text"))
+    deadline = time.monotonic() + GONE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if standby.scalar("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", [target]):
+            return target
+        time.sleep(0.01)
+    raise AssertionError(f"the standby did not replay up to {target} in {GONE_TIMEOUT_S} s")

@@ -18,7 +18,6 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from types import TracebackType
 from typing import Self
 from uuid import UUID, uuid4
 
@@ -103,20 +102,6 @@ class Ledger(WorkerCommands):
         opened.created = ready.created
         opened.rebuilt = [*ready.rebuilt, *(refill.name for refill in ready.refilled)]
         return opened
-
-    def close(self) -> None:
-        self.store.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- job types ----------------------------------------------------------------------------
 

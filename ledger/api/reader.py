@@ -6,17 +6,25 @@ is its own transaction (or snapshot) on a pooled connection, so a reader is thre
 Reads never append, with one kind of exception: bringing a *tracked* projection to the head
 (:meth:`Reader.catch_up`, and ``audit``/``stats`` by default) writes its rows, which are
 derived from the history alone.
+
+A reader on a streaming replica (:meth:`Reader.open_replica`) writes nothing at all: its
+``audit``/``stats`` read the tracked views as far as the primary's catch-up brought them
+(:meth:`Reader.audit_lag` says how far that is), and :meth:`Reader.replica_lag` how far the
+replica is behind the primary.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from types import TracebackType
+from typing import Self
 from uuid import UUID
 
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
 from ledger.core.diagnostics import current_state
+from ledger.core.errors import ReadOnlyDatabaseError
 from ledger.core.events import JobDefinition, JobEvent, JobStatus
 from ledger.core.exchange import Selection
 from ledger.core.facts import history_prefix
@@ -24,12 +32,14 @@ from ledger.core.replay_findings import JobReplay
 from ledger.core.state import JobState
 from ledger.store import replay_reads
 from ledger.store.audit_reads import read_page
+from ledger.store.config import open_replica_store
 from ledger.store.exporter import Exporter, ExportProgress, ExportReport, Write
 from ledger.store.job_views import jobs_at, list_jobs
+from ledger.store.replica import ReplicaLag
 from ledger.store.store import Store
 from ledger.store.tail import HistoryFollower
 from projections.rules.audit_query import AuditPage, AuditQuery
-from projections.rules.catalog import tracked
+from projections.rules.catalog import AUDIT, tracked
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage, job_query
 from projections.rules.sync_state import SyncState
@@ -44,6 +54,47 @@ class Reader:
     def __init__(self, store: Store, *, clock: Clock | None = None) -> None:
         self.store = store
         self.clock: Clock = clock or SystemClock()
+
+    @classmethod
+    def open_replica(
+        cls,
+        url: str,
+        *,
+        primary: str | None = None,
+        clock: Clock | None = None,
+        pool_size: int | None = None,
+    ) -> Reader:
+        """A reader on the PostgreSQL streaming replica at ``url`` (a hot standby of a
+        ledger's database) that never writes; ``primary``, the primary's URL if known, makes
+        :meth:`replica_lag` exact. A SQLite URL is refused (``config.invalid_url``: SQLite
+        has no replicas), as is a database without this code's ledger schema. Always a plain
+        :class:`Reader`, also when called on :class:`~ledger.api.ledger.Ledger`."""
+        store = open_replica_store(url, primary=primary, pool_size=pool_size)
+        try:
+            store.check_initialised()
+        except BaseException:
+            store.close()
+            raise
+        return Reader(store, clock=clock)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def replica_lag(self) -> ReplicaLag | None:
+        """How far behind its primary the replica read is (``None``: not a replica), measured
+        now (see :class:`~ledger.store.replica.ReplicaLag`)."""
+        return self.store.replica_lag()
 
     # --- jobs and their histories -------------------------------------------------------------
 
@@ -163,22 +214,36 @@ class Reader:
         return Rebuilder(self.store, progress=progress)
 
     def catch_up(self, names: Sequence[str] | None = None) -> list[CatchUp]:
-        """Run the tracked projections named (all by default) to the head of the history."""
+        """Run the tracked projections named (all by default) to the head of the history.
+        Refused on a replica (``store.read_only``): the primary's catch-up reaches it."""
+        if self.store.read_only:
+            raise ReadOnlyDatabaseError(
+                "a replica's tracked projections are caught up on its primary "
+                "(`jobledger projections catch-up` or `follow` there), never on the replica"
+            )
         return [TrackedRunner(self.store, p).catch_up() for p in tracked(resolve(names))]
 
     def audit(self, query: AuditQuery, *, catch_up: bool = True) -> AuditPage:
         """One page of audit rows (``query.cursor``: the page after a previous one) and the
         next page's cursor; with ``catch_up`` the audit view is first brought to the head, so
-        the rows include every event committed before the call."""
-        if catch_up:
-            self.catch_up(["audit"])
+        the rows include every event committed before the call. On a replica nothing is
+        caught up: the rows stop where the audit view stands (:meth:`audit_lag`)."""
+        if catch_up and not self.store.read_only:
+            self.catch_up([AUDIT.name])
         return read_page(self.store, query)
+
+    def audit_lag(self) -> int:
+        """How many events of the history the audit view has yet to apply (0 once caught
+        up): on a replica, what the primary's catch-up had not applied when it was read."""
+        with self.store.read_snapshot() as tables:
+            return tables.head() - tables.tracking().get(AUDIT.name, 0)
 
     def stats(self, now: datetime | None = None, *, catch_up: bool = True) -> Stats:
         """Counts, throughput windows, oldest due job and run times at ``now`` (the clock's
-        by default); with ``catch_up`` the audit view is first brought to the head."""
-        if catch_up:
-            self.catch_up(["audit"])
+        by default); with ``catch_up`` the audit view is first brought to the head (not on a
+        replica: ``audit_lag`` in the figures says how far behind it is)."""
+        if catch_up and not self.store.read_only:
+            self.catch_up([AUDIT.name])
         return collect(self.store, now or self.clock.now())
 
     # --- decision replay (jobledger replay --check; see ledger/core/decision_replay.py) -------

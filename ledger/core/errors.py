@@ -82,6 +82,13 @@ class StoreError(LedgerError):
     code = "store.error"
 
 
+class ReadOnlyDatabaseError(LedgerError):
+    """A write sent to a database that only reads: a hot standby (a streaming replica), or a
+    reader opened on a replica (``--read-db``). Writes go to the primary (``--db``)."""
+
+    code = "store.read_only"
+
+
 class DatabaseNotInitialisedError(LedgerError):
     """The database has no jobledger tables; run ``jobledger init``."""
 

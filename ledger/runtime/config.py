@@ -34,6 +34,10 @@ class PoolConfig:
     """The queues to claim from (``"default"``: jobs enqueued without one); ``None``: all."""
     name: str = "default"
     """The pool's name, the first part of its worker id ``<name>@<host>:<pid>``."""
+    host: str | None = None
+    """The worker id's host part; ``None``: this machine's hostname. The boot reap judges a
+    claim's pid only under its own host id, so each pid namespace needs its own where
+    hostnames repeat (containers sharing the host's network, or given one hostname)."""
     lease_s: float = 30.0
     """Lease length for types whose handler sets none."""
     poll_interval_s: float = 1.0
@@ -84,6 +88,8 @@ class PoolConfig:
             raise ValueError("io_threads must be >= 1")
         if self.watchdog_interval_s is not None and self.watchdog_interval_s < 0:
             raise ValueError("watchdog_interval_s must be >= 0 (0: no watchdog)")
+        if self.host is not None:
+            check_host_id(self.host)
 
     @classmethod
     def of(cls, config: PoolConfig | None, settings: PoolSettings) -> PoolConfig:
@@ -115,6 +121,14 @@ class PoolConfig:
         )
 
 
+def check_host_id(host: str) -> str:
+    """``host`` if it can be a worker id's host part: non-empty, without the id's separators
+    (``@``, ``:``) or whitespace; else a ``ValueError``."""
+    if not host or any(c in host for c in "@:") or any(c.isspace() for c in host):
+        raise ValueError("a host id must be non-empty, without '@', ':' or whitespace")
+    return host
+
+
 def worker_idle_in_transaction_s(lease_s: float) -> float:
     """The idle-in-transaction timeout a worker process opens its ledger with: half its lease,
     between 2 s and 60 s. A worker's units of work never sit idle (statements follow each
@@ -134,6 +148,7 @@ class PoolSettings(TypedDict, total=False):
     types: Sequence[str] | None
     queues: Sequence[str] | None
     name: str
+    host: str | None
     lease_s: float
     poll_interval_s: float
     prefetch: int | None

@@ -54,10 +54,11 @@ from ledger.store.frozen_writers import FrozenWriter
 log = logging.getLogger(__name__)
 
 
-def process_worker_id(pool_name: str) -> str:
+def process_worker_id(pool_name: str, host: str | None = None) -> str:
     """``<pool>@<host>:<pid>``: one id per process, so a restarted pool can recognise the
-    claims its dead predecessor on this host left behind."""
-    return f"{pool_name}@{socket.gethostname()}:{os.getpid()}"
+    claims its dead predecessor on this host left behind (``host``: the host id, by default
+    the hostname; see :attr:`PoolConfig.host`)."""
+    return f"{pool_name}@{host or socket.gethostname()}:{os.getpid()}"
 
 
 def _pid_alive(worker_id: str) -> bool:
@@ -97,7 +98,7 @@ class WorkerPool:
         self.config = config = PoolConfig.of(config, settings)
         self._ledger = ledger
         self._registry = registry
-        self.worker_id = process_worker_id(config.name)
+        self.worker_id = process_worker_id(config.name, config.host)
         self.stats = PoolStats()
         self._breaker = breaker or CircuitBreaker(
             ledger.clock,

@@ -4,6 +4,9 @@
 - ``sqlite:///relative/path.db``, ``sqlite:////absolute/path.db``, or a bare path: SQLite.
 - nothing: ``$JOBLEDGER_DB``, else ``./jobledger.db``.
 
+A read database (``$JOBLEDGER_READ_DB``; :func:`open_replica_store`) is a PostgreSQL
+streaming replica of that ledger, for reads only; there is no default.
+
 A PostgreSQL URL that does not parse, or whose options are malformed, is refused before any
 connection with :class:`DatabaseUrlError` (``config.invalid_url``), whose message never
 quotes the URL: a URL may carry a password, and a parser's message quotes the part it
@@ -20,12 +23,34 @@ from ledger.core.errors import InvalidRequestError, LedgerError
 from ledger.store.store import Store
 
 ENV_VAR = "JOBLEDGER_DB"
+READ_ENV_VAR = "JOBLEDGER_READ_DB"
 DEFAULT_DATABASE = "./jobledger.db"
 
 
 def resolve_url(url: str | None = None) -> str:
     """The database URL to use: ``url``, else ``$JOBLEDGER_DB``, else the default file."""
     return url or os.environ.get(ENV_VAR) or DEFAULT_DATABASE
+
+
+def resolve_read_url(url: str | None = None) -> str | None:
+    """The replica to read from: ``url``, else ``$JOBLEDGER_READ_DB``, else none; checked
+    as :func:`check_read_url` says."""
+    resolved = url or os.environ.get(READ_ENV_VAR) or None
+    if resolved is not None:
+        check_read_url(resolved)
+    return resolved
+
+
+def check_read_url(url: str) -> None:
+    """Refuse a read database that cannot be a streaming replica: anything but a PostgreSQL
+    URL (SQLite has no replicas; a copy of the file would be a fork of the ledger, not a
+    view of it), or one that does not parse. Raises :class:`DatabaseUrlError`."""
+    if not is_postgres(url):
+        raise DatabaseUrlError(
+            "a read database must be a PostgreSQL streaming replica (postgresql://…): "
+            "SQLite has no replicas, so a SQLite ledger is read where it is written"
+        )
+    postgres_params(url)
 
 
 def is_postgres(url: str) -> bool:
@@ -125,3 +150,19 @@ def open_store(
     from ledger.store.sqlite import SQLiteStore
 
     return SQLiteStore(sqlite_path(resolved), pool_size=pool_size or 5, create=create)
+
+
+def open_replica_store(
+    url: str, *, primary: str | None = None, pool_size: int | None = None
+) -> Store:
+    """Connect, for reads only, to the PostgreSQL streaming replica at ``url`` (see
+    :mod:`ledger.store.postgres.replica`); ``primary``, its primary's URL if known, lets
+    :meth:`~ledger.store.store.Store.replica_lag` count the WAL not yet replayed."""
+    check_read_url(url)
+    if primary is not None:
+        if not is_postgres(primary):
+            raise DatabaseUrlError("a replica's primary must be a PostgreSQL URL")
+        postgres_params(primary)
+    from ledger.store.postgres.replica import PostgresReplicaStore
+
+    return PostgresReplicaStore(url, primary=primary, pool_size=pool_size or 2)

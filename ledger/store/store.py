@@ -35,6 +35,7 @@ from ledger.store.ids import IdAdapter
 from ledger.store.listeners import ListenerBus
 from ledger.store.notifications import AsyncListening, Listening, Topic
 from ledger.store.reads import ReadSnapshot
+from ledger.store.replica import ReplicaLag
 from ledger.store.schema import Schema
 from ledger.store.streams import decode_definition_row
 from ledger.store.unit_of_work import UnitOfWork
@@ -57,6 +58,9 @@ class Store(ABC):
     frozen_writer_bound_s: float | None = None
     """How long a writer may sit silent inside a transaction before :meth:`end_frozen_writers`
     ends it (PostgreSQL: half the idle-in-transaction timeout); ``None`` where nothing can."""
+    read_only: ClassVar[bool] = False
+    """Whether this store only reads (a streaming replica): every write is refused, so a
+    reader must not try one (a tracked projection's catch-up)."""
     codec: EventCodec = DEFAULT_CODEC
     ids: IdAdapter
     """How this backend stores and binds ids and lists."""
@@ -222,6 +226,11 @@ class Store(ABC):
         for record in self.history(job_id):
             assert isinstance(record.event, JobEvent)
             yield record.event
+
+    def replica_lag(self) -> ReplicaLag | None:
+        """How far behind its primary this store's database is, if it is a replica
+        (:mod:`ledger.store.replica`); ``None`` for a ledger's own database."""
+        return None
 
     def head_position(self) -> int:
         """The notification id of the newest event (0 when there is none)."""

@@ -9,9 +9,11 @@ from uuid import UUID
 import psycopg
 import pytest
 from cli_helpers import assert_one_error_line, event_count, invoke
+from click.testing import CliRunner
 
 from cli.database import display_url
 from cli.errors import redact
+from cli.main import cli
 from ledger import Ledger
 from ledger.store.config import is_postgres, sqlite_path
 from ledger.store.streams import job_type_stream_id
@@ -289,6 +291,31 @@ def test_unsupported_url_is_refused_without_the_password() -> None:
     result = invoke("mysql://user:s3cret@db.example/jobs", "init")
     assert_one_error_line(result, "error: request.invalid: unsupported database URL")
     assert "mysql://user:***@db.example/jobs" in result.stderr
+    assert "s3cret" not in result.stderr
+
+
+@pytest.mark.parametrize("given", ["option", "environment"])
+def test_a_sqlite_read_db_is_refused(sqlite_ledger_in_use: str, given: str) -> None:
+    """--read-db (or $JOBLEDGER_READ_DB) naming a SQLite file, even the ledger's own, is a
+    bad command line: SQLite has no replicas. Nothing is read or appended."""
+    path = sqlite_path(sqlite_ledger_in_use)
+    before = event_count(sqlite_ledger_in_use)
+    argv = ["--db", sqlite_ledger_in_use, "jobs"]
+    if given == "option":
+        result = CliRunner().invoke(cli, ["--read-db", path, *argv])
+    else:
+        result = CliRunner().invoke(cli, argv, env={"JOBLEDGER_READ_DB": f"sqlite:///{path}"})
+    assert_one_error_line(
+        result, "error: config.invalid_url: a read database must be a PostgreSQL", USAGE
+    )
+    assert "SQLite has no replicas" in result.stderr
+    assert event_count(sqlite_ledger_in_use) == before
+
+
+def test_a_malformed_read_db_is_refused_without_the_password() -> None:
+    """A --read-db PostgreSQL URL that does not parse: config.invalid_url, password unshown."""
+    result = CliRunner().invoke(cli, ["--read-db", "postgresql://u:s3cret@h:99999/x", "jobs"])
+    assert_one_error_line(result, "error: config.invalid_url: port must be", USAGE)
     assert "s3cret" not in result.stderr
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import assert_one_error_line, invoke
+from click.testing import CliRunner
 
+from cli.main import cli
 from ledger import JobStatus, Ledger
 
 APP = textwrap.dedent(
@@ -205,6 +207,26 @@ def test_sigterm_stops_a_worker_gracefully_letting_the_job_finish(
     with Ledger.open(sqlite_url) as ledger:
         state = ledger.get(job_id)  # type: ignore[arg-type]
         assert state is not None and state.status is JobStatus.SUCCEEDED
+
+
+@pytest.mark.parametrize("given", ["option", "environment"])
+def test_the_worker_takes_a_host_id(sqlite_url: str, app_module: str, given: str) -> None:
+    """--host-id (or $JOBLEDGER_HOST_ID) is the host part of the worker's id."""
+    argv = ["worker", "--app", f"{app_module}:registry", "--burst"]
+    if given == "option":
+        result = invoke(sqlite_url, *argv, "--host-id", "rack1-c7")
+    else:
+        result = CliRunner().invoke(
+            cli, ["--db", sqlite_url, *argv], env={"JOBLEDGER_HOST_ID": "rack1-c7"}
+        )
+    assert result.exit_code == 0, result.stderr
+    assert result.stderr.startswith(f"default@rack1-c7:{os.getpid()}: ")
+
+
+def test_a_bad_host_id_is_a_usage_error(sqlite_url: str, app_module: str) -> None:
+    """A host id holding a worker id's separator is refused before the worker starts."""
+    result = invoke(sqlite_url, "worker", "--app", f"{app_module}:registry", "--host-id", "a:b")
+    assert_one_error_line(result, "error: Invalid value for '--host-id': a host id must", 2)
 
 
 def test_the_worker_command_takes_the_breaker_settings(sqlite_url: str) -> None:

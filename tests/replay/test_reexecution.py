@@ -133,4 +133,4 @@ def test_run_needs_an_app_with_a_handler_for_the_type(db_url: str, jobs: dict[st
     assert result.stderr.startswith("error: --run needs --app MODULE:ATTR")
     result = invoke(db_url, "replay", str(jobs["plain"]), "--run", "--app", "replay_app:nothing")
     assert result.exit_code == 2
-    assert "not a ledger.runtime.handlers.Registry" in result.stderr
+    assert "module 'replay_app' has no 'nothing'" in result.stderr

@@ -19,6 +19,7 @@ from ledger.core.errors import (
     DatabaseBusyError,
     DatabaseUnusableError,
     LedgerError,
+    ReadOnlyDatabaseError,
     StoreError,
 )
 
@@ -27,6 +28,7 @@ _PG_CONFLICT = {
     "40001": "serialization failure",
     "23505": "another writer appended the same event first",
 }
+_PG_READ_ONLY = "25006"  # read_only_sql_transaction: a hot standby, or a read-only session
 _PG_BUSY = {"55P03", "57014"}  # lock_not_available, query_canceled (statement/lock timeout)
 # Connection exceptions, no such database, bad credentials, no privilege, server shutting
 # down, idle-in-transaction timeout, too many connections.
@@ -57,6 +59,12 @@ def from_postgres(exc: psycopg.Error, where: str) -> LedgerError:
     detail = str(exc).strip() or type(exc).__name__
     if sqlstate in _PG_CONFLICT:
         return ConcurrencyConflictError(f"{_PG_CONFLICT[sqlstate]}: {detail}", sqlstate=sqlstate)
+    if sqlstate == _PG_READ_ONLY:
+        return ReadOnlyDatabaseError(
+            f"{where} only reads (a hot standby, or a read-only session): writes go to the "
+            f"primary: {detail}",
+            sqlstate=sqlstate,
+        )
     if sqlstate in _PG_BUSY:
         return DatabaseBusyError(f"{where}: {detail}", sqlstate=sqlstate)
     if sqlstate is None and isinstance(exc, psycopg.OperationalError):
