@@ -173,7 +173,9 @@ async def test_a_half_open_breaker_sends_one_probe_not_a_slot_full(
         for job_id in sync_ledger.enqueue_many([EnqueueRequest(job_type="A") for _ in range(12)])
         if job_id is not None
     ]
-    breaker = CircuitBreaker(clock, threshold=4, cooldown_s=60)
+    # Threshold 1: the first failure opens it, so no refill claim can slip in before it
+    # opens, and exactly the first claim's 4 jobs are attempted.
+    breaker = CircuitBreaker(clock, threshold=1, cooldown_s=60)
     pool = WorkerPool(
         sync_ledger, registry, concurrency=4, prefetch=0, poll_interval_s=0.02,
         reaper_interval_s=0, breaker=breaker,
@@ -182,7 +184,7 @@ async def test_a_half_open_breaker_sends_one_probe_not_a_slot_full(
     try:
         await until(lambda: sum(attempts(sync_ledger, ids)) == 4)
         await pool.wait_until_idle()
-        assert breaker.is_open("A")
+        assert breaker.is_open("A") and sum(attempts(sync_ledger, ids)) == 4
         for tried in (5, 6):  # each cooldown: exactly one more attempt, the probe
             clock.advance(60)
             await until(lambda tried=tried: sum(attempts(sync_ledger, ids)) == tried)  # type: ignore[misc]
