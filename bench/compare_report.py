@@ -324,18 +324,25 @@ def wakeup_line(outcomes: Sequence[Outcome], samples: int) -> list[str]:
 
 
 def settings_lines(outcomes: Sequence[Outcome]) -> list[str]:
-    seen: dict[str, str] = {}
+    """Per system, the settings every one of its configurations shares (the knobs that vary
+    are in the configurations' labels)."""
+    by_system: dict[str, list[Outcome]] = {}
     for o in measured(outcomes):
-        first = o.rounds[0]
-        fixed = {k: v for k, v in first["settings"].items() if k not in o.config.options}
-        line = f"  {o.config.system.name} {first['version']}: " + ", ".join(
-            f"{k}={v}" for k, v in fixed.items()
-        )
-        seen.setdefault(o.config.system.name, line)
-        unlogged = first.get("unlogged_tables") or []
+        by_system.setdefault(o.config.system.name, []).append(o)
+    lines = []
+    for system, rows in by_system.items():
+        first = rows[0].rounds[0]
+        fixed = {
+            k: v
+            for k, v in first["settings"].items()
+            if all(r.rounds[0]["settings"].get(k) == v for r in rows)
+        }
+        line = f"  {system} {first['version']}: " + ", ".join(f"{k}={v}" for k, v in fixed.items())
+        unlogged = sorted({t for r in rows for t in r.rounds[0].get("unlogged_tables") or []})
         if unlogged:
-            seen[o.config.system.name] = line + f" (UNLOGGED, no jobs: {', '.join(unlogged)})"
-    return list(seen.values())
+            line += f" (UNLOGGED, no jobs: {', '.join(unlogged)})"
+        lines.append(line)
+    return lines
 
 
 def outcome_json(o: Outcome) -> dict[str, Any]:
