@@ -230,11 +230,16 @@ def measure(plan: Plan, config: Config) -> dict[str, Any]:
 
 
 def describe(result: dict[str, Any]) -> str:
+    depth = (
+        f"leased ≤ {result['max_leased']:,}, {result['claim_jobs_mean']:.1f}/claim, "
+        f"{result['flush_jobs_mean']:.1f}/flush"
+        if result["max_leased"] is not None
+        else f"depth not measured (completions of {result['depth']['covered']:,} jobs left)"
+    )
     text = (
         f"process {result['process_jobs_per_s']:,.0f}/s ({result['process_s']:.1f} s, "
         f"steady {result['steady_jobs_per_s']:,.0f}/s), enqueue "
-        f"{result['enqueue_jobs_per_s']:,.0f}/s, leased ≤ {result['max_leased']:,}, "
-        f"{result['claim_jobs_mean']:.1f}/claim, {result['flush_jobs_mean']:.1f}/flush, "
+        f"{result['enqueue_jobs_per_s']:,.0f}/s, {depth}, "
         f"WAL {result['wal_bytes_per_job']:,.0f} B/job, "
         f"tables {result['table_bytes_per_job']:,.0f} B/job, load {result['load_1m']:.1f}"
     )

@@ -21,7 +21,10 @@ Fixed for every configuration (fastest documented; see bench/COMPARE.md):
 awa keeps no per-job event log. Queue storage appends a ready entry per job and a lease claim
 per attempt into ring partitions that rotation truncates once drained, and records a finished
 job as one entry of a completion receipt batch (or a done entry): that terminal record is the
-job's state, so its history rows are 0 and its state rows 1. The ``awa.jobs`` /
+job's state, so its history rows are 0 and its state rows 1 — until a queue-ring prune
+reclaims the drained segment with its terminal records and keeps only their count in a
+rollup (ADR-026; seen here under load, seconds after a drain). Depth figures then cover the
+receipts still there, and the jobs pruned are counted from the rollup. The ``awa.jobs`` /
 ``awa.terminal_jobs`` views take minutes to count 20,000 jobs, so completions are counted in
 the tables underneath them.
 """
@@ -40,12 +43,20 @@ import probe
 SYSTEM = "awa-pg"
 QUEUE = "bench"
 KIND = "noop"
+# Jobs whose terminal records a queue-ring prune already reclaimed: awa then keeps only their
+# count (ADR-026), in one of two rollup tables (GREATEST: never counted twice).
+PRUNED_SQL = """
+SELECT GREATEST(
+    (SELECT coalesce(sum(pruned_completed_count), 0) FROM awa.queue_terminal_rollups),
+    (SELECT coalesce(sum(pruned_completed_count), 0) FROM awa.queue_lanes))
+"""
 # Live poll while draining: cheap sums (a batch row carries its completed_count).
-FINISHED_SQL = """
+FINISHED_SQL = f"""
 SELECT (SELECT coalesce(sum(completed_count), 0) FROM awa.receipt_completion_batches)
      + (SELECT count(*) FROM awa.done_entries WHERE state = 'completed')
+     + ({PRUNED_SQL})
 """
-# Final check: distinct job ids, tombstoned (superseded) receipts excluded.
+# Final check: distinct job ids, tombstoned (superseded) receipts excluded; plus PRUNED_SQL.
 VERIFY_SQL = """
 SELECT count(DISTINCT job_id) FROM (
     SELECT item.job_id
@@ -129,9 +140,10 @@ async def run(args: harness.AdapterArgs) -> harness.Measurement:
         process_s = harness.timed() - start
         figures.after_process()
         depth = probe.depth(args.url, DEPTH_SQL)
-        # Verified before the runtime stops: its maintenance may rotate a drained ring slot
-        # away (once, under load, the receipts were gone after shutdown).
-        done = harness.scalar(args.url, VERIFY_SQL)
+        # Counted before the runtime stops; a prune may still have reclaimed a drained ring
+        # slot's receipts, whose jobs are then counted in the rollups (PRUNED_SQL).
+        records = harness.scalar(args.url, VERIFY_SQL)
+        done = records + harness.scalar(args.url, PRUNED_SQL)
         unfinished = harness.scalar(args.url, UNFINISHED_SQL)
     finally:
         await client.shutdown()
@@ -149,7 +161,7 @@ async def run(args: harness.AdapterArgs) -> harness.Measurement:
         finished=done,
         handled=tally.value,
         history_rows=0,  # no event log: see the module docstring
-        state_rows=done,  # one terminal record per finished job
+        state_rows=records,  # one terminal record per finished job, until a prune
         probe=figures.as_json(),
         depth=depth,
         settings={

@@ -88,9 +88,10 @@ class Measurement:
         out["state_rows_per_job"] = self.state_rows / self.n
         out["table_bytes_per_job"] = self.probe["table_bytes"] / self.n
         out["load_1m"] = self.probe["load_1m"]
-        out["max_leased"] = self.depth["max_leased"]
-        out["claim_jobs_mean"] = self.depth["claim"]["mean"]
-        out["flush_jobs_mean"] = self.depth["flush"]["mean"]
+        whole = self.depth["covered"] >= self.n  # else: see probe.depth
+        out["max_leased"] = self.depth["max_leased"] if whole else None
+        out["claim_jobs_mean"] = self.depth["claim"]["mean"] if whole else None
+        out["flush_jobs_mean"] = self.depth["flush"]["mean"] if whole else None
         return out
 
 

@@ -99,6 +99,7 @@ def test_depth_is_read_from_commit_order_and_transactions(empty_pg_url: str) -> 
     assert depth["max_leased"] == 5
     assert depth["claim"] == {"count": 3, "jobs": 6, "mean": 2.0, "median": 2, "max": 3}
     assert depth["flush"]["count"] == 2 and depth["flush"]["max"] == 4
+    assert depth["covered"] == 6
 
 
 def test_each_system_runs_at_each_declared_depth_and_jobledger_at_every_peer_depth() -> None:
