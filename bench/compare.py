@@ -339,7 +339,8 @@ def report(outcomes: Sequence[Outcome], plan: Plan, facts: RunFacts) -> str:
         lines += ["Fixed settings (bench/COMPARE.md says why):", *settings]
     goals = goal_lines(outcomes, pairs, plan.concurrency)
     if goals:
-        lines += ["", f"Issue 13 goals at C={plan.concurrency} (C=50: a run of its own):", *goals]
+        header = f"Issue 13 goals at C={plan.concurrency} (it asks for C=10 and C=50: a run each):"
+        lines += ["", header, *goals]
     lines += ["", timing_line(outcomes, facts)]
     for outcome in outcomes:
         if outcome.skipped:
