@@ -1,21 +1,30 @@
 """jobledger side by side with its Python peers, on one PostgreSQL server, in one run.
 
-For every system it measures, with the system's own fastest documented APIs and settings
-(bench/COMPARE.md says which): bulk enqueue of N no-op jobs (jobs/s), end-to-end processing of
-those jobs by the system's own async worker in one process at concurrency C (jobs/s, worker
-start to last completion, verified by counting finished jobs in the system's own tables: a
-lost job fails the run), and the history rows per job it keeps. For jobledger also events/s
-and the cross-process wake-up latency (p50/p95).
+For every configuration of every system (``compare_configs``: each at a declared claim depth,
+jobledger at the same depths), with the system's own fastest documented APIs and settings
+(bench/COMPARE.md says which), it measures:
+- bulk enqueue of N no-op jobs, payload ``{"i": i}`` for all (jobs/s);
+- end-to-end processing of those jobs by the system's own async worker in one process (jobs/s,
+  worker start to last completion, verified by counting finished jobs in the system's own
+  tables: a lost job fails the run), and the steady-state rate between the 10% and the 90%
+  completion;
+- the claim depth reached: most jobs leased at once, jobs per claim, jobs per completion flush;
+- what durability costs: WAL bytes and table + index bytes per job; history rows (past
+  transitions) and state rows per job;
+- the load average at the end of each drain.
+Then jobledger against each peer's best configuration at the same depth, and issue 13's goals.
 
-Systems are interleaved (A B C A B C …) for ``--rounds`` rounds and medians reported, so that
-a drift of the machine (autovacuum, page cache, a noisy neighbour) hits all alike. Each
-measurement runs in a fresh process of its own, against a fresh database of its own
-(``CREATE DATABASE`` before, ``DROP DATABASE … WITH (FORCE)`` after, even on error).
+Every round measures every configuration once, in an order shuffled per round (seeded; the
+seed and the orders are printed), so that a drift of the machine (autovacuum, page cache, a
+noisy neighbour) hits all alike; medians are reported with the rounds' min-max. Each
+measurement runs in a fresh process of its own, against a fresh database of its own (``CREATE
+DATABASE`` before, ``DROP DATABASE … WITH (FORCE)`` after, even on error), after an untimed
+``CHECKPOINT``; durability is checked before and after (``compare_server``).
 
     .venv/bin/pip install -e '.[bench]'
-    .venv/bin/python bench/compare.py [--n 20000] [--concurrency 10] [--rounds 3]
-        [--only jobledger,pgqueuer,...] [--json bench/results/compare.json]
-        [--pg-server postgresql://postgres@127.0.0.1:5432]
+    .venv/bin/python bench/compare.py [--n 20000] [--concurrency 10] [--rounds 3] [--sweep]
+        [--depths 10,110] [--only jobledger,pgqueuer,...] [--seed S]
+        [--json bench/results/compare.json] [--pg-server postgresql://postgres@127.0.0.1:5432]
 
 oban-py needs Python >= 3.12: it runs from bench/.venv-oban, made on first use from the first
 such interpreter found; without one it is skipped and the output says so.
@@ -29,20 +38,49 @@ import importlib.util
 import json
 import os
 import platform
+import random
 import secrets
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import psycopg
+from compare_configs import (
+    BY_NAME,
+    DEEP_FACTOR,
+    REFERENCE,
+    SYSTEMS,
+    Config,
+    System,
+    default_depths,
+    plan_configs,
+)
+from compare_report import (
+    Outcome,
+    best_table,
+    cost_table,
+    enqueue_table,
+    goal_lines,
+    outcome_json,
+    pairings,
+    settings_lines,
+    throughput_table,
+    wakeup_line,
+)
+from compare_server import (
+    DurabilityError,
+    check_database,
+    check_server,
+    fresh_database,
+    server_facts,
+    wal,
+    wal_kept,
+)
 
 BENCH_DIR = Path(__file__).resolve().parent
 PEERS_DIR = BENCH_DIR / "peers"
@@ -55,57 +93,6 @@ OBAN_REQUIREMENT = "oban==0.7.0"
 # One measurement (enqueue + process + verify) may not take longer than this: far above any
 # peer's worst case at the defaults, it only stops a wedged run from hanging for ever.
 ADAPTER_TIMEOUT_S = 3600
-REFERENCE = "jobledger"
-
-
-@dataclass(frozen=True)
-class System:
-    name: str
-    label: str
-    script: str
-    variant: str = "default"
-    module: str = ""  # what must be importable in the project's environment ("" = nothing)
-    oban_env: bool = False  # run from bench/.venv-oban instead of the project's environment
-
-
-SYSTEMS: tuple[System, ...] = (
-    System("jobledger", "jobledger", "jobledger_adapter.py", module="ledger.runtime.pool"),
-    System("pgqueuer", "PgQueuer (≤ C in flight)", "pgqueuer_adapter.py", "capped", "pgqueuer"),
-    System(
-        "pgqueuer-unbounded",
-        "PgQueuer (no in-flight cap)",
-        "pgqueuer_adapter.py",
-        "unbounded",
-        "pgqueuer",
-    ),
-    System("procrastinate", "procrastinate", "procrastinate_adapter.py", module="procrastinate"),
-    System("awa-pg", "awa-pg", "awa_adapter.py", module="awa"),
-    System("oban-py", "oban-py", "oban_adapter.py", oban_env=True),
-)
-BY_NAME = {system.name: system for system in SYSTEMS}
-
-# The medians in the table (key in the adapters' result, column title).
-FIGURES: tuple[tuple[str, str], ...] = (
-    ("enqueue_jobs_per_s", "enqueue jobs/s"),
-    ("process_jobs_per_s", "process jobs/s"),
-    ("history_rows_per_job", "history rows/job"),
-)
-EXTRA_FIGURES = ("events_per_s", "wakeup_p50_ms", "wakeup_p95_ms")
-
-
-@dataclass
-class Outcome:
-    """Everything one system produced over the rounds."""
-
-    system: System
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-    skipped: str | None = None
-
-    def median(self, key: str) -> float | None:
-        values = [r[key] for r in self.rounds if key in r]
-        values += [r["extra"][key] for r in self.rounds if key in r.get("extra", {})]
-        return statistics.median(values) if values else None
 
 
 # --- environment -----------------------------------------------------------------------------
@@ -177,41 +164,6 @@ def oban_python() -> tuple[str | None, str]:
     return str(python), f"{OBAN_VENV} ({base})"
 
 
-# --- databases -------------------------------------------------------------------------------
-
-
-def database_url(server: str, name: str) -> str:
-    # URL form (not key=value): awa's Rust driver accepts only URLs.
-    return urlsplit(server)._replace(path=f"/{name}").geturl()
-
-
-@contextmanager
-def fresh_database(server: str, label: str) -> Iterator[str]:
-    """A database of its own for one measurement, dropped afterwards whatever happens."""
-    name = f"jl_cmp_{label.replace('-', '_')}_{secrets.token_hex(4)}"
-    admin = database_url(server, "postgres")
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield database_url(server, name)
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def server_facts(server: str) -> dict[str, str]:
-    try:
-        conn = psycopg.connect(database_url(server, "postgres"), autocommit=True)
-    except psycopg.OperationalError as exc:
-        raise SystemExit(f"cannot reach PostgreSQL at {server}: {exc}") from exc
-    with conn:
-        facts = {
-            setting: str(conn.execute(f"SHOW {setting}").fetchone()[0])  # type: ignore[index]
-            for setting in ("server_version", "synchronous_commit", "fsync", "max_connections")
-        }
-    return facts
-
-
 # --- one measurement -------------------------------------------------------------------------
 
 
@@ -222,25 +174,22 @@ class Plan:
     concurrency: int
     wakeup_samples: int
     pythons: dict[str, str]  # system name -> interpreter
-    pgqueuer_batch: int | None = None
+    wakeup_config: str  # the one jobledger configuration that also measures wake-ups
 
 
-def command(plan: Plan, system: System, url: str) -> list[str]:
-    batch = ["--batch", str(plan.pgqueuer_batch)] if plan.pgqueuer_batch else []
+def command(plan: Plan, config: Config, url: str) -> list[str]:
+    samples = plan.wakeup_samples if config.key == plan.wakeup_config else 0
     return [
-        plan.pythons[system.name],
-        str(PEERS_DIR / system.script),
+        plan.pythons[config.system.name],
+        str(PEERS_DIR / config.system.script),
         "--url",
         url,
         "--n",
         str(plan.n),
-        "--concurrency",
-        str(plan.concurrency),
-        "--variant",
-        system.variant,
+        "--settings",
+        json.dumps(config.options),
         "--wakeup-samples",
-        str(plan.wakeup_samples),
-        *batch,
+        str(samples),
     ]
 
 
@@ -252,12 +201,14 @@ def parse_result(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def measure(plan: Plan, system: System) -> dict[str, Any]:
-    """Run one system's adapter in a fresh process on a fresh database; its result or raise."""
-    with fresh_database(plan.server, system.name) as url:
+def measure(plan: Plan, config: Config) -> dict[str, Any]:
+    """Run one configuration's adapter in a fresh process on a fresh database, check what it
+    left behind, and account its WAL; its result, or raise."""
+    started = time.perf_counter()
+    with fresh_database(plan.server, config.system.name) as url, wal_kept(plan.server) as kept:
         try:
             done = subprocess.run(
-                command(plan, system, url),
+                command(plan, config, url),
                 capture_output=True,
                 text=True,
                 timeout=ADAPTER_TIMEOUT_S,
@@ -265,37 +216,56 @@ def measure(plan: Plan, system: System) -> dict[str, Any]:
             )
         except subprocess.TimeoutExpired as exc:
             raise RuntimeError(f"timed out after {ADAPTER_TIMEOUT_S} s") from exc
-    result = parse_result(done.stdout)
-    if done.returncode != 0 or result is None:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
-        raise RuntimeError(f"exit code {done.returncode}\n{tail}")
+        result = parse_result(done.stdout)
+        if done.returncode != 0 or result is None:
+            tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-15:])
+            raise RuntimeError(f"exit code {done.returncode}\n{tail}")
+        result["unlogged_tables"] = check_database(url, config.system.name)
+        result |= wal(url, result["probe"]["lsn"]).as_json()
+    result["wal_kept"] = kept
+    result["wal_bytes_per_job"] = result["wal_bytes"] / plan.n
+    result["wal_bytes_raw_per_job"] = result["wal_bytes_raw"] / plan.n
+    result["wall_s"] = time.perf_counter() - started
     return result
 
 
 def describe(result: dict[str, Any]) -> str:
-    text = (
-        f"enqueue {result['enqueue_jobs_per_s']:,.0f}/s, "
-        f"process {result['process_jobs_per_s']:,.0f}/s ({result['process_s']:.1f} s), "
-        f"{result['history_rows_per_job']:.2f} history rows/job"
+    depth = (
+        f"leased ≤ {result['max_leased']:,}, {result['claim_jobs_mean']:.1f}/claim, "
+        f"{result['flush_jobs_mean']:.1f}/flush"
+        if result["max_leased"] is not None
+        else f"depth not measured (completions of {result['depth']['covered']:,} jobs left)"
     )
+    text = (
+        f"process {result['process_jobs_per_s']:,.0f}/s ({result['process_s']:.1f} s, "
+        f"steady {result['steady_jobs_per_s']:,.0f}/s), enqueue "
+        f"{result['enqueue_jobs_per_s']:,.0f}/s, {depth}, "
+        f"WAL {result['wal_bytes_per_job']:,.0f} B/job, "
+        f"tables {result['table_bytes_per_job']:,.0f} B/job, load {result['load_1m']:.1f}"
+    )
+    if not result["wal_attributed"]:
+        text += " (WAL not attributable: the server's whole LSN difference)"
     extra = result.get("extra", {})
     if "wakeup_p50_ms" in extra:
-        text += (
-            f", {extra['events_per_s']:,.0f} events/s, wake-up p50 "
-            f"{extra['wakeup_p50_ms']:.1f} ms p95 {extra['wakeup_p95_ms']:.1f} ms"
-        )
+        text += f", wake-up p50 {extra['wakeup_p50_ms']:.1f} ms p95 {extra['wakeup_p95_ms']:.1f} ms"
     return text
 
 
-def run_rounds(plan: Plan, outcomes: list[Outcome], rounds: int) -> None:
-    """A B C A B C …: every round measures every system once, in the same order."""
+def run_rounds(
+    plan: Plan, outcomes: list[Outcome], rounds: int, rng: random.Random
+) -> list[list[str]]:
+    """Every round measures every configuration once, in an order of its own; the orders."""
     active = [o for o in outcomes if o.skipped is None]
+    orders = []
     for number in range(1, rounds + 1):
-        for outcome in active:
-            where = f"[round {number}/{rounds}] {outcome.system.name}"
-            started = time.perf_counter()
+        order = active[:]
+        rng.shuffle(order)
+        orders.append([o.config.key for o in order])
+        log(f"[round {number}/{rounds}] order: " + ", ".join(o.config.label for o in order))
+        for outcome in order:
+            where = f"[round {number}/{rounds}] {outcome.config.label}"
             try:
-                result = measure(plan, outcome.system)
+                result = measure(plan, outcome.config)
             except Exception as exc:
                 # Keep going: the other systems' figures are still worth having, and the run
                 # still fails (non-zero exit, FAILED lines in the report).
@@ -303,237 +273,218 @@ def run_rounds(plan: Plan, outcomes: list[Outcome], rounds: int) -> None:
                 log(f"{where}: FAILED: {exc}")
                 continue
             outcome.rounds.append(result)
-            log(f"{where}: {describe(result)} [{time.perf_counter() - started:.0f} s]")
+            log(f"{where}: {describe(result)} [{result['wall_s']:.0f} s]")
+    return orders
 
 
 # --- report ----------------------------------------------------------------------------------
 
 
-def fmt(value: float | None, key: str) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.2f}" if key == "history_rows_per_job" else f"{value:,.0f}"
+@dataclass(frozen=True)
+class RunFacts:
+    server: dict[str, str]
+    seed: int
+    rounds: int
+    sweep: bool
+    depths: tuple[int, ...]
+    elapsed_s: float
 
 
-def ratio(reference: float | None, value: float | None) -> str:
-    if reference is None or not value:
-        return "—"
-    return f"{reference / value:.2f}x"
+def timing_line(outcomes: Sequence[Outcome], facts: RunFacts) -> str:
+    per_system: dict[str, list[float]] = {}
+    for o in outcomes:
+        per_system.setdefault(o.config.system.name, []).extend(o.values("wall_s"))
+    parts = [
+        f"{name} {statistics.mean(walls):.0f} s" for name, walls in per_system.items() if walls
+    ]
+    return (
+        f"The run took {facts.elapsed_s / 60:.1f} min; one measurement (fresh database, "
+        f"enqueue, drain, checks, WAL accounting) took on average: {', '.join(parts)}"
+    )
 
 
-def table(outcomes: Sequence[Outcome]) -> str:
-    """Medians, and jobledger's figure divided by each peer's (above 1: jobledger higher)."""
-    ref = next((o for o in outcomes if o.system.name == REFERENCE and o.rounds), None)
-    header = ["system", "rounds"]
-    for _, title in FIGURES:
-        header += [title, "jl x"]
-    rows = [header]
-    for outcome in outcomes:
-        if not outcome.rounds:
-            continue
-        row = [outcome.system.label, str(len(outcome.rounds))]
-        for key, _ in FIGURES:
-            value = outcome.median(key)
-            versus = "—" if ref is None or outcome is ref else ratio(ref.median(key), value)
-            row += [fmt(value, key), versus]
-        rows.append(row)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+def report(outcomes: Sequence[Outcome], plan: Plan, facts: RunFacts) -> str:
+    server = facts.server
+    pairs = pairings(outcomes)
     lines = [
-        "  ".join(
-            cell.ljust(w) if i == 0 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in rows
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def reference_lines(outcomes: Sequence[Outcome], plan: Plan) -> list[str]:
-    ref = next((o for o in outcomes if o.system.name == REFERENCE and o.rounds), None)
-    if ref is None:
-        return []
-    events = fmt(ref.median("events_per_s"), "events_per_s")
-    text = f"jobledger: {events} job events/s while processing"
-    p50, p95 = ref.median("wakeup_p50_ms"), ref.median("wakeup_p95_ms")
-    if p50 is not None and p95 is not None:
-        text += (
-            f"; cross-process wake-up p50 {p50:.1f} ms, p95 {p95:.1f} ms "
-            f"(medians of {len(ref.rounds)} rounds x {plan.wakeup_samples} samples)"
-        )
-    return [text]
-
-
-def goal_lines(outcomes: Sequence[Outcome]) -> list[str]:
-    """Issue 7's bar, checked against the medians (only what this run measured)."""
-    by_name = {o.system.name: o for o in outcomes if o.rounds}
-    ref = by_name.get(REFERENCE)
-    if ref is None:
-        return []
-    peers = [o for name, o in by_name.items() if name != REFERENCE]
-    checks: list[tuple[str, bool]] = []
-    process = ref.median("process_jobs_per_s") or 0.0
-    capped = by_name.get("pgqueuer")
-    if capped:
-        checks.append(
-            (
-                "end-to-end ≥ 2x PgQueuer at equal concurrency",
-                process >= 2 * (capped.median("process_jobs_per_s") or 0),
-            )
-        )
-    if peers:
-        fastest = max(peers, key=lambda o: o.median("process_jobs_per_s") or 0)
-        checks.append(
-            (
-                f"end-to-end ahead of every peer (fastest: {fastest.system.label})",
-                process > (fastest.median("process_jobs_per_s") or 0),
-            )
-        )
-        enqueue = ref.median("enqueue_jobs_per_s") or 0.0
-        bulk = max(peers, key=lambda o: o.median("enqueue_jobs_per_s") or 0)
-        checks.append(
-            (
-                f"bulk enqueue ≥ the fastest peer's ({bulk.system.label})",
-                enqueue >= (bulk.median("enqueue_jobs_per_s") or 0),
-            )
-        )
-    checks.append(("≥ 3 durable events per job", (ref.median("history_rows_per_job") or 0) >= 3))
-    checks.append(("cross-process wake-up p50 < 20 ms", (ref.median("wakeup_p50_ms") or 1e9) < 20))
-    return [f"  [{'met' if ok else 'NOT met'}] {text}" for text, ok in checks]
-
-
-def report(outcomes: Sequence[Outcome], plan: Plan, facts: dict[str, str]) -> str:
-    lines = [
-        f"N={plan.n:,} no-op jobs, concurrency C={plan.concurrency}, PostgreSQL "
-        f"{facts['server_version']} (synchronous_commit={facts['synchronous_commit']}, "
-        f"fsync={facts['fsync']}), {os.cpu_count()} CPUs; medians over the rounds",
+        f'N={plan.n:,} no-op jobs (payload {{"i": i}}), concurrency C={plan.concurrency}, '
+        f"declared depths {', '.join(f'{d:,}' for d in facts.depths)}"
+        f"{' + sweep' if facts.sweep else ''}; PostgreSQL {server['server_version']} "
+        f"(synchronous_commit={server['synchronous_commit']}, fsync={server['fsync']}, "
+        f"full_page_writes={server['full_page_writes']}), {os.cpu_count()} CPUs; "
+        f"{facts.rounds} rounds, order shuffled per round (seed {facts.seed}); "
+        "medians (min-max)",
         "",
-        table(outcomes),
+        "Throughput (depth: the declared claim depth):",
+        throughput_table(outcomes),
         "",
-        *reference_lines(outcomes, plan),
+        "Depth reached and what durability costs (WAL and tables: per job, this database's):",
+        cost_table(outcomes),
+        "",
+        "Bulk enqueue, every measurement of a system pooled:",
+        enqueue_table(outcomes),
     ]
-    if any(o.rounds for o in outcomes):
-        lines += ["", "Settings (bench/COMPARE.md says why):"]
-    lines += [
-        f"  {o.system.name} {o.rounds[0]['version']}: "
-        + ", ".join(f"{k}={v}" for k, v in o.rounds[0]["settings"].items())
-        for o in outcomes
-        if o.rounds
-    ]
-    goals = goal_lines(outcomes)
+    if pairs:
+        lines += [
+            "",
+            "jobledger against each peer's best configuration (by median end-to-end jobs/s):",
+            "jobledger at the same declared depth (for an uncapped peer: the deepest one not",
+            "deeper than the peer reached), and the fastest jobledger one that held no more",
+            "jobs leased than the peer did; ratios jobledger ÷ peer:",
+            best_table(pairs),
+        ]
+    lines += ["", *wakeup_line(outcomes, plan.wakeup_samples)]
+    settings = settings_lines(outcomes)
+    if settings:
+        lines += ["Fixed settings (bench/COMPARE.md says why):", *settings]
+    goals = goal_lines(outcomes, pairs, plan.concurrency)
     if goals:
-        lines += ["", "Issue 7 goals:", *goals]
+        header = f"Issue 13 goals at C={plan.concurrency} (it asks for C=10 and C=50: a run each):"
+        lines += ["", header, *goals]
+    lines += ["", timing_line(outcomes, facts)]
     for outcome in outcomes:
         if outcome.skipped:
-            lines.append(f"{outcome.system.name}: skipped: {outcome.skipped}")
+            lines.append(f"{outcome.config.label}: skipped: {outcome.skipped}")
         for failure in outcome.failures:
-            lines.append(f"{outcome.system.name}: FAILED {failure}")
+            lines.append(f"{outcome.config.label}: FAILED {failure}")
     return "\n".join(lines)
 
 
 def to_json(
-    outcomes: Sequence[Outcome], plan: Plan, facts: dict[str, str], rounds: int
+    outcomes: Sequence[Outcome], plan: Plan, facts: RunFacts, orders: list[list[str]]
 ) -> dict[str, Any]:
-    keys = [key for key, _ in FIGURES] + list(EXTRA_FIGURES)
     return {
         "when_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "n": plan.n,
         "concurrency": plan.concurrency,
-        "rounds": rounds,
+        "depths": list(facts.depths),
+        "sweep": facts.sweep,
+        "rounds": facts.rounds,
+        "seed": facts.seed,
+        "orders": orders,
+        "elapsed_s": facts.elapsed_s,
         "wakeup_samples": plan.wakeup_samples,
-        "server": facts,
+        "wakeup_config": plan.wakeup_config,
+        "server": facts.server,
         "machine": {
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
             "python": platform.python_version(),
         },
-        "systems": {
-            o.system.name: {
-                "label": o.system.label,
-                "skipped": o.skipped,
-                "failures": o.failures,
-                "median": {k: v for k in keys if (v := o.median(k)) is not None},
-                "rounds": o.rounds,
-            }
-            for o in outcomes
-        },
+        "configs": {o.config.key: outcome_json(o) for o in outcomes},
+        "versus_best": [pair.as_json() for pair in pairings(outcomes)],
     }
 
 
 # --- main ------------------------------------------------------------------------------------
 
 
+def depths_arg(text: str) -> tuple[int, ...]:
+    values = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("depths are positive integers, comma-separated")
+    return values
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--n", type=int, default=20_000, help="jobs per system per round")
-    parser.add_argument("--concurrency", type=int, default=10, help="worker concurrency C")
+    parser.add_argument("--n", type=int, default=20_000, help="jobs per measurement")
+    parser.add_argument("--concurrency", type=int, default=10, help="jobledger's slots C")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--depths",
+        type=depths_arg,
+        default=None,
+        help=f"declared claim depths, comma-separated (default: C and {DEEP_FACTOR}·C)",
+    )
+    parser.add_argument(
+        "--sweep", action="store_true", help="also each peer's documented throughput knobs"
+    )
     parser.add_argument(
         "--only", default="", help=f"comma-separated subset of: {', '.join(BY_NAME)}"
     )
+    parser.add_argument("--seed", type=int, default=None, help="of the per-round shuffle")
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON)
     parser.add_argument("--pg-server", default=DEFAULT_SERVER, help="server URL, no database")
     parser.add_argument("--wakeup-samples", type=int, default=50, help="jobledger wake-ups")
-    parser.add_argument(
-        "--pgqueuer-batch",
-        type=int,
-        default=None,
-        help="batch_size of the uncapped PgQueuer configuration (default 25, its docs' example)",
-    )
     args = parser.parse_args(argv)
     unknown = [name for name in filter(None, args.only.split(",")) if name not in BY_NAME]
     if unknown:
         parser.error(f"unknown system(s) {', '.join(unknown)}; choose from {', '.join(BY_NAME)}")
     if min(args.n, args.concurrency, args.rounds) < 1:
         parser.error("--n, --concurrency and --rounds must be at least 1")
+    args.depths = args.depths or default_depths(args.concurrency)
+    if min(args.depths) < args.concurrency:
+        parser.error("every depth must be at least --concurrency (jobledger runs C slots)")
     return args
 
 
-def select(only: str) -> list[System]:
-    names = [name for name in only.split(",") if name]
-    return [s for s in SYSTEMS if not names or s.name in names]
-
-
-def prepare(systems: Sequence[System]) -> tuple[list[Outcome], dict[str, str]]:
+def prepare(configs: Sequence[Config]) -> tuple[list[Outcome], dict[str, str]]:
     """Outcome slots, with oban-py skipped (and why) when no Python >= 3.12 is found."""
+    systems = list(dict.fromkeys(c.system for c in configs))
     missing = missing_modules(systems)
     if missing:
         raise SystemExit(
             "not installed here: " + ", ".join(missing) + "\n"
             "install the peers with: .venv/bin/pip install -e '.[bench]'"
         )
-    outcomes, pythons = [], {}
+    pythons, skipped = {}, {}
     for system in systems:
-        outcome = Outcome(system)
         if system.oban_env:
             python, note = oban_python()
             if python is None:
-                outcome.skipped = note
+                skipped[system.name] = note
             else:
                 pythons[system.name] = python
                 log(f"oban-py runs from {note}")
         else:
             pythons[system.name] = sys.executable
-        outcomes.append(outcome)
+    outcomes = [Outcome(c, skipped=skipped.get(c.system.name)) for c in configs]
     return outcomes, pythons
+
+
+def wakeup_config(configs: Sequence[Config], concurrency: int) -> str:
+    """jobledger at its default depth measures the wake-up latency (once per round is enough:
+    the idle pool's latency does not depend on the prefetch)."""
+    ours = [c for c in configs if c.system.name == REFERENCE]
+    default = [c for c in ours if c.depth == DEEP_FACTOR * concurrency]
+    chosen = default or ours
+    return chosen[0].key if chosen else ""
 
 
 def main(argv: Sequence[str] | None = None, out: Callable[[str], None] = print) -> int:
     args = parse_args(argv)
-    facts = server_facts(args.pg_server)
-    if facts["synchronous_commit"] != "on" or facts["fsync"] != "on":
-        log(f"WARNING: the server does not run with default durability: {facts}")
-    outcomes, pythons = prepare(select(args.only))
+    started = time.perf_counter()
+    server = server_facts(args.pg_server)
+    if server["synchronous_commit"] != "on" or server["fsync"] != "on":
+        log(f"WARNING: the server does not run with default durability: {server}")
+    try:
+        check_server(args.pg_server)
+    except DurabilityError as exc:
+        raise SystemExit(f"refusing to compare: {exc}") from exc
+    names = [name for name in args.only.split(",") if name] or [s.name for s in SYSTEMS]
+    configs = plan_configs(args.concurrency, args.depths, args.sweep, names)
+    outcomes, pythons = prepare(configs)
+    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+    log(f"{len(configs)} configurations x {args.rounds} rounds; shuffle seed {seed}")
     plan = Plan(
-        args.pg_server, args.n, args.concurrency, args.wakeup_samples, pythons, args.pgqueuer_batch
+        args.pg_server,
+        args.n,
+        args.concurrency,
+        args.wakeup_samples,
+        pythons,
+        wakeup_config(configs, args.concurrency),
     )
-    run_rounds(plan, outcomes, args.rounds)
+    orders = run_rounds(plan, outcomes, args.rounds, random.Random(seed))
 
+    facts = RunFacts(
+        server, seed, args.rounds, args.sweep, args.depths, time.perf_counter() - started
+    )
     out(report(outcomes, plan, facts))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(to_json(outcomes, plan, facts, args.rounds), indent=2) + "\n")
+    args.json.write_text(json.dumps(to_json(outcomes, plan, facts, orders), indent=2) + "\n")
     out(f"\nJSON: {args.json}")
     return 1 if any(o.failures for o in outcomes) else 0
 

@@ -1,11 +1,12 @@
 """What every adapter of ``bench/compare.py`` shares: arguments, timing, draining, the result line.
 
 An adapter is a script run in a fresh process (``python bench/peers/<system>_adapter.py --url
-… --n … --concurrency …``) against a database that ``compare.py`` made for it alone. It bulk
-enqueues N no-op jobs (timed), runs ``ANALYZE`` (untimed), processes them with the system's own
-async worker at concurrency C (timed from worker start to the last completion seen in the
-system's own tables), verifies that every job finished, counts the history kept, and prints
-one line ``COMPARE-RESULT {json}`` on stdout.
+… --n … --settings '{…}'``) against a database that ``compare.py`` made for it alone. It bulk
+enqueues N no-op jobs with the payload ``{"i": i}`` (timed), runs ``ANALYZE`` (untimed),
+processes them with the system's own async worker configured by ``--settings`` (timed from
+worker start to the last completion seen in the system's own tables), verifies that every job
+finished, counts the history and state rows kept, reads its claim depth and footprint
+(:mod:`probe`), and prints one line ``COMPARE-RESULT {json}`` on stdout.
 
 This module needs only the standard library and psycopg 3, because the oban-py adapter imports
 it from a virtual environment of its own (oban-py needs Python >= 3.12; the project runs 3.11).
@@ -41,30 +42,40 @@ class JobsLostError(RuntimeError):
     """Fewer jobs finished than were enqueued: the run is invalid and must fail loudly."""
 
 
+def payload(i: int) -> dict[str, int]:
+    """Job ``i``'s payload, the same for every system (PgQueuer gets it as JSON bytes)."""
+    return {"i": i}
+
+
 @dataclass(frozen=True)
 class AdapterArgs:
     url: str
     n: int
-    concurrency: int
-    variant: str
+    settings: dict[str, Any]  # the configuration's knobs, as compare.py declares them
     wakeup_samples: int
-    batch: int | None  # a batch-size override, for the peers that have that knob
 
 
 @dataclass
 class Measurement:
-    """One system's figures for one round. Seconds are wall-clock ``perf_counter`` spans."""
+    """One configuration's figures for one round. Seconds are wall-clock ``perf_counter`` spans.
+
+    ``history_rows``: rows recording past transitions of the N jobs (events, log rows), the
+    row holding a job's current state excluded; ``state_rows``: those current-state rows kept
+    after the drain (a queue row, a job row, a terminal record).
+    """
 
     system: str
-    variant: str
     version: str
     n: int
-    concurrency: int
     enqueue_s: float
     process_s: float
+    steady_s: float  # from the 10% to the 90% handler completion
     finished: int
     handled: int
     history_rows: int
+    state_rows: int
+    probe: dict[str, Any]
+    depth: dict[str, Any]
     settings: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -72,20 +83,32 @@ class Measurement:
         out = asdict(self)
         out["enqueue_jobs_per_s"] = self.n / self.enqueue_s
         out["process_jobs_per_s"] = self.n / self.process_s
+        out["steady_jobs_per_s"] = STEADY_SHARE * self.n / self.steady_s
         out["history_rows_per_job"] = self.history_rows / self.n
+        out["state_rows_per_job"] = self.state_rows / self.n
+        out["table_bytes_per_job"] = self.probe["table_bytes"] / self.n
+        out["load_1m"] = self.probe["load_1m"]
+        whole = self.depth["covered"] >= self.n  # else: see probe.depth
+        out["max_leased"] = self.depth["max_leased"] if whole else None
+        out["claim_jobs_mean"] = self.depth["claim"]["mean"] if whole else None
+        out["flush_jobs_mean"] = self.depth["flush"]["mean"] if whole else None
         return out
 
 
-def parse_args(variants: Sequence[str] = ("default",)) -> AdapterArgs:
+# The steady-state rate: completions between these two fractions of N, over their time span,
+# so that worker start-up and the drain's tail weigh on the whole-drain rate only.
+STEADY_FROM, STEADY_TO = 0.1, 0.9
+STEADY_SHARE = STEADY_TO - STEADY_FROM
+
+
+def parse_args() -> AdapterArgs:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="database of this run (made for it alone)")
     parser.add_argument("--n", type=int, required=True)
-    parser.add_argument("--concurrency", type=int, required=True)
-    parser.add_argument("--variant", choices=variants, default=variants[0])
+    parser.add_argument("--settings", type=json.loads, default={}, help="the knobs, as JSON")
     parser.add_argument("--wakeup-samples", type=int, default=50)
-    parser.add_argument("--batch", type=int, default=None)
     ns = parser.parse_args()
-    return AdapterArgs(ns.url, ns.n, ns.concurrency, ns.variant, ns.wakeup_samples, ns.batch)
+    return AdapterArgs(ns.url, ns.n, ns.settings, ns.wakeup_samples)
 
 
 def emit(measurement: Measurement) -> None:
@@ -115,15 +138,26 @@ def scalar(url: str, sql: str, params: Sequence[Any] | None = None) -> int:
 
 
 class Tally:
-    """Handler invocations, counted in process. Thread-safe: some runtimes call from threads."""
+    """Handler invocations, counted and timestamped in process (``perf_counter``, appended in
+    call order). Thread-safe: some runtimes call from threads."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.value = 0
+        self.times: list[float] = []
 
     def hit(self) -> None:
+        now = time.perf_counter()
         with self._lock:
             self.value += 1
+            self.times.append(now)
+
+    def steady_s(self, n: int) -> float:
+        """Seconds from the ``STEADY_FROM`` to the ``STEADY_TO`` share of ``n`` completions."""
+        times = sorted(self.times[:n])
+        first = times[max(0, math.ceil(STEADY_FROM * n) - 1)]
+        last = times[max(0, math.ceil(STEADY_TO * n) - 1)]
+        return max(last - first, 1e-9)
 
 
 class DbCounter:

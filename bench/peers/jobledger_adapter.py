@@ -1,14 +1,15 @@
 """jobledger, measured for ``bench/compare.py`` (see ``harness`` for the protocol).
 
-Beyond the figures every system gets, jobledger also reports
-- events/s: job events appended while the pool processed the N jobs, per second;
-- cross-process wake-up latency: with the pool idle, another process
+Beyond the figures every system gets, jobledger also reports the cross-process wake-up
+latency: with the pool idle, another process
   (``jobledger_wakeup_child.py``) enqueues one job at a time; the latency is the time from that
   enqueue's commit to the handler's start, p50/p95 over ``--wakeup-samples`` jobs. Both ends
   use ``time.time()``: ``perf_counter`` is not comparable across processes.
 
 Settings: bulk enqueue with ``Ledger.enqueue_many`` in chunks of 5,000 (one transaction each);
-``WorkerPool(concurrency=C)`` with its defaults; the ledger's pool of 4 connections.
+``WorkerPool(concurrency=C, prefetch=P)`` (``--settings``), its defaults otherwise: the pool
+leases at most C + P jobs (C running, P claimed and waiting for a slot), so C + P is the
+declared claim depth; the ledger's pool of 4 connections.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import harness
+import probe
 
 from ledger import EnqueueRequest, Ledger
 from ledger.runtime.pool import JobContext, Registry, WorkerPool
@@ -30,9 +32,23 @@ SYSTEM = "jobledger"
 JOB_TYPE = "bench.noop"
 ENQUEUE_CHUNK = 5000
 LEDGER_POOL = 4
-# A job's own events (job_enqueued, job_leased, job_succeeded…), not the job *type*'s.
+# A job's own events (job_enqueued, job_leased, job_succeeded…), not the job *type*'s: each
+# records one past transition; the job's current state is its jl_queue row.
 JOB_EVENTS_SQL = (
     "SELECT count(*) FROM jl_events WHERE topic LIKE 'job\\_%' AND topic NOT LIKE 'job\\_type\\_%'"
+)
+STATE_ROWS_SQL = "SELECT count(*) FROM jl_queue"
+# Every transaction appends its events under the events-table lock, so notification ids are
+# in commit order, and each row's xmin names the transaction that wrote it.
+DEPTH_SQL = probe.DepthSql(
+    claims="SELECT count(*) FROM jl_events WHERE topic LIKE 'job\\_leased%' GROUP BY xmin",
+    flushes="SELECT count(*) FROM jl_events WHERE topic LIKE 'job\\_succeeded%' GROUP BY xmin",
+    leases="""
+        SELECT notification_id, CASE WHEN topic LIKE 'job\\_leased%' THEN 1 ELSE -1 END
+        FROM jl_events
+        WHERE topic LIKE 'job\\_leased%' OR topic LIKE 'job\\_succeeded%'
+        ORDER BY notification_id
+    """,
 )
 CHILD = Path(__file__).resolve().parent / "jobledger_wakeup_child.py"
 # Idle time before each wake-up sample, drawn at random so that samples do not phase-lock
@@ -63,7 +79,7 @@ def enqueue(ledger: Ledger, n: int) -> float:
     for first in range(0, n, ENQUEUE_CHUNK):
         ledger.enqueue_many(
             [
-                EnqueueRequest(job_type=JOB_TYPE, payload={"i": i})
+                EnqueueRequest(job_type=JOB_TYPE, payload=harness.payload(i))
                 for i in range(first, min(first + ENQUEUE_CHUNK, n))
             ]
         )
@@ -115,23 +131,31 @@ async def wakeup_latencies(url: str, handler: Handler, samples: int) -> list[flo
 
 
 async def run(args: harness.AdapterArgs) -> harness.Measurement:
+    concurrency, prefetch = int(args.settings["concurrency"]), int(args.settings["prefetch"])
     ledger = Ledger.open(args.url, create=True, pool_size=LEDGER_POOL)
+    figures = probe.Probe.open(args.url)
     try:
         ledger.define(JOB_TYPE)
+        figures.before_enqueue()
         enqueue_s = enqueue(ledger, args.n)
+        figures.after_enqueue()
         harness.analyze(args.url)
 
         handler = Handler()
         registry = Registry()
         registry.handler(JOB_TYPE)(handler)
-        pool = WorkerPool(ledger, registry, concurrency=args.concurrency)
-        events_before = harness.scalar(args.url, JOB_EVENTS_SQL)
+        pool = WorkerPool(ledger, registry, concurrency=concurrency, prefetch=prefetch)
+        figures.before_process()
         start = harness.timed()
         await pool.start()
         try:
             await harness.drain(handler.tally, args.n, lambda: succeeded(ledger))
             process_s = harness.timed() - start
-            events_after = harness.scalar(args.url, JOB_EVENTS_SQL)
+            figures.after_process()
+            # Counted right after the drain: every bulk job's whole history, nothing else yet.
+            history_rows = harness.scalar(args.url, JOB_EVENTS_SQL)
+            state_rows = harness.scalar(args.url, STATE_ROWS_SQL)
+            depth = probe.depth(args.url, DEPTH_SQL)
             latencies = await wakeup_latencies(args.url, handler, args.wakeup_samples)
         finally:
             await pool.stop()
@@ -144,34 +168,34 @@ async def run(args: harness.AdapterArgs) -> harness.Measurement:
     harness.verify(SYSTEM, total, done, sum(counts.values()) - done)
     return harness.Measurement(
         system=SYSTEM,
-        variant=args.variant,
         version=version("jobledger"),
         n=args.n,
-        concurrency=args.concurrency,
         enqueue_s=enqueue_s,
         process_s=process_s,
+        steady_s=handler.tally.steady_s(args.n),
         finished=done - args.wakeup_samples,
         handled=handler.tally.value,
-        # Counted right after the drain: every bulk job's whole history, nothing else yet.
-        history_rows=events_after,
+        history_rows=history_rows,
+        state_rows=state_rows,
+        probe=figures.as_json(),
+        depth=depth,
         settings={
             "enqueue": f"Ledger.enqueue_many, chunks of {ENQUEUE_CHUNK}",
-            "worker": f"WorkerPool(concurrency={args.concurrency}), defaults",
+            "worker": f"WorkerPool(concurrency={concurrency}, prefetch={prefetch}), defaults",
             "pool": LEDGER_POOL,
         },
-        extra=extra_figures(events_after - events_before, process_s, latencies),
+        extra=extra_figures(latencies),
     )
 
 
-def extra_figures(events: int, process_s: float, latencies: list[float]) -> dict[str, Any]:
-    figures: dict[str, Any] = {"events": events, "events_per_s": events / process_s}
-    if latencies:
-        figures |= {
-            "wakeup_samples": len(latencies),
-            "wakeup_p50_ms": harness.percentile(latencies, 50),
-            "wakeup_p95_ms": harness.percentile(latencies, 95),
-        }
-    return figures
+def extra_figures(latencies: list[float]) -> dict[str, Any]:
+    if not latencies:
+        return {}
+    return {
+        "wakeup_samples": len(latencies),
+        "wakeup_p50_ms": harness.percentile(latencies, 50),
+        "wakeup_p95_ms": harness.percentile(latencies, 95),
+    }
 
 
 if __name__ == "__main__":

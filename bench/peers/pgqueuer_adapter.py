@@ -1,32 +1,37 @@
 """PgQueuer, measured for ``bench/compare.py`` (see ``harness`` for the protocol).
 
-Two configurations (``--variant``), both with PgQueuer's fastest documented settings
-(see bench/COMPARE.md):
-- ``capped``: at most C jobs in flight in the process (``max_concurrent_tasks=C``), the same
-  concurrency the other systems get. PgQueuer requires ``max_concurrent_tasks >= 2 x
-  batch_size``, so the batch is the largest allowed: C // 2. (The other documented cap, a
-  per-entrypoint ``concurrency_limit=C``, enforced in SQL, measured slower here.)
-- ``unbounded``: no in-flight cap (``max_concurrent_tasks=None``, PgQueuer's default): the
-  manager keeps dequeuing while earlier jobs run. The issue asks for this configuration too.
-  Batch size 25, the value of the docs' performance-tuning example ("increase batch_size when
-  jobs are short-lived"); ``--batch`` overrides it. Larger batches are faster still, because
-  a batch is as many jobs started at once (see bench/COMPARE.md for the sweep).
+The knobs (``--settings``) are the two that decide its claim depth, both arguments of
+``PgQueuer.run``:
+- ``batch_size``: jobs per dequeue statement, and the size of the completion-log buffer
+  (PgQueuer flushes its status log every ``batch_size`` completions or on a timer);
+- ``max_concurrent_tasks``: a hard cap on this worker's picked jobs, enforced in the dequeue
+  statement (it counts the worker's picked rows, so jobs whose completion is still buffered
+  count too): the declared claim depth. PgQueuer requires it to be at least twice the batch.
+  ``None`` (PgQueuer's default) is uncapped: the manager keeps dequeuing batch after batch
+  while earlier jobs run, so a backlog is leased as fast as it can be dequeued.
+The docs' performance-tuning page shows ``batch_size=25`` and advises to "increase
+``batch_size`` when jobs are short-lived"; compare.py's ``--sweep`` tries 5 to 110, capped and
+uncapped. (The other documented cap, a per-entrypoint ``concurrency_limit``, enforced in SQL
+across workers, measured slower here and is not used.)
 
-Common to both: bulk enqueue with ``Queries.enqueue`` given lists (one INSERT … unnest for the
-whole batch); the asyncpg driver on a dedicated connection for the QueueManager (the docs'
-advice: "Always use a direct asyncpg connection (not a pool) for the QueueManager"); the
-uvloop event loop, as PgQueuer's own ``pgq run`` CLI uses.
+Fixed for every configuration: bulk enqueue with ``Queries.enqueue`` given lists (one INSERT …
+unnest for the whole batch), each job's payload the JSON bytes of ``{"i": i}``; the asyncpg
+driver on a dedicated connection for the QueueManager (the docs' advice: "Always use a direct
+asyncpg connection (not a pool) for the QueueManager"); the uvloop event loop, as PgQueuer's
+own ``pgq run`` CLI uses.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import timedelta
 from importlib.metadata import version
 from typing import Any
 
 import asyncpg
 import harness
+import probe
 import uvloop
 from pgqueuer import PgQueuer
 from pgqueuer.models import Job
@@ -34,23 +39,34 @@ from pgqueuer.queries import Queries
 
 SYSTEM = "pgqueuer"
 ENTRYPOINT = "noop"
-VARIANTS = ("capped", "unbounded")
-# Completed jobs leave the queue table and are logged as 'successful' in pgqueuer_log.
+# Completed jobs leave the queue table and are logged as 'successful' in pgqueuer_log, which
+# also holds a 'queued' and a 'picked' row per job: three rows of past transitions.
 FINISHED_SQL = "SELECT count(*) FROM pgqueuer_log WHERE status = 'successful'"
 UNFINISHED_SQL = "SELECT count(*) FROM pgqueuer"
 HISTORY_SQL = "SELECT count(*) FROM pgqueuer_log"
+STATE_ROWS_SQL = "SELECT count(*) FROM pgqueuer"
+# The dequeue statement logs its picks in the same statement and the status buffer logs a
+# flush in one INSERT, both on the QueueManager's one connection: log ids are in commit order,
+# and ``created`` (``now()``, the transaction's start) names the transaction. Not xmin: the
+# periodic log aggregation (every ~30 s) updates the rows it folds into the statistics.
+DEPTH_SQL = probe.DepthSql(
+    claims="SELECT count(*) FROM pgqueuer_log WHERE status = 'picked' GROUP BY created",
+    flushes="SELECT count(*) FROM pgqueuer_log WHERE status = 'successful' GROUP BY created",
+    leases="""
+        SELECT id, CASE status WHEN 'picked' THEN 1 ELSE -1 END
+        FROM pgqueuer_log WHERE status IN ('picked', 'successful') ORDER BY id
+    """,
+)
 # Bulk enqueue in one call: PgQueuer's batch insert is a single statement over arrays.
 ENQUEUE_CHUNK = 1_000_000
-# The docs' performance-tuning example ("await pgq.run(batch_size=25, …)").
-UNBOUNDED_BATCH = 25
 
 
 def run_settings(args: harness.AdapterArgs) -> dict[str, Any]:
-    """Keyword arguments of ``PgQueuer.run`` for the variant."""
-    if args.variant == "capped":
-        batch = max(1, args.concurrency // 2)
-        return {"batch_size": batch, "max_concurrent_tasks": max(args.concurrency, 2 * batch)}
-    return {"batch_size": args.batch or UNBOUNDED_BATCH, "max_concurrent_tasks": None}
+    """Keyword arguments of ``PgQueuer.run``."""
+    return {
+        "batch_size": int(args.settings["batch_size"]),
+        "max_concurrent_tasks": args.settings.get("max_concurrent_tasks"),
+    }
 
 
 async def enqueue(url: str, n: int) -> float:
@@ -58,16 +74,17 @@ async def enqueue(url: str, n: int) -> float:
     try:
         queries = Queries.from_asyncpg_connection(conn)
         await queries.install()
+        payloads = [json.dumps(harness.payload(i)).encode() for i in range(n)]
         start = harness.timed()
         for first in range(0, n, ENQUEUE_CHUNK):
             size = min(ENQUEUE_CHUNK, n - first)
-            await queries.enqueue([ENTRYPOINT] * size, [b""] * size, [0] * size)
+            await queries.enqueue([ENTRYPOINT] * size, payloads[first : first + size], [0] * size)
         return harness.timed() - start
     finally:
         await conn.close()
 
 
-async def process(args: harness.AdapterArgs, tally: harness.Tally) -> float:
+async def process(args: harness.AdapterArgs, tally: harness.Tally, figures: probe.Probe) -> float:
     conn = await asyncpg.connect(args.url)
     pgq = PgQueuer.from_asyncpg_connection(conn)
 
@@ -77,13 +94,16 @@ async def process(args: harness.AdapterArgs, tally: harness.Tally) -> float:
 
     finished = harness.DbCounter(args.url, FINISHED_SQL)
     await finished.open()
+    figures.before_process()
     start = harness.timed()
     worker = asyncio.create_task(
         pgq.run(dequeue_timeout=timedelta(seconds=30), **run_settings(args))
     )
     try:
         await harness.drain(tally, args.n, finished.count)
-        return harness.timed() - start
+        process_s = harness.timed() - start
+        figures.after_process()
+        return process_s
     finally:
         # PgQueuer's documented stop: set the shutdown event; run() returns after draining.
         pgq.shutdown.set()
@@ -94,32 +114,37 @@ async def process(args: harness.AdapterArgs, tally: harness.Tally) -> float:
 
 async def run(args: harness.AdapterArgs) -> harness.Measurement:
     tally = harness.Tally()
+    figures = probe.Probe.open(args.url)
+    figures.before_enqueue()
     enqueue_s = await enqueue(args.url, args.n)
+    figures.after_enqueue()
     harness.analyze(args.url)
-    process_s = await process(args, tally)
+    process_s = await process(args, tally, figures)
 
     done = harness.scalar(args.url, FINISHED_SQL)
     harness.verify(SYSTEM, args.n, done, harness.scalar(args.url, UNFINISHED_SQL))
-    settings = run_settings(args)
     return harness.Measurement(
         system=SYSTEM,
-        variant=args.variant,
         version=version("pgqueuer"),
         n=args.n,
-        concurrency=args.concurrency,
         enqueue_s=enqueue_s,
         process_s=process_s,
+        steady_s=tally.steady_s(args.n),
         finished=done,
         handled=tally.value,
+        # The 'queued', 'picked' and 'successful' rows; a finished job has no queue row left.
         history_rows=harness.scalar(args.url, HISTORY_SQL),
+        state_rows=harness.scalar(args.url, STATE_ROWS_SQL),
+        probe=figures.as_json(),
+        depth=probe.depth(args.url, DEPTH_SQL),
         settings={
             "enqueue": "Queries.enqueue(lists) (one statement)",
             "driver": "asyncpg, dedicated connection",
             "event_loop": "uvloop (as `pgq run`)",
-            **settings,
+            **run_settings(args),
         },
     )
 
 
 if __name__ == "__main__":
-    harness.emit(uvloop.run(run(harness.parse_args(VARIANTS))))
+    harness.emit(uvloop.run(run(harness.parse_args())))
