@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,7 +124,7 @@ def frozen_writer(
 def _child(url: str, where: str, idle_s: float, waiter: bool) -> None:
     import threading
 
-    from ledger import Ledger
+    from ledger import EnqueueRequest, Ledger
     from ledger.store.postgres.unit_of_work import PostgresUnitOfWork
 
     def queued_enqueue() -> None:
@@ -151,12 +151,29 @@ def _child(url: str, where: str, idle_s: float, waiter: bool) -> None:
             write_phase = PostgresUnitOfWork._write_phase
 
             @contextmanager
-            def frozen_write_phase(self: PostgresUnitOfWork) -> Iterator[None]:
-                with write_phase(self):
+            def frozen_write_phase(self: PostgresUnitOfWork, new_jobs: int) -> Iterator[None]:
+                with write_phase(self, new_jobs):
                     yield
                 stop()
 
             PostgresUnitOfWork._write_phase = frozen_write_phase  # type: ignore[method-assign]
+        elif where == "mid-copy":
+            from ledger.store.postgres import bulk_writes
+
+            copy_values = bulk_writes.copy_values
+
+            def frozen_rows(rows: Iterable[Any]) -> Iterator[Any]:
+                for row in rows:
+                    yield row
+                    stop()  # the COPY started, its first row not yet sent
+
+            def frozen_copy_values(*args: Any) -> None:
+                copy_values(*args[:-1], frozen_rows(args[-1]))
+
+            bulk_writes.copy_values = frozen_copy_values  # type: ignore[assignment]
+            print("freezing", flush=True)
+            ledger.enqueue_many([EnqueueRequest("frozen")] * bulk_writes.COPY_THRESHOLD)
+            return
         else:
             raise SystemExit(f"unknown place {where!r}")
         print("freezing", flush=True)

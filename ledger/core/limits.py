@@ -84,6 +84,10 @@ def check_name(value: object, what: str, *, optional: bool = False) -> None:
         raise InvalidRequestError(f"{what} must be a non-empty string")
     if len(value) > MAX_NAME_LENGTH:
         raise InvalidRequestError(f"{what} is longer than {MAX_NAME_LENGTH} characters")
+    if value.isascii() and value.isprintable():
+        # The usual name, in two C calls: printable ASCII holds no NUL, no surrogate and no
+        # control character (ASCII's only Cc are 0x00-0x1F and 0x7F, all unprintable).
+        return
     check_text(value, what)
     if has_control(value):
         raise InvalidRequestError(f"{what} contains a control character")
@@ -169,6 +173,29 @@ def _bad_scalar(value: Any, what: str) -> InvalidRequestError | None:
     )
 
 
+def _flat_plain(value: dict[Any, Any]) -> bool:
+    """Whether ``value`` is an object of plain scalars that the rules allow (string keys
+    without NUL; strings without NUL, 64-bit integers, finite floats, booleans, null): what
+    most payloads are. ``False`` sends the value to the full walk, which says what is wrong.
+    Lone surrogates are left to the encoding, as on the walk's path."""
+    for key, child in value.items():
+        if type(key) is not str or "\x00" in key:
+            return False
+        kind = type(child)
+        if kind is str:
+            if "\x00" in child:
+                return False
+        elif kind is int:
+            if not INT64_MIN <= child <= INT64_MAX:
+                return False
+        elif kind is float:
+            if not math.isfinite(child):
+                return False
+        elif child is not None and kind is not bool:
+            return False
+    return True
+
+
 def check_json(value: Any, what: str, *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
     """Refuse a value outside the JSON rules above; returns its JSON encoding.
 
@@ -176,7 +203,9 @@ def check_json(value: Any, what: str, *, max_bytes: int = MAX_JSON_BYTES) -> byt
     ten thousand deep is refused by depth, not by a RecursionError in an encoder."""
     containers = (dict, list, tuple)
     stack: list[tuple[Any, int]] = []
-    if isinstance(value, containers):
+    if type(value) is dict and _flat_plain(value):
+        pass  # the usual payload, checked in one loop; the encoding below does the rest
+    elif isinstance(value, containers):
         stack.append((value, 1))
     else:
         error = _bad_scalar(value, what)

@@ -87,8 +87,9 @@ class UnitOfWork(ABC):
         """Append through the recorder; with ``positions_needed``, return the notification
         ids in order (a backend may skip fetching them otherwise)."""
 
-    def _write_phase(self) -> AbstractContextManager[None]:
-        """Around an append's writes: a backend may batch their round trips."""
+    def _write_phase(self, new_jobs: int) -> AbstractContextManager[None]:
+        """Around an append's writes of ``new_jobs`` new jobs (and their events): a backend
+        may batch their round trips, or bulk-load a large batch."""
         return nullcontext()
 
     @abstractmethod
@@ -249,9 +250,9 @@ class UnitOfWork(ABC):
         ]
         # Only new jobs need positions (their enqueue_seq); without them a backend need not
         # wait for the insert's result before sending the view writes.
-        new_jobs = any(job_id not in self._jobs for job_id in fold.states)
-        with self._write_phase():
-            positions = self._insert_stored_events(stored, positions_needed=new_jobs)
+        new_jobs = sum(job_id not in self._jobs for job_id in fold.states)
+        with self._write_phase(new_jobs):
+            positions = self._insert_stored_events(stored, positions_needed=new_jobs > 0)
             first_positions: dict[UUID, int] = {}
             if positions is not None:
                 first_positions = {

@@ -111,6 +111,32 @@ def test_a_writer_frozen_mid_pipeline_that_blocks_another_is_ended(pg_url: str) 
 
 
 @pytest.mark.postgres
+def test_a_writer_frozen_mid_copy_of_a_large_enqueue_that_blocks_another_is_ended(
+    pg_url: str,
+) -> None:
+    """A large enqueue's COPY into jl_events holds the events-table lock; frozen there, it is
+    ended like a frozen pipeline (a COPY into any other table is left alone, below)."""
+    with (
+        frozen_writer(pg_url, "mid-copy", idle_s=3600.0) as frozen,
+        Ledger.open(pg_url) as ledger,
+        blocked_writer(pg_url) as writer,
+    ):
+        waiter = lock_waiters(pg_url)[0]
+        wait_for(
+            "the COPY waiting on its client",
+            lambda: (
+                (session_of(pg_url, frozen.backend_pid) or {}).get("wait_event") == "ClientRead"
+            ),
+        )
+        ended = ledger.end_frozen_writers(silent_s=0.0)
+        assert [(w.pid, w.blocked_pids, w.ended) for w in ended] == [
+            (frozen.backend_pid, (waiter,), True)
+        ]
+        assert ended[0].query.startswith('COPY "jl_events"')
+        assert writer.finished(), "the other writer is still blocked"
+
+
+@pytest.mark.postgres
 def test_a_jobledger_session_idle_in_its_transaction_that_blocks_another_is_ended(
     pg_url: str,
 ) -> None:

@@ -1,4 +1,5 @@
-"""Binary COPY into a table, and the column types it needs (shadow loads, audit rows).
+"""Binary COPY into a table, and the column types it needs (shadow loads, audit rows, the
+events and queue rows of a large enqueue).
 
 COPY sends values as the server stores them: no SQL to parse per row, no arrays to build and
 unpack (a third of the audit runner's time went into arrays for ``INSERT … unnest``).
@@ -6,7 +7,7 @@ unpack (a third of the audit runner's time went into arrays for ``INSERT … unn
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any
 
@@ -55,13 +56,24 @@ def copy_rows(
     if not rows:
         return
     types = column_types(cursor, table)
+    copy_values(cursor, table, columns, [types[c] for c in columns], map(_values(columns), rows))
+
+
+def copy_values(
+    cursor: psycopg.Cursor[DictRow],
+    table: str,
+    columns: Sequence[str],
+    types: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+) -> None:
+    """Binary COPY of ``rows`` (values in ``columns`` order, of the column ``types``: binary
+    COPY sends no type names, so a wrong one is refused as bad data) into ``table``."""
     query = SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
         Identifier(table), SQL(", ").join(Identifier(c) for c in columns)
     )
-    values = _values(columns)
     # The queued writer sends on its own thread while this one formats the next rows.
     with cursor.copy(query, writer=QueuedLibpqWriter(cursor)) as copy:
-        copy.set_types([types[c] for c in columns])
+        copy.set_types([_checked_type(name) for name in types])
         write_row = copy.write_row
         for row in rows:
-            write_row(values(row))
+            write_row(row)

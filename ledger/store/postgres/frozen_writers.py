@@ -17,7 +17,9 @@ session of the database that is
 
 - frozen: in a transaction, waiting on its client (ClientRead) for more than ``silent_s``
   since its last statement began, not running a COPY (a projection rebuild's ``COPY FROM
-  STDIN`` also waits on its client, and its data messages do not move ``state_change``), and
+  STDIN`` also waits on its client, and its data messages do not move ``state_change``) —
+  except a large enqueue's COPY into jl_events or jl_queue, which holds the events-table lock
+  and lasts milliseconds (:mod:`ledger.store.postgres.bulk_writes`) — and
   either ``active`` — mid-pipeline — or idle in its transaction *and opened by a jobledger
   store* (whose units of work never sit idle: statements follow each other; a session of
   another client idle in its transaction is left to its own server timeout);
@@ -32,9 +34,10 @@ process's sessions together before the server ends the first of them alone.
 
 Why that is safe: a live client sends the next statement of a unit of work within
 milliseconds, so a jobledger session silent for a second or more inside a transaction is
-frozen (or its whole process starved, and then it stalls every writer as much); a COPY is
-never ended; nothing is ended that blocks nobody; and what is ended is rolled back — its
-client sees a lost connection, as after a server restart, which the runtime survives.
+frozen (or its whole process starved, and then it stalls every writer as much); no COPY
+is ended but an enqueue's; nothing is ended that blocks nobody; and what is ended is rolled
+back — its client sees a lost connection, as after a server restart, which the runtime
+survives.
 
 It needs no table lock, so it runs while every writer is blocked. Ending another role's
 session needs that role's privileges or ``pg_signal_backend`` (never a superuser's, unless

@@ -25,6 +25,7 @@ from psycopg.sql import SQL, Literal
 
 from ledger.core.codec import EventCodec
 from ledger.store.ids import IdAdapter
+from ledger.store.postgres.bulk_writes import COPY_THRESHOLD, copy_events, copy_queue_rows
 from ledger.store.postgres.errors import from_postgres
 from ledger.store.postgres.pipeline import synced_pipeline
 from ledger.store.postgres.recorder import LedgerRecorder
@@ -73,6 +74,7 @@ class PostgresUnitOfWork(UnitOfWork):
         self._cursor = cursor
         self._sql = store.sql
         self._appends_serialised = False
+        self._bulk = False
 
     def _rows(self, query: str, params: dict[str, Any]) -> Sequence[Any]:
         # Prepared: the claim, lock and find queries run on every unit of work.
@@ -82,6 +84,13 @@ class PostgresUnitOfWork(UnitOfWork):
     def _insert_stored_events(
         self, stored: list[StoredEvent], *, positions_needed: bool
     ) -> Sequence[int] | None:
+        if self._bulk:
+            recorder = self._store.recorder
+            if not self._appends_serialised:
+                recorder._lock_table(self._cursor)
+                self._appends_serialised = True
+            recorder._notify_channel(self._cursor)
+            return copy_events(self._cursor, self._sql, stored)
         self._store.recorder._insert_stored_events(
             self._cursor, stored, returning=positions_needed, locked=self._appends_serialised
         )
@@ -91,7 +100,15 @@ class PostgresUnitOfWork(UnitOfWork):
         return [row["notification_id"] for row in self._cursor.fetchall()]
 
     @contextmanager
-    def _write_phase(self) -> Iterator[None]:
+    def _write_phase(self, new_jobs: int) -> Iterator[None]:
+        if new_jobs >= COPY_THRESHOLD:
+            # COPY, which a pipeline cannot carry (ledger.store.postgres.bulk_writes).
+            self._bulk = True
+            try:
+                yield
+            finally:
+                self._bulk = False
+            return
         # Pipeline mode: the lock, NOTIFY, events insert and view writes go out without
         # waiting for each other's results; errors still surface before commit. Synced: its
         # end leaves the server's idle-in-transaction timer armed (psycopg's own exit
@@ -102,7 +119,9 @@ class PostgresUnitOfWork(UnitOfWork):
     def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
         # One statement per batch with a parameter array per column: one row per statement
         # (executemany) costs a server round of parse/plan/index upkeep per row.
-        if inserts:
+        if inserts and self._bulk:
+            copy_queue_rows(self._cursor, inserts)
+        elif inserts:
             self._cursor.execute(self._sql["queue_insert"], _columns(inserts), prepare=True)
         if updates:
             self._cursor.execute(self._sql["queue_update"], _columns(updates), prepare=True)

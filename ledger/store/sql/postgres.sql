@@ -380,6 +380,16 @@ SELECT * FROM unnest(%(originator_id)b::uuid[], %(originator_version)b::bigint[]
                      %(topic)b::text[], %(state)b::bytea[])
 RETURNING notification_id
 
+-- name: events_copied_first
+-- The first of the %(count)s events this session just copied (jl_events notification-id
+-- index): currval is the last id the COPY drew, and under the events-table lock the batch's
+-- ids are consecutive (ledger/store/postgres/bulk_writes.py).
+SELECT notification_id, originator_id, originator_version FROM jl_events
+WHERE notification_id = (
+    -- A sub-select: run once, so the index is used (currval itself is volatile).
+    SELECT currval(pg_get_serial_sequence('jl_events', 'notification_id')) - %(count)s + 1
+)
+
 -- name: events_of_streams
 -- Every event of some streams, each stream in order (jl_events primary key).
 SELECT originator_id, originator_version, topic, state FROM jl_events

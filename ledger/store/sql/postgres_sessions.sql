@@ -4,7 +4,8 @@
 -- End (pg_terminate_backend) the sessions of this database frozen inside a write that block
 -- another, and the other stuck sessions of the same jobledger process; one row per session
 -- ended. Frozen: in a transaction, waiting for its client (ClientRead) for more than
--- %(silent_s)s seconds since its last statement began, not in a COPY, and either 'active' (a
+-- %(silent_s)s seconds since its last statement began, not in a COPY (but for a bulk
+-- enqueue's into jl_events or jl_queue), and either 'active' (a
 -- pipeline's Execute sent without its Sync: no server timeout applies) or idle in its
 -- transaction and opened by a jobledger store (application_name 'jobledger <pid>@<host>',
 -- whose units of work never sit idle). Blocking: a blocker (pg_blocking_pids) of a session
@@ -21,7 +22,12 @@ WITH stuck AS MATERIALIZED (
       AND backend_type = 'client backend'
       AND xact_start IS NOT NULL
       AND state_change < clock_timestamp() - make_interval(secs => %(silent_s)s)
-      AND pid NOT IN (SELECT pid FROM pg_stat_progress_copy)
+      -- A COPY streams without moving state_change (a rebuild's load): left alone, unless
+      -- it is a large enqueue's COPY into the events or queue table, which holds the
+      -- events-table lock and lasts milliseconds per thousand rows.
+      AND pid NOT IN (SELECT pid FROM pg_stat_progress_copy
+                      WHERE relid <> ALL (ARRAY[to_regclass('jl_events'),
+                                                to_regclass('jl_queue')]::oid[]))
 ), frozen AS MATERIALIZED (
     SELECT pid, application_name FROM stuck
     WHERE wait_event_type = 'Client' AND wait_event = 'ClientRead'
