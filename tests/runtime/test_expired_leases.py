@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from uuid import UUID
 
 import pytest
@@ -15,12 +16,19 @@ from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.pool import WorkerPool
 
 
-async def test_prefetched_jobs_whose_leases_expired_are_dropped_not_started(
-    sync_ledger: Ledger, clock: FakeClock, caplog: pytest.LogCaptureFixture
-) -> None:
-    """One slot, two jobs prefetched behind a blocked one; the clock passes every lease, the
-    reaper takes them and another worker claims them: when the slot frees, neither prefetched
-    job's handler starts, the pool counts them, and the new owner's leases are untouched."""
+@dataclass
+class BlockedSlot:
+    """One slot running a job that waits on ``gate``, two more prefetched behind it, and no
+    lease renewal (a pool "paused" for as long as the test moves the clock)."""
+
+    pool: WorkerPool
+    ids: list[UUID | None]
+    gate: asyncio.Event
+    first_started: asyncio.Event
+    started: list[UUID]
+
+
+def blocked_slot(ledger: Ledger) -> BlockedSlot:
     registry = Registry()
     gate, first_started = asyncio.Event(), asyncio.Event()
     started: list[UUID] = []
@@ -32,18 +40,26 @@ async def test_prefetched_jobs_whose_leases_expired_are_dropped_not_started(
         await gate.wait()
         return "ok"
 
-    sync_ledger.define("p")
-    ids = sync_ledger.enqueue_many([EnqueueRequest(job_type="p") for _ in range(3)])
+    ledger.define("p")
+    ids = ledger.enqueue_many([EnqueueRequest(job_type="p") for _ in range(3)])
     pool = WorkerPool(
-        sync_ledger,
-        registry,
-        concurrency=1,
-        prefetch=2,
-        lease_s=10,
+        ledger, registry, concurrency=1, prefetch=2, lease_s=10,
         heartbeat_interval_s=3600,  # no renewal while "paused"
-        reaper_interval_s=0,
-        poll_interval_s=0.02,
-    )
+        reaper_interval_s=0, poll_interval_s=0.02,
+    )  # fmt: skip
+    return BlockedSlot(pool, ids, gate, first_started, started)
+
+
+async def test_prefetched_jobs_whose_leases_expired_are_dropped_not_started(
+    sync_ledger: Ledger, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One slot, two jobs prefetched behind a blocked one; the clock passes every lease, the
+    reaper takes them and another worker claims them: when the slot frees, neither prefetched
+    job's handler starts, the pool counts them, and the new owner's leases are untouched."""
+    slot = blocked_slot(sync_ledger)
+    pool, ids, gate, first_started, started = (
+        slot.pool, slot.ids, slot.gate, slot.first_started, slot.started
+    )  # fmt: skip
     await pool.start()
     try:
         await asyncio.wait_for(first_started.wait(), 10)
@@ -82,22 +98,9 @@ async def test_a_lease_too_near_its_end_is_not_started(
 ) -> None:
     """Prefetched jobs whose leases have under a quarter left (renewals have not landed) are
     not started although not yet expired; a job with more left is."""
-    registry = Registry()
-    gate, first_started = asyncio.Event(), asyncio.Event()
-    started: list[UUID] = []
-
-    @registry.handler("p")
-    async def handler(ctx: JobContext) -> str:
-        started.append(ctx.id)
-        first_started.set()
-        await gate.wait()
-        return "ok"
-
-    sync_ledger.define("p")
-    ids = sync_ledger.enqueue_many([EnqueueRequest(job_type="p") for _ in range(3)])
-    pool = WorkerPool(
-        sync_ledger, registry, concurrency=1, prefetch=2, lease_s=10,
-        heartbeat_interval_s=3600, reaper_interval_s=0, poll_interval_s=0.02,
+    slot = blocked_slot(sync_ledger)
+    pool, ids, gate, first_started, started = (
+        slot.pool, slot.ids, slot.gate, slot.first_started, slot.started
     )  # fmt: skip
     await pool.start()
     try:
