@@ -10,6 +10,7 @@ the reaper.
 from __future__ import annotations
 
 import logging
+from uuid import UUID
 
 from ledger.api.ledger import Outcome
 from ledger.clock import Clock
@@ -78,9 +79,14 @@ class WorkerSlots:
         self._claims.finished(job_id)
         if self._completer.running:
             recorded = self._completer.submit(outcome)
-            recorded.add_done_callback(lambda _: self._claims.forget(job_id))
+            recorded.add_done_callback(lambda _: self._forget(job_id))
         else:
             try:
                 await self._completer.flush_now([outcome])
             finally:
-                self._claims.forget(job_id)
+                self._forget(job_id)
+
+    def _forget(self, job_id: UUID) -> None:
+        """The job's outcome is recorded (or given up): its lease no longer takes room."""
+        self._claims.forget(job_id)
+        self._producer.room_freed()
