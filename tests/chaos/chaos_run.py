@@ -138,19 +138,12 @@ class Chaos:
 
     def frozen_windows(self) -> list[tuple[datetime, datetime]]:
         """When a stopped worker held SQLite's write lock: from its SIGSTOP to its SIGCONT."""
-        windows = []
-        for frozen in self.faults.of_kind("write_lock_frozen"):
-            stop = max(
-                f.at for f in self.faults.of_kind("sigstop")
-                if f.worker_id == frozen.worker_id and f.at <= frozen.at
-            )  # fmt: skip
-            resume = min(
-                (f.at for f in self.faults.of_kind("sigcont")
-                 if f.worker_id == frozen.worker_id and f.at >= frozen.at),
-                default=datetime.max.replace(tzinfo=stop.tzinfo),
-            )  # fmt: skip
-            windows.append((stop, resume))
-        return windows
+        return [
+            window
+            for frozen in self.faults.of_kind("write_lock_frozen")
+            for window in self.stopped_windows(frozen.worker_id or "")
+            if window[0] <= frozen.at <= window[1]
+        ]
 
     def close(self) -> None:
         if self._ledger is not None:

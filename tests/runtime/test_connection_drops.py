@@ -28,6 +28,7 @@ from ledger import EnqueueRequest, FakeClock, JobStatus, Ledger
 from ledger.api.ledger import Completion
 from ledger.core.errors import DatabaseUnusableError
 from ledger.core.events import JobFailed, JobStageChanged
+from ledger.core.state import JobState
 from ledger.runtime.completer import BatchCompleter
 from ledger.runtime.handlers import JobContext, Registry, SyncJobContext
 from ledger.runtime.pool import WorkerPool
@@ -194,6 +195,20 @@ def test_a_server_restart_shorter_than_the_lease_loses_no_outcome(
         assert_each_succeeded_once(ledger, job_ids)
 
 
+def completing_while_down(
+    ledger: Ledger, cluster: ThrowawayCluster, lease_s: float
+) -> tuple[JobState, BatchCompleter]:
+    """One job leased for ``lease_s`` and a running completer; then the server is stopped."""
+    ledger.define("t")
+    ledger.enqueue("t")
+    [job] = ledger.claim("w", limit=1, types=["t"], lease_s=lease_s)
+    assert job.lease is not None
+    completer = BatchCompleter(ledger, lease_s=lease_s, max_delay_s=0.0)
+    completer.start()
+    cluster.stop()
+    return job, completer
+
+
 async def test_an_outcome_whose_lease_ran_out_while_the_server_was_down_is_given_up(
     cluster: ThrowawayCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -202,13 +217,8 @@ async def test_an_outcome_whose_lease_ran_out_while_the_server_was_down_is_given
     url = cluster.create_database("jl") + "?connect_timeout=1"
     clock = FakeClock()
     with Ledger.open(url, clock=clock, create=True) as ledger:
-        ledger.define("t")
-        ledger.enqueue("t")
-        [job] = ledger.claim("w", limit=1, types=["t"], lease_s=30.0)
+        job, completer = completing_while_down(ledger, cluster, 30.0)
         assert job.lease is not None
-        completer = BatchCompleter(ledger, lease_s=30.0, max_delay_s=0.0)
-        completer.start()
-        cluster.stop()
         caplog.set_level(logging.WARNING, logger="ledger.runtime.completer")
         recorded = completer.submit(Completion(job.lease))
         while not [r for r in caplog.records if "completion flush failed" in r.getMessage()]:
@@ -230,13 +240,8 @@ async def test_a_short_lease_is_retried_often_enough_to_meet_the_server_back(
     is met; the outcome is then recorded."""
     url = cluster.create_database("jl") + "?connect_timeout=1"
     with Ledger.open(url, clock=FakeClock(), create=True) as ledger:
-        ledger.define("t")
-        ledger.enqueue("t")
-        [job] = ledger.claim("w", limit=1, types=["t"], lease_s=0.8)
+        job, completer = completing_while_down(ledger, cluster, 0.8)
         assert job.lease is not None
-        completer = BatchCompleter(ledger, lease_s=0.8, max_delay_s=0.0)
-        completer.start()
-        cluster.stop()
         caplog.set_level(logging.WARNING, logger="ledger.runtime.completer")
         recorded = completer.submit(Completion(job.lease))
 
