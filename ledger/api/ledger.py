@@ -232,13 +232,18 @@ class Ledger(WorkerCommands):
         states = self.get_many([reaped.job_id for reaped in report.reaped])
         return [states[r.job_id] for r in report.reaped if r.job_id in states]
 
-    def end_frozen_writers(self, silent_s: float | None = None) -> list[FrozenWriter]:
+    def end_frozen_writers(
+        self, silent_s: float | None = None, stalled_s: float | None = None
+    ) -> list[FrozenWriter]:
         """End the database sessions frozen inside a write that block other writers (their
-        client silent for more than ``silent_s``: by default the idle-in-transaction bound
-        the ledger was opened with) and report them; PostgreSQL only, elsewhere ``[]``
+        client silent for more than ``silent_s``: by default half the idle-in-transaction
+        timeout the ledger was opened with), and a jobledger store's frozen sessions silent
+        for more than ``stalled_s`` (by default twice ``silent_s``: that timeout) that block
+        nobody (their row locks hide their jobs from the reaper), and report them;
+        PostgreSQL only, elsewhere ``[]``
         (:meth:`Store.end_frozen_writers <ledger.store.store.Store.end_frozen_writers>`).
         The pool's watchdog runs it (:mod:`ledger.maintenance.watchdog`)."""
-        return self.store.end_frozen_writers(silent_s)
+        return self.store.end_frozen_writers(silent_s, stalled_s)
 
     def release_claims_with_prefix(
         self, prefix: str, *, alive: Callable[[str], bool], reason: str = "released by boot reap"

@@ -107,7 +107,9 @@ class Watchdog:
 
 
 def _log_ended(writer: FrozenWriter) -> None:
-    if writer.frozen_pid is None:
+    if writer.frozen_pid is None and not writer.blocked_pids:
+        why = "frozen inside a write past the idle-in-transaction bound, its rows locked"
+    elif writer.frozen_pid is None:
         why = "frozen inside a write while sessions {} waited on its locks".format(
             ", ".join(str(pid) for pid in writer.blocked_pids)
         )

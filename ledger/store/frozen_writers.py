@@ -4,7 +4,8 @@ A writer frozen in the middle of a PostgreSQL write (SIGSTOP, a paused VM, a deb
 its locks, the events table's among them, and the server's own
 ``idle_in_transaction_session_timeout`` does not end it: between the statements of a pipelined
 write the session is ``active``, not idle. :meth:`Store.end_frozen_writers
-<ledger.store.store.Store.end_frozen_writers>` ends such sessions when they block another; the
+<ledger.store.store.Store.end_frozen_writers>` ends such sessions when they block another, or
+when they stay frozen past the idle-in-transaction timeout; the
 criteria are in :mod:`ledger.store.postgres.frozen_writers` and ``docs/operations.md``.
 """
 
@@ -34,7 +35,8 @@ class FrozenWriter(NamedTuple):
     """Seconds since its transaction began."""
     blocked_pids: tuple[int, ...]
     """The sessions that were waiting on its locks (empty for another session of a frozen
-    process)."""
+    process, and for a session ended because it stayed frozen past the idle-in-transaction
+    timeout while nobody waited: its row locks still hid its jobs from the reaper)."""
     frozen_pid: int | None
     """For another session of a frozen process: the frozen session it was ended with."""
     query: str

@@ -126,11 +126,15 @@ class Store(ABC):
     def remove_listener(self, listener: Callable[[], None]) -> None:
         self._committed.remove(listener)
 
-    def end_frozen_writers(self, silent_s: float | None = None) -> list[FrozenWriter]:
+    def end_frozen_writers(
+        self, silent_s: float | None = None, stalled_s: float | None = None
+    ) -> list[FrozenWriter]:
         """End the sessions frozen inside a write (their client silent for more than
         ``silent_s``, by default :attr:`frozen_writer_bound_s`) that block other sessions,
-        and report them (:mod:`ledger.store.frozen_writers`). Takes no table lock, so it
-        runs while every writer waits. Only where :attr:`ends_frozen_writers`; elsewhere it
+        and a jobledger store's frozen ones silent for more than ``stalled_s`` (by default
+        twice ``silent_s``) that block nobody, and report them
+        (:mod:`ledger.store.frozen_writers`). Takes no table lock, so it runs while every
+        writer waits. Only where :attr:`ends_frozen_writers`; elsewhere it
         ends nothing: on SQLite a frozen writer keeps the database's one write lock, and
         nothing outside that process can take it back."""
         return []

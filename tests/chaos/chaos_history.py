@@ -265,14 +265,20 @@ the database writable (the completer flushes within milliseconds; this is slack)
 def dropped_outcome(
     finish: HandlerStart,
     attempt: Attempt | None,
-    faulted_at: list[datetime],
+    killed_at: list[datetime],
+    stopped: Sequence[tuple[datetime, datetime]] = (),
     frozen: Sequence[tuple[datetime, datetime]] = (),
 ) -> str | None:
     """Why the outcome of a handler that finished while its lease was live never reached the
-    ledger, or ``None``. Exempt: a worker killed or stopped after the finish, before the
-    attempt ended (the outcome died with it); and a database nobody could write to from
-    just after the finish until the lease expired (``frozen``: windows during which a
-    stopped process held SQLite's single write lock)."""
+    ledger, or ``None``. Exempt: a worker killed after the finish, or stopped (``stopped``:
+    its SIGSTOP-to-SIGCONT windows) after the finish, before the attempt ended (the outcome
+    died with it or waited frozen); and a database nobody could write to from just after the
+    finish until the lease expired (``frozen``: windows during which a stopped process held
+    SQLite's single write lock).
+
+    A stop is recorded just before its signal is sent, so a finish written between the two
+    carries a later time than the stop; but a stopped process writes nothing, so a finish
+    dated inside a stop window (before its SIGCONT is recorded) came before the stop landed."""
     if attempt is None or attempt.ended_by is None:
         return None
     expiry = attempt.expiry_known_at(finish.wall)
@@ -282,7 +288,11 @@ def dropped_outcome(
         or not attempt.ended_by.startswith("failed:lease_expired")
     ):
         return None
-    if any(finish.wall <= at <= (attempt.ended_at or at) for at in faulted_at):
+    ended_at = attempt.ended_at
+    if any(finish.wall <= at <= (ended_at or at) for at in killed_at):
+        return None
+    if any(finish.wall <= resume and (ended_at is None or stop <= ended_at)
+           for stop, resume in stopped):  # fmt: skip
         return None
     if any(start <= finish.wall + FLUSH_GRACE and end >= expiry for start, end in frozen):
         return None

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import psycopg
 from chaos_app import registry
 from chaos_faults import JOBLEDGER, REPO_ROOT, FaultLog, Fleet, WorkerSettings
 from chaos_history import (
@@ -105,9 +106,37 @@ class Chaos:
             if predicate():
                 return True
             time.sleep(0.1)
-        counts = Counter(str(s.status) for s in self.states().values())
-        self.stalls.append(f"stalled waiting for {what} after {timeout_s:g}s: {dict(counts)}")
+        states = self.states()
+        counts = Counter(str(s.status) for s in states.values())
+        leased = [
+            f"{job_id} {s.worker_id} expires {s.lease_expires_at}"
+            for job_id, s in states.items()
+            if s.status == JobStatus.LEASED
+        ][:10]
+        self.stalls.append(
+            f"stalled waiting for {what} after {timeout_s:g}s: {dict(counts)}\n"
+            f"  leased: {leased}\n{self.server_sessions()}"
+        )
         return False
+
+    def server_sessions(self) -> str:
+        """The database's other sessions, as the server sees them (why a stall stalls)."""
+        if not self.url.startswith("postgresql"):
+            return ""
+        query = (
+            "SELECT pid, application_name, state, wait_event_type, wait_event,"
+            " round(extract(epoch FROM clock_timestamp() - state_change)::numeric, 2) AS silent_s,"
+            " round(extract(epoch FROM clock_timestamp() - xact_start)::numeric, 2) AS xact_s,"
+            " pg_blocking_pids(pid) AS blocked_by, left(query, 90) AS query"
+            " FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() ORDER BY pid"
+        )
+        try:
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                rows = conn.execute(query).fetchall()
+        except psycopg.Error as exc:
+            return f"  sessions: unreadable ({exc})"
+        return "\n".join(f"  session {row}" for row in rows)
 
     def wait_finished(self, fraction: float, timeout_s: float) -> bool:
         target = int(len(self.job_ids) * fraction)
@@ -282,13 +311,13 @@ def judge(
     report.handler_runs = len(starts)
     report.runs_beyond_one = dict(extra_run_reasons(list(starts), attempts))
     for finish in finishes:
-        faulted = [
-            f.at
-            for f in chaos.faults.faults
-            if f.worker_id == finish.worker_id and f.kind in ("sigkill", "sigstop")
-        ]
+        killed = [f.at for f in chaos.faults.of_kind("sigkill") if f.worker_id == finish.worker_id]
         lost = dropped_outcome(
-            finish, attempts.get((finish.job_id, finish.run, finish.attempt)), faulted, frozen
+            finish,
+            attempts.get((finish.job_id, finish.run, finish.attempt)),
+            killed,
+            chaos.stopped_windows(finish.worker_id),
+            frozen,
         )
         if lost is not None:
             report.add("no finished outcome dropped", f"{lost}\n{render(histories[finish.job_id])}")

@@ -189,12 +189,34 @@ def test_the_default_bound_is_the_ledgers_idle_in_transaction_timeout(pg_url: st
 
 
 @pytest.mark.postgres
-def test_a_frozen_writer_that_blocks_nobody_is_left_alone(pg_url: str) -> None:
-    """A frozen session that nobody waits for costs nothing: it is not ended."""
+def test_a_frozen_writer_that_blocks_nobody_is_left_alone_within_the_stalled_bound(
+    pg_url: str,
+) -> None:
+    """A frozen session that nobody waits for is not ended before the stalled bound (the
+    idle-in-transaction timeout, the server's own for an idle session), however long past
+    the blocking bound."""
     with frozen_writer(pg_url, "mid-pipeline") as frozen, Ledger.open(pg_url) as ledger:
         assert lock_waiters(pg_url) == []
-        assert ledger.end_frozen_writers(silent_s=0.0) == []
+        assert ledger.end_frozen_writers(silent_s=0.0, stalled_s=3600.0) == []
         assert session_of(pg_url, frozen.backend_pid) is not None
+
+
+@pytest.mark.postgres
+def test_a_jobledger_writer_frozen_past_the_stalled_bound_is_ended_though_it_blocks_nobody(
+    pg_url: str,
+) -> None:
+    """Frozen mid-pipeline with no other writer about, a session blocks nobody, yet its row
+    locks hide its jobs from every ``SKIP LOCKED`` reader: the reaper could never take back
+    a lease it holds (the chaos suite saw one job stay leased 13.5 s so). Past the stalled
+    bound it is ended, as the server ends an idle one (before: left alone until it
+    resumed)."""
+    with frozen_writer(pg_url, "mid-pipeline") as frozen, Ledger.open(pg_url) as ledger:
+        assert lock_waiters(pg_url) == []
+        ended = ledger.end_frozen_writers(silent_s=0.0)  # stalled bound: twice that
+        assert [(w.pid, w.blocked_pids, w.frozen_pid, w.ended) for w in ended] == [
+            (frozen.backend_pid, (), None, True)
+        ]
+        wait_for("the frozen session gone", lambda: session_of(pg_url, frozen.backend_pid) is None)
 
 
 @pytest.mark.postgres

@@ -23,8 +23,14 @@ session of the database that is
   either ``active`` — mid-pipeline — or idle in its transaction *and opened by a jobledger
   store* (whose units of work never sit idle: statements follow each other; a session of
   another client idle in its transaction is left to its own server timeout);
-- and a blocker (``pg_blocking_pids``) of a session waiting on a lock: a silent session that
-  holds nothing anyone waits for costs nothing and is left alone;
+- and either a blocker (``pg_blocking_pids``) of a session waiting on a lock, or a jobledger
+  store's and silent for more than ``stalled_s`` (by default the idle-in-transaction timeout:
+  the bound the server itself applies to an idle session). A frozen session that blocks
+  nobody still holds its row locks, and the reaper and the claimers skip locked rows: its
+  jobs' leases expire and no one takes them back — a job wedged until the process resumes
+  (seen in the chaos suite when the freeze came as the last work finished, so no other writer
+  was there to be blocked). A silent session of another client that blocks nobody is left
+  alone;
 
 and with it every other session of the same process (a jobledger store names its sessions
 ``jobledger <pid>@<host>``: :func:`process_application_name`) that is in a transaction and has
@@ -35,9 +41,9 @@ process's sessions together before the server ends the first of them alone.
 Why that is safe: a live client sends the next statement of a unit of work within
 milliseconds, so a jobledger session silent for a second or more inside a transaction is
 frozen (or its whole process starved, and then it stalls every writer as much); no COPY
-is ended but an enqueue's; nothing is ended that blocks nobody; and what is ended is rolled
-back — its client sees a lost connection, as after a server restart, which the runtime
-survives.
+is ended but an enqueue's; nothing is ended that blocks nobody before the server would end
+it had it been idle; and what is ended is rolled back — its client sees a lost connection,
+as after a server restart, which the runtime survives.
 
 It needs no table lock, so it runs while every writer is blocked. Ending another role's
 session needs that role's privileges or ``pg_signal_backend`` (never a superuser's, unless
@@ -92,14 +98,16 @@ class FrozenWriterEnder:
         self._where = where
         self._warned = False
 
-    def end(self, silent_s: float) -> list[FrozenWriter]:
-        """End the frozen sessions that block others (see the module docstring); the ones
-        found, each with whether the server ended it. Privileges missing: ``[]``."""
-        if silent_s < 0:
-            raise ValueError("silent_s must be >= 0")
+    def end(self, silent_s: float, stalled_s: float) -> list[FrozenWriter]:
+        """End the frozen sessions that block others, and a jobledger store's frozen for
+        more than ``stalled_s`` (see the module docstring); the ones found, each with
+        whether the server ended it. Privileges missing: ``[]``."""
+        if silent_s < 0 or stalled_s < 0:
+            raise ValueError("silent_s and stalled_s must be >= 0")
+        params = {"silent_s": float(silent_s), "stalled_s": float(stalled_s)}
         try:
             with self._cursor() as cursor:
-                cursor.execute(self._sql["sessions_frozen_end"], {"silent_s": float(silent_s)})
+                cursor.execute(self._sql["sessions_frozen_end"], params)
                 rows = cursor.fetchall()
         except LedgerError as exc:  # the store's cursor maps driver errors
             if exc.sqlstate != INSUFFICIENT_PRIVILEGE:

@@ -159,11 +159,16 @@ class PostgresStore(Store):
             shadows = PostgresShadowTables(cursor, self.recorder)
             yield PostgresViewTables(cursor, self.sql, self.ids, self.codec, shadows)
 
-    def end_frozen_writers(self, silent_s: float | None = None) -> list[FrozenWriter]:
+    def end_frozen_writers(
+        self, silent_s: float | None = None, stalled_s: float | None = None
+    ) -> list[FrozenWriter]:
         """See :mod:`ledger.store.postgres.frozen_writers` for the criteria and why they
-        are safe; the default bound is half this store's idle-in-transaction timeout."""
+        are safe; the default bound is half this store's idle-in-transaction timeout, and
+        ``stalled_s`` twice the bound (that timeout)."""
         bound = self.frozen_writer_bound_s if silent_s is None else silent_s
-        return [] if bound is None else self._frozen_writers.end(bound)
+        if bound is None:
+            return []
+        return self._frozen_writers.end(bound, 2 * bound if stalled_s is None else stalled_s)
 
     def listen(self, topic: Topic, on_notify: Callable[[], None]) -> ThreadListening:
         return ThreadListening(self.conninfo, topic, on_notify)

@@ -11,6 +11,9 @@
 -- whose units of work never sit idle). Blocking: a blocker (pg_blocking_pids) of a session
 -- waiting on a lock. Same process: the same jobledger application_name, in a transaction,
 -- nothing since more than %(silent_s)s seconds (a lock wait queued before the freeze).
+-- Stalled: a jobledger store's frozen session silent for more than %(stalled_s)s seconds
+-- (the idle-in-transaction timeout), blocking or not: its row locks hide its jobs from the
+-- reaper's and the claimers' SKIP LOCKED, and nobody waits for it once no other work is left.
 -- No index: pg_stat_activity and pg_stat_progress_copy are shared-memory views, and
 -- pg_blocking_pids (which briefly locks the lock manager) runs only when a candidate exists.
 WITH stuck AS MATERIALIZED (
@@ -29,7 +32,7 @@ WITH stuck AS MATERIALIZED (
                       WHERE relid <> ALL (ARRAY[to_regclass('jl_events'),
                                                 to_regclass('jl_queue')]::oid[]))
 ), frozen AS MATERIALIZED (
-    SELECT pid, application_name FROM stuck
+    SELECT pid, application_name, state_change FROM stuck
     WHERE wait_event_type = 'Client' AND wait_event = 'ClientRead'
       AND (state = 'active'
            OR (state LIKE 'idle in transaction%%' AND application_name LIKE 'jobledger %%'))
@@ -44,13 +47,21 @@ WITH stuck AS MATERIALIZED (
            array_agg(DISTINCT blocked.waiter ORDER BY blocked.waiter) AS blocked_pids
     FROM frozen JOIN blocked ON blocked.blocker = frozen.pid
     GROUP BY frozen.pid, frozen.application_name
+), stalled AS MATERIALIZED (
+    SELECT pid FROM frozen
+    WHERE application_name LIKE 'jobledger %%'
+      AND state_change < clock_timestamp() - make_interval(secs => %(stalled_s)s)
+      AND pid NOT IN (SELECT pid FROM blocking)
 ), ending AS MATERIALIZED (
     SELECT pid, blocked_pids, NULL::integer AS frozen_pid FROM blocking
+    UNION ALL
+    SELECT pid, '{}'::integer[], NULL::integer FROM stalled
     UNION ALL
     SELECT DISTINCT ON (stuck.pid) stuck.pid, '{}'::integer[], blocking.pid
     FROM blocking JOIN stuck ON stuck.application_name = blocking.application_name
     WHERE blocking.application_name LIKE 'jobledger %%'
       AND stuck.pid NOT IN (SELECT pid FROM blocking)
+      AND stuck.pid NOT IN (SELECT pid FROM stalled)
 )
 SELECT stuck.pid,
        stuck.usename AS user_name,
