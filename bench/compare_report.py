@@ -29,6 +29,9 @@ FIGURES = (
     "table_bytes_per_job",
     "history_rows_per_job",
     "state_rows_per_job",
+    "client_cpu_us_per_job",
+    "host_cpu_us_per_job",
+    "host_busy_cores",
     "wall_s",
 )
 WAKEUP = ("wakeup_p50_ms", "wakeup_p95_ms")
@@ -149,6 +152,22 @@ def cost_table(outcomes: Sequence[Outcome]) -> str:
                 with_range(o, "table_bytes_per_job"),
                 number(o.median("history_rows_per_job"), 2),
                 number(o.median("state_rows_per_job"), 2),
+            ]
+        )
+    return render(rows)
+
+
+def cpu_table(outcomes: Sequence[Outcome]) -> str:
+    """Where each configuration's drain spent CPU: the system's own process, the whole host
+    (on a quiet host, the rest is the server), and how many cores were busy on average."""
+    rows = [["configuration", "client CPU us/job", "host CPU us/job", "host busy cores"]]
+    for o in measured(outcomes):
+        rows.append(
+            [
+                o.config.label,
+                with_range(o, "client_cpu_us_per_job"),
+                with_range(o, "host_cpu_us_per_job"),
+                with_range(o, "host_busy_cores", 2),
             ]
         )
     return render(rows)

@@ -88,6 +88,12 @@ class Measurement:
         out["state_rows_per_job"] = self.state_rows / self.n
         out["table_bytes_per_job"] = self.probe["table_bytes"] / self.n
         out["load_1m"] = self.probe["load_1m"]
+        cpu = self.probe.get("cpu") or {}
+        if cpu.get("client_s") is not None:
+            out["client_cpu_us_per_job"] = cpu["client_s"] / self.n * 1e6
+        if cpu.get("host_s") is not None:
+            out["host_cpu_us_per_job"] = cpu["host_s"] / self.n * 1e6
+            out["host_busy_cores"] = cpu["host_s"] / max(cpu["wall_s"], 1e-9)
         whole = self.depth["covered"] >= self.n  # else: see probe.depth
         out["max_leased"] = self.depth["max_leased"] if whole else None
         out["claim_jobs_mean"] = self.depth["claim"]["mean"] if whole else None

@@ -12,6 +12,11 @@
   job counts as leased from the commit of its claim to the commit of its completion, so jobs
   waiting in a completion buffer count too: that is what the database holds.
 - The load average at the end of the timed drain, from ``os.getloadavg()``.
+- CPU over the timed drain: the adapter process's own (``time.process_time()``: every thread
+  of the system's worker, which runs in this process) and the whole host's busy time
+  (``/proc/stat``: everything but idle and iowait, every core). On a quiet host the
+  difference is the server's work; per job, the two say where a system's time goes and how
+  far 2 cores can take it (host busy cores near the core count: CPU-bound).
 
 Standard library and psycopg only (the oban-py adapter runs this from its own environment).
 """
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +58,20 @@ def checkpoint(url: str) -> None:
     _execute(url, "CHECKPOINT")
 
 
+def host_busy_s() -> float | None:
+    """Seconds every core of the host spent busy since boot (``/proc/stat``: not idle, not
+    waiting on I/O); ``None`` where there is no ``/proc``."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()
+    except OSError:
+        return None
+    # cpu user nice system idle iowait irq softirq steal (guest time is inside user)
+    ticks = [int(value) for value in fields[1:9]]
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def footprint(url: str) -> dict[str, int]:
     """Bytes per table (heap + TOAST + indexes), largest first."""
     return {name: int(size) for name, size in _execute(url, FOOTPRINT_SQL)}
@@ -65,6 +85,8 @@ class Probe:
     lsn: dict[str, str]
     tables: dict[str, int]
     load: tuple[float, float, float] | None = None
+    cpu: dict[str, float | None] | None = None
+    _cpu_start: tuple[float, float, float | None] = (0.0, 0.0, None)
 
     @classmethod
     def open(cls, url: str) -> Probe:
@@ -80,11 +102,21 @@ class Probe:
     def before_process(self) -> None:
         checkpoint(self.url)
         self.lsn["process_start"] = current_lsn(self.url)
+        self._cpu_start = (time.perf_counter(), time.process_time(), host_busy_s())
 
     def after_process(self) -> None:
         """At the end of the timed drain, before the worker stops."""
+        wall, client, host = time.perf_counter(), time.process_time(), host_busy_s()
         self.lsn["process_end"] = current_lsn(self.url)
         self.load = os.getloadavg()
+        wall0, client0, host0 = self._cpu_start
+        host_s = None if host is None or host0 is None else host - host0
+        self.cpu = {
+            "wall_s": wall - wall0,
+            "client_s": client - client0,
+            "host_s": host_s,
+            "cores": float(os.cpu_count() or 0),
+        }
         self.tables = footprint(self.url)
 
     def as_json(self) -> dict[str, Any]:
@@ -94,6 +126,7 @@ class Probe:
             "tables": self.tables,
             "load_1m": self.load[0] if self.load else None,
             "load": list(self.load) if self.load else None,
+            "cpu": self.cpu,
         }
 
 

@@ -77,6 +77,25 @@ def test_wal_is_attributed_to_the_measured_database_only(
     assert 2000 * 50 < figures["wal_bytes"] < figures["wal_bytes_raw"] / 4
 
 
+def test_cpu_over_the_drain_counts_the_clients_work_within_the_hosts(empty_pg_url: str) -> None:
+    """The client's CPU over the timed phase is this process's, and is inside the host's busy
+    time (every core); work the server does for it shows in the host's figure only."""
+    figures = probe.Probe.open(empty_pg_url)
+    figures.before_process()
+    total = 0
+    for i in range(3_000_000):  # client work: a fixed amount of it, not a span of time
+        total += i * i
+    _execute(empty_pg_url, "SELECT count(*) FROM generate_series(1, 3000000)")  # server work
+    figures.after_process()
+
+    cpu = figures.as_json()["cpu"]
+    assert total > 0 and cpu is not None and cpu["host_s"] is not None
+    assert cpu["client_s"] > 0.05
+    # /proc/stat counts in ticks of 10 ms: allow two of them.
+    assert cpu["host_s"] >= cpu["client_s"] - 0.02
+    assert cpu["wall_s"] >= cpu["client_s"] - 0.02
+
+
 def test_depth_is_read_from_commit_order_and_transactions(empty_pg_url: str) -> None:
     """Max leased is the peak of the running sum; claims and flushes group by transaction."""
     _execute(
