@@ -28,7 +28,9 @@ DrainQueue = Callable[..., Awaitable[PoolStats]]
 
 
 async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> None:
-    """With a long flush delay, stop() still records every finished job: none is lost."""
+    """With a long flush delay, stop() still records every finished job: none is lost. (The
+    depth holds all 60: a finished job keeps its room until its outcome is recorded, so a
+    shallower pool would wait out the 30 s delay before claiming the rest.)"""
     registry = Registry()
     ran: list[int] = []
 
@@ -43,6 +45,7 @@ async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> Non
         sync_ledger,
         registry,
         concurrency=4,
+        prefetch=56,
         completion_delay_s=30.0,
         completion_batch=10_000,
         poll_interval_s=0.05,
