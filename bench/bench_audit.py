@@ -8,6 +8,11 @@ per round, then catches the audit view up (timed), and times the first page of e
 ``cold`` is the first run in a fresh connection pool (the OS page cache stays warm), ``warm``
 the median of 5 more. PostgreSQL also records each statement's plan (``EXPLAIN``).
 
+Then the path a user runs: ``jobledger --db URL audit`` (the unfiltered first page, the audit
+view caught up first: nothing left to apply) as a subprocess, wall time, median of 5; and,
+as a separate figure, the start-up alone (``jobledger --version``: the interpreter and the
+command line's imports, no database).
+
     .venv/bin/python bench/bench_audit.py                                # 1,000,000, postgres
     .venv/bin/python bench/bench_audit.py --events 200000 --backends sqlite
 """
@@ -16,7 +21,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -32,6 +39,8 @@ from ledger.store.audit_reads import audit_sql
 from ledger.store.queries import load
 
 BATCH = 1000
+JOBLEDGER = Path(sys.executable).parent / "jobledger"
+CLI_RUNS = 5
 TYPES = [f"type-{i}" for i in range(5)]
 ORGS = [f"org-{i}" for i in range(10)]
 WORKERS = [f"worker-{i}" for i in range(20)]
@@ -87,6 +96,7 @@ def questions(ledger: Ledger, clock: FakeClock) -> dict[str, AuditQuery]:
     day3, day4 = now - timedelta(days=9), now - timedelta(days=8)
     first = ledger.audit(AuditQuery(org="org-3", since=day3, until=day4), catch_up=False)
     return {
+        "no filter (newest first)": AuditQuery(),
         "dead letters of type T, last week": AuditQuery(
             events=("job_dead_lettered",), job_type="type-1", since=week
         ),
@@ -118,6 +128,29 @@ def explain(url: str, query: AuditQuery) -> list[str]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(("EXPLAIN (ANALYZE, COSTS OFF) " + sql).encode(), params).fetchall()
     return [row[0] for row in rows]
+
+
+def wall_ms(*args: str) -> float:
+    """Milliseconds one ``jobledger …`` process took, start to exit (it must exit 0)."""
+    env = {key: value for key, value in os.environ.items() if key != "JOBLEDGER_DB"}
+    started = perf_counter()
+    subprocess.run([str(JOBLEDGER), *args], check=True, capture_output=True, env=env)
+    return (perf_counter() - started) * 1000
+
+
+def cli_timings(url: str) -> dict[str, Any]:
+    """``jobledger --db URL audit`` and ``jobledger --version``, alternated, medians in ms."""
+    audit, startup = [], []
+    for _ in range(CLI_RUNS):
+        audit.append(wall_ms("--db", url, "audit"))
+        startup.append(wall_ms("--version"))
+    return {
+        "audit_ms": round(statistics.median(audit), 1),
+        "audit_ms_range": [round(min(audit), 1), round(max(audit), 1)],
+        "startup_ms": round(statistics.median(startup), 1),
+        "startup_ms_range": [round(min(startup), 1), round(max(startup), 1)],
+        "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+    }
 
 
 def run(backend: str, server: str, events: int) -> dict[str, Any]:
@@ -161,6 +194,7 @@ def run(backend: str, server: str, events: int) -> dict[str, Any]:
                         "plan": plan,
                     }
                 )
+        cli = cli_timings(url)
     return {
         "backend": backend,
         "events": head,
@@ -168,6 +202,7 @@ def run(backend: str, server: str, events: int) -> dict[str, Any]:
         "catch_up_s": round(catch_up_s, 1),
         "catch_up_events_per_s": round(caught.applied / catch_up_s),
         "queries": timings,
+        "cli": cli,
     }
 
 
@@ -187,6 +222,12 @@ def main() -> None:
         print(f"{'question (first page, limit 50)':44} {'rows':>4} {'cold ms':>8} {'warm ms':>8}")
         for q in result["queries"]:
             print(f"{q['question']:44} {q['rows']:>4} {q['cold_ms']:>8} {q['warm_ms']:>8}")
+        cli = result["cli"]
+        print(
+            f"`jobledger --db URL audit` (a process, median of {CLI_RUNS}): {cli['audit_ms']} ms "
+            f"{cli['audit_ms_range']}; start-up alone (`jobledger --version`): "
+            f"{cli['startup_ms']} ms {cli['startup_ms_range']}; load {' '.join(cli['loadavg'])}"
+        )
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=2))
 
