@@ -138,3 +138,22 @@ def queue_row(state: JobState, enqueue_seq: int, job_key: Any) -> dict[str, Any]
         "updated_at": to_us(state.updated_at),
         "state": encode_state(state),
     }
+
+
+def queue_update_row(state: JobState, job_key: Any) -> dict[str, Any]:
+    """The columns ``queue_update`` sets for ``state``: the ones an event can change (the
+    request's and ``enqueue_seq`` are fixed at enqueue). Built per event, so only these."""
+    return {
+        "job_id": job_key,
+        "status": state.status.value,
+        "stage": state.stage,
+        "priority": state.priority,
+        "run_at": to_us(state.run_at),
+        "lease_expires_at": opt_us(state.lease_expires_at),
+        "run_number": state.run_number,
+        "attempt": state.attempt,
+        "worker_id": state.worker_id,
+        "version": state.version,
+        "updated_at": to_us(state.updated_at),
+        "state": encode_state(state),
+    }

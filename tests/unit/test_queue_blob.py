@@ -1,5 +1,5 @@
-"""The queue view's state blob: packed states decode to what was encoded; map-form blobs
-(view version 1) still decode."""
+"""The queue view's rows: packed state blobs decode to what was encoded, map-form blobs (view
+version 1) still decode, and an update row is the full row's changeable part."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ledger.core.events import (
     SubjectOp,
 )
 from ledger.core.state import JobState
-from projections.rules.queue import decode_state, encode_state
+from projections.rules.queue import decode_state, encode_state, queue_row, queue_update_row
 
 AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
@@ -100,3 +100,19 @@ def test_a_small_jobs_blob_is_under_a_third_of_the_map_form() -> None:
     """The lever itself: no field names stored (630 bytes in the map form, 188 packed)."""
     state = small_job()
     assert len(encode_state(state)) * 3 < len(msgspec.msgpack.encode(state))
+
+
+FIXED_AT_ENQUEUE = {"job_type", "queue", "org", "idempotency_key", "source_id", "uri"}
+
+
+def test_an_update_row_is_the_full_row_without_what_enqueue_fixed() -> None:
+    """Every column but the request's and ``enqueue_seq``, with the full row's values."""
+    leased = replace(small_job(), status=JobStatus.LEASED, worker_id="w", lease_expires_at=AT)
+    for state in (small_job(), leased, full_job()):
+        key = uuid4()
+        full = queue_row(state, 7, key)
+        assert queue_update_row(state, key) == {
+            name: value
+            for name, value in full.items()
+            if name not in FIXED_AT_ENQUEUE and name != "enqueue_seq"
+        }
