@@ -127,11 +127,13 @@ def queue_of(queue: str | None) -> str:
     return DEFAULT_QUEUE if queue is None else queue
 
 
-class EnqueueRequest(_Value, frozen=True):
+class EnqueueRequest(_Value, frozen=True, kw_only=False):
     """An enqueue request exactly as the caller made it (unset fields stay ``None``).
 
     Kept verbatim in :class:`JobEnqueued` so that an idempotent repeat is compared with what
-    was *asked*, not with what defaults resolved it to.
+    was *asked*, not with what defaults resolved it to. Positional construction is allowed
+    (for the queue view's packed blob, see :class:`~ledger.core.state.JobState`); the stored
+    form of events is unaffected.
     """
 
     job_type: str

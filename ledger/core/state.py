@@ -59,8 +59,11 @@ class Lease(msgspec.Struct, frozen=True):
     worker_id: str
 
 
-class JobState(msgspec.Struct, frozen=True, kw_only=True):
-    """A job as its history says it is after ``version`` events."""
+class JobState(msgspec.Struct, frozen=True):
+    """A job as its history says it is after ``version`` events.
+
+    Not keyword-only: the queue view's packed blob rebuilds it from its fields in order
+    (:func:`projections.rules.queue.decode_state`), which positional construction does in C."""
 
     job_id: UUID
     request: EnqueueRequest

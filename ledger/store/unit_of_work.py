@@ -36,7 +36,7 @@ from ledger.store.ids import IdAdapter
 from ledger.store.policies import follow_policies
 from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
-from projections.rules.queue import decode_state, queue_row
+from projections.rules.queue import decode_state, queue_row, queue_update_row
 from projections.rules.writes import ViewWrite
 
 
@@ -288,7 +288,7 @@ class UnitOfWork(ABC):
                 inserts.append(queue_row(state, seq, key))
             else:
                 seq = known.enqueue_seq
-                updates.append(queue_row(state, seq, key))
+                updates.append(queue_update_row(state, key))
             self._jobs[job_id] = LoadedJob(state, seq)
         self._write_queue(inserts, updates)
 

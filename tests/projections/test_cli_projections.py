@@ -8,7 +8,7 @@ from click.testing import CliRunner, Result
 from projection_helpers import populate, raw
 
 from cli.main import cli
-from projections.rules.catalog import PROJECTIONS, version_key
+from projections.rules.catalog import PROJECTIONS, get, version_key
 
 
 def run(url: str, *args: str) -> Result:
@@ -45,7 +45,7 @@ def test_status_shows_versions_and_stale_projections(db_url: str) -> None:
     result = run(db_url, "status")
     assert result.exit_code == 0, result.output
     [queue_line] = [line for line in result.stdout.splitlines() if line.startswith("queue")]
-    assert queue_line.split()[2:5] == ["1", "0", "stale"]
+    assert queue_line.split()[2:5] == [str(get("queue").version), "0", "stale"]
     assert "jobledger migrate" in result.stderr
     statuses = {s["name"]: s for s in json.loads(run(db_url, "status", "--json").stdout)}
     assert statuses["queue"]["stale"] is True

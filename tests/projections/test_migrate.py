@@ -5,12 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 from click.testing import CliRunner
-from projection_helpers import populate, raw
+from projection_helpers import as_uuid, populate, raw
 
 from cli.main import cli
-from ledger import Ledger
+from ledger import FakeClock, JobStatus, Ledger
 from projections.rules.catalog import version_key
+from projections.rules.queue import decode_state
+
+LEASED_T = "SELECT job_id FROM jl_queue WHERE status = 'leased' AND job_type = 't'"
 
 
 def run(url: str, *args: str) -> tuple[int, str, str]:
@@ -96,3 +100,34 @@ def test_migrate_refuses_a_database_without_a_ledger(tmp_path: Path, empty_pg_ur
     code, _, err = run(empty_pg_url)
     assert code == 1
     assert "run `jobledger init` first" in err
+
+
+def test_migrate_packs_the_state_blobs_of_a_version_1_queue_view(db_url: str) -> None:
+    """A queue view of version 1 (map-form state blobs): the ledger still reads and writes it,
+    migrate rebuilds it with packed blobs, and verify is clean before and after."""
+    clock = FakeClock()
+    populate(db_url, clock)
+    as_map = [
+        (msgspec.msgpack.encode(decode_state(bytes(blob))), key)
+        for key, blob in raw(db_url, "SELECT job_id, state FROM jl_queue")
+    ]
+    for blob, key in as_map:
+        raw(db_url, "UPDATE jl_queue SET state = ? WHERE job_id = ?", (blob, key))
+    raw(db_url, "UPDATE jl_meta SET value = '1' WHERE key = ?", (version_key("queue"),))
+    leased = [as_uuid(key) for (key,) in raw(db_url, LEASED_T)]
+    with Ledger.open(db_url, clock=clock) as ledger:
+        assert ledger.projections().verify().clean
+        old = ledger.get(leased[0])
+        assert old is not None and old.lease is not None
+        assert ledger.succeed(old.lease).status is JobStatus.SUCCEEDED
+        ledger.enqueue("t", {"after": True})
+        assert len(ledger.claim("w", types=["t"], limit=10)) == 1
+
+    code, out, _ = run(db_url)
+    assert code == 0
+    assert out.splitlines()[0] == "rebuilt queue (recorded v1, code v2)"
+    blobs = [bytes(blob) for (blob,) in raw(db_url, "SELECT state FROM jl_queue")]
+    assert len(blobs) == len(as_map) + 1
+    assert all(0x90 <= blob[0] <= 0x9F or blob[0] in (0xDC, 0xDD) for blob in blobs)
+    with Ledger.open(db_url) as ledger:
+        assert ledger.projections().verify().clean

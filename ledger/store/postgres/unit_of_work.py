@@ -18,6 +18,7 @@ from itertools import groupby
 from typing import Any, Protocol
 from uuid import UUID
 
+import msgspec
 import psycopg
 from eventsourcing.persistence import StoredEvent
 from psycopg.rows import DictRow
@@ -52,6 +53,9 @@ class StoreParts(Protocol):
 
     @property
     def recorder(self) -> LedgerRecorder: ...
+
+
+_json_encoder = msgspec.json.Encoder()
 
 
 def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -117,14 +121,16 @@ class PostgresUnitOfWork(UnitOfWork):
             yield
 
     def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
-        # One statement per batch with a parameter array per column: one row per statement
-        # (executemany) costs a server round of parse/plan/index upkeep per row.
+        # One statement per batch (an array per column for inserts, one JSON array of the
+        # rows for updates, see queue_update): one row per statement (executemany) costs a
+        # server round of parse/plan/index upkeep per row.
         if inserts and self._bulk:
             copy_queue_rows(self._cursor, inserts)
         elif inserts:
             self._cursor.execute(self._sql["queue_insert"], _columns(inserts), prepare=True)
         if updates:
-            self._cursor.execute(self._sql["queue_update"], _columns(updates), prepare=True)
+            rows = _json_encoder.encode(updates).decode()
+            self._cursor.execute(self._sql["queue_update"], {"rows": rows}, prepare=True)
 
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
         self._cursor.executemany(self._sql["definitions_upsert"], rows)

@@ -277,18 +277,20 @@ SELECT * FROM unnest(
 )
 
 -- name: queue_update
--- Jobs' rows after more events, one array per column (primary key); enqueue_seq never changes.
+-- Jobs' rows after more events, as one JSON array of row objects (primary key; keys the
+-- statement does not name are ignored); enqueue_seq never changes. JSON, not an array per
+-- column: msgspec encodes the batch in C, where psycopg dumps arrays element by element in
+-- Python (1.4 ms against 0.4 ms per 100 rows); the state blob travels as base64.
 UPDATE jl_queue AS q SET
     status = v.status, stage = v.stage, priority = v.priority, run_at = v.run_at,
     lease_expires_at = v.lease_expires_at, run_number = v.run_number, attempt = v.attempt,
-    worker_id = v.worker_id, version = v.version, updated_at = v.updated_at, state = v.state
-FROM unnest(
-    %(job_id)b::uuid[], %(status)b::text[], %(stage)b::text[], %(priority)b::integer[],
-    %(run_at)b::bigint[], %(lease_expires_at)b::bigint[], %(run_number)b::integer[],
-    %(attempt)b::integer[], %(worker_id)b::text[], %(version)b::integer[],
-    %(updated_at)b::bigint[], %(state)b::bytea[]
-) AS v(job_id, status, stage, priority, run_at, lease_expires_at, run_number, attempt,
-       worker_id, version, updated_at, state)
+    worker_id = v.worker_id, version = v.version, updated_at = v.updated_at,
+    state = decode(v.state, 'base64')
+FROM json_to_recordset(%(rows)s::json) AS v(
+    job_id uuid, status text, stage text, priority integer, run_at bigint,
+    lease_expires_at bigint, run_number integer, attempt integer, worker_id text,
+    version integer, updated_at bigint, state text
+)
 WHERE q.job_id = v.job_id
 
 -- name: queue_counts
