@@ -3,8 +3,9 @@
 Each test freezes a real process (SIGSTOP) at a chosen point of an enqueue, holding the events
 table's lock (:mod:`frozen_writer`), and lets another writer wait behind it. After the
 pipeline, the server's own idle-in-transaction timeout ends the frozen session; inside the
-pipeline (where the server counts the session as active), ``end_frozen_writers`` does — and
-leaves alone what it must not end: a session that blocks nobody, one silent for less than the
+pipeline (where the server counts the session as active), ``end_frozen_writers`` does (also
+when nobody waits: a jobledger writer holding a transaction id) — and leaves alone what it
+must not end: another client's session that blocks nobody, one silent for less than the
 bound, a COPY, an idle transaction (the server's to end). Without the privilege to end a
 session it ends nothing and warns once. SQLite has nothing to end.
 """
@@ -189,12 +190,15 @@ def test_the_default_bound_is_the_ledgers_idle_in_transaction_timeout(pg_url: st
 
 
 @pytest.mark.postgres
-def test_a_frozen_writer_that_blocks_nobody_is_left_alone(pg_url: str) -> None:
-    """A frozen session that nobody waits for costs nothing: it is not ended."""
+def test_a_frozen_writer_that_blocks_nobody_is_still_ended(pg_url: str) -> None:
+    """A frozen jobledger writer that nobody waits for still costs: its transaction holds
+    every tailing reader's frontier back, and claimers and reapers skip its locked rows
+    (appends take no table lock, so nothing queues on it): it is ended."""
     with frozen_writer(pg_url, "mid-pipeline") as frozen, Ledger.open(pg_url) as ledger:
         assert lock_waiters(pg_url) == []
-        assert ledger.end_frozen_writers(silent_s=0.0) == []
-        assert session_of(pg_url, frozen.backend_pid) is not None
+        ended = ledger.end_frozen_writers(silent_s=0.0)
+        assert [(w.pid, w.blocked_pids, w.ended) for w in ended] == [(frozen.backend_pid, (), True)]
+        assert session_of(pg_url, frozen.backend_pid) is None
 
 
 @pytest.mark.postgres

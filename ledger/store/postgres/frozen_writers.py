@@ -23,8 +23,11 @@ session of the database that is
   either ``active`` — mid-pipeline — or idle in its transaction *and opened by a jobledger
   store* (whose units of work never sit idle: statements follow each other; a session of
   another client idle in its transaction is left to its own server timeout);
-- and a blocker (``pg_blocking_pids``) of a session waiting on a lock: a silent session that
-  holds nothing anyone waits for costs nothing and is left alone;
+- and a blocker (``pg_blocking_pids``) of a session waiting on a lock, or a jobledger
+  session holding a transaction id: worker-path appends take no table lock, so nobody queues
+  on such a writer, yet its transaction holds every tailing reader's frontier back and its
+  locked rows are skipped by every claimer and reaper (``SKIP LOCKED``) — its leases would
+  never be reaped. Another client's silent session that blocks nobody is left alone;
 
 and with it every other session of the same process (a jobledger store names its sessions
 ``jobledger <pid>@<host>``: :func:`process_application_name`) that is in a transaction and has

@@ -9,13 +9,15 @@
 -- pipeline's Execute sent without its Sync: no server timeout applies) or idle in its
 -- transaction and opened by a jobledger store (application_name 'jobledger <pid>@<host>',
 -- whose units of work never sit idle). Blocking: a blocker (pg_blocking_pids) of a session
--- waiting on a lock. Same process: the same jobledger application_name, in a transaction,
+-- waiting on a lock, or a jobledger session holding a transaction id: appends take no table
+-- lock, so nobody waits on it, yet it holds back every tailing reader's frontier and its
+-- locked rows are skipped (SKIP LOCKED) by every claimer and reaper. Same process: the same jobledger application_name, in a transaction,
 -- nothing since more than %(silent_s)s seconds (a lock wait queued before the freeze).
 -- No index: pg_stat_activity and pg_stat_progress_copy are shared-memory views, and
 -- pg_blocking_pids (which briefly locks the lock manager) runs only when a candidate exists.
 WITH stuck AS MATERIALIZED (
     SELECT pid, usename, application_name, client_addr, xact_start, state_change, state,
-           wait_event_type, wait_event, query
+           wait_event_type, wait_event, query, backend_xid
     FROM pg_stat_activity
     WHERE datname = current_database()
       AND pid <> pg_backend_pid()
@@ -29,7 +31,7 @@ WITH stuck AS MATERIALIZED (
                       WHERE relid <> ALL (ARRAY[to_regclass('jl_events'),
                                                 to_regclass('jl_queue')]::oid[]))
 ), frozen AS MATERIALIZED (
-    SELECT pid, application_name FROM stuck
+    SELECT pid, application_name, backend_xid FROM stuck
     WHERE wait_event_type = 'Client' AND wait_event = 'ClientRead'
       AND (state = 'active'
            OR (state LIKE 'idle in transaction%%' AND application_name LIKE 'jobledger %%'))
@@ -41,8 +43,12 @@ WITH stuck AS MATERIALIZED (
       AND EXISTS (SELECT FROM frozen)
 ), blocking AS MATERIALIZED (
     SELECT frozen.pid, frozen.application_name,
-           array_agg(DISTINCT blocked.waiter ORDER BY blocked.waiter) AS blocked_pids
-    FROM frozen JOIN blocked ON blocked.blocker = frozen.pid
+           coalesce(array_agg(DISTINCT blocked.waiter ORDER BY blocked.waiter)
+                        FILTER (WHERE blocked.waiter IS NOT NULL),
+                    '{}') AS blocked_pids
+    FROM frozen LEFT JOIN blocked ON blocked.blocker = frozen.pid
+    WHERE blocked.waiter IS NOT NULL
+       OR (frozen.backend_xid IS NOT NULL AND frozen.application_name LIKE 'jobledger %%')
     GROUP BY frozen.pid, frozen.application_name
 ), ending AS MATERIALIZED (
     SELECT pid, blocked_pids, NULL::integer AS frozen_pid FROM blocking
