@@ -8,7 +8,8 @@ enqueues again and stops itself with SIGSTOP at ``where``:
   client;
 - ``"after-pipeline"``: after the pipeline ended, before the commit: ``idle in transaction``.
 
-Either way it holds the events table's lock (enqueue takes it before it reads). With
+Either way it holds the events table's lock (its ledger auto-defines types, and such an
+enqueue takes the lock before it reads; a plain worker-path write takes none). With
 ``waiter``, another thread of the child has started an enqueue first, which waits for that
 lock when the process stops: a frozen process's queued unit of work. The parent
 waits for the stop itself (``waitpid`` with ``WUNTRACED``), so nothing races. The hook wraps
@@ -72,21 +73,23 @@ def wait_for(what: str, condition: Callable[[], bool], timeout_s: float = WAIT_S
 
 
 def lock_waiters(url: str) -> list[int]:
-    """Backends of ``url``'s database waiting for the events table's lock."""
-    return _events_lock(url, granted=False)
+    """Backends of ``url``'s database waiting for a lock on the events table: the exclusive
+    one (a serialised append) or an insert's ``ROW EXCLUSIVE`` (a worker-path append, which
+    takes no table lock but waits behind a holder of the exclusive one)."""
+    return _events_lock(url, granted=False, modes=("ExclusiveLock", "RowExclusiveLock"))
 
 
 def lock_holders(url: str) -> list[int]:
     """Backends of ``url``'s database holding the events table's (exclusive) lock."""
-    return _events_lock(url, granted=True)
+    return _events_lock(url, granted=True, modes=("ExclusiveLock",))
 
 
-def _events_lock(url: str, *, granted: bool) -> list[int]:
+def _events_lock(url: str, *, granted: bool, modes: tuple[str, ...]) -> list[int]:
     with psycopg.connect(url, autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pid FROM pg_locks WHERE granted = %s AND mode = 'ExclusiveLock'"
+            "SELECT pid FROM pg_locks WHERE granted = %s AND mode = ANY(%s)"
             " AND relation = 'jl_events'::regclass",
-            [granted],
+            [granted, list(modes)],
         ).fetchall()
     return [int(row[0]) for row in rows]
 
@@ -128,7 +131,8 @@ def _child(url: str, where: str, idle_s: float, waiter: bool) -> None:
     from ledger.store.postgres.unit_of_work import PostgresUnitOfWork
 
     def queued_enqueue() -> None:
-        with Ledger.open(url, pool_size=1, idle_in_transaction_s=idle_s) as other:
+        # Auto-defining, like the frozen one: such an enqueue takes the events-table lock.
+        with Ledger.open(url, auto_define=True, pool_size=1, idle_in_transaction_s=idle_s) as other:
             other.enqueue("frozen")
 
     def stop() -> None:

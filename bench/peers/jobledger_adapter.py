@@ -38,8 +38,9 @@ JOB_EVENTS_SQL = (
     "SELECT count(*) FROM jl_events WHERE topic LIKE 'job\\_%' AND topic NOT LIKE 'job\\_type\\_%'"
 )
 STATE_ROWS_SQL = "SELECT count(*) FROM jl_queue"
-# Every transaction appends its events under the events-table lock, so notification ids are
-# in commit order, and each row's xmin names the transaction that wrote it.
+# Each row's xmin names the transaction that wrote it. Worker-path appends take no table lock
+# any more, so notification ids are only close to commit order: "leased at once", replayed in
+# id order, is approximate (within the few transactions in flight together).
 DEPTH_SQL = probe.DepthSql(
     claims="SELECT count(*) FROM jl_events WHERE topic LIKE 'job\\_leased%' GROUP BY xmin",
     flushes="SELECT count(*) FROM jl_events WHERE topic LIKE 'job\\_succeeded%' GROUP BY xmin",

@@ -47,6 +47,10 @@ from projections.runners.rebuilder import Progress, Rebuilder, resolve
 from projections.runners.stats import Stats, collect
 from projections.runners.tracked import CatchUp, TrackedRunner
 
+CATCH_UP_WAIT_S = 10.0
+"""How long a catch-up waits for the transactions committed before it to become final (an
+older one of any session of the server still in flight holds them back)."""
+
 
 class Reader:
     """The reads over one store; ``clock`` gives "now" where a read needs one (stats)."""
@@ -221,7 +225,10 @@ class Reader:
                 "a replica's tracked projections are caught up on its primary "
                 "(`jobledger projections catch-up` or `follow` there), never on the replica"
             )
-        return [TrackedRunner(self.store, p).catch_up() for p in tracked(resolve(names))]
+        return [
+            TrackedRunner(self.store, p).catch_up(wait_s=CATCH_UP_WAIT_S)
+            for p in tracked(resolve(names))
+        ]
 
     def audit(self, query: AuditQuery, *, catch_up: bool = True) -> AuditPage:
         """One page of audit rows (``query.cursor``: the page after a previous one) and the

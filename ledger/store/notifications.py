@@ -4,7 +4,9 @@ Two topics, each a PostgreSQL channel:
 
 - :attr:`Topic.EVENTS_APPENDED` (``jl_events``, the eventsourcing recorder's channel): every
   transaction that appended events, whatever they were. Tailing readers (the projection
-  follower, ``history --follow``) wait on it.
+  follower, ``history --follow``) wait on it. Appends take no table lock, so a notification
+  may come before the event is *final* for a tailing reader (an older transaction still in
+  flight): the reader reads what is final and comes back at its next wake-up or poll.
 - :attr:`Topic.JOBS_AVAILABLE` (``jl_jobs_available``): only commits that may have made jobs
   claimable, once per transaction. Idle workers wait on it.
 

@@ -15,17 +15,21 @@ returns rows); everything here is backend-neutral. On PostgreSQL a snapshot is o
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 from uuid import UUID
 
 from ledger.core.codec import EventCodec, Record
 from ledger.core.events import Event
 from ledger.store.ids import IdAdapter
 from projections.rules.catalog import Projection
-from projections.rules.replay import Row, StreamEvent
+from projections.rules.replay import Row, StreamEvent, TailPosition
 
-StoredRow = tuple[int, UUID, int, str, bytes | memoryview]
-"""(notification id, originator id, version, topic, state)."""
+StoredRow = (
+    tuple[int, UUID, int, str, bytes | memoryview]
+    | tuple[int, UUID, int, str, bytes | memoryview, int]
+)
+"""(notification id, originator id, version, topic, state), and the writing transaction's id
+where a tailing read asks for it."""
 
 
 class StatementRunner(Protocol):
@@ -67,6 +71,15 @@ def decode_records(
     ]
 
 
+class Frontier(NamedTuple):
+    """Where the final prefix of the history ends, as this transaction sees it."""
+
+    oldest_in_flight: int
+    """Every transaction older than this has ended: their events are final (0 on SQLite)."""
+    next_transaction_id: int
+    """Every transaction that had committed is older than this (0 on SQLite)."""
+
+
 class ReadSnapshot:
     """One read transaction over the events and the views (see the module docstring)."""
 
@@ -102,13 +115,83 @@ class ReadSnapshot:
         return int(row["head"])
 
     def events_after(self, position: int, limit: int) -> list[StreamEvent]:
-        """Up to ``limit`` events after ``position``, decoded, in notification order."""
+        """Up to ``limit`` events after ``position``, decoded, in notification order.
+
+        Complete only within this snapshot: on PostgreSQL a transaction in flight may still
+        commit events with lower ids, so a reader that comes back later for more reads
+        :meth:`events_tail` (or :meth:`events_since`) instead."""
         return self._decoded(self._stored_after(position, limit))
 
-    def pages(self, position: int, end: int, batch: int) -> Iterator[list[StreamEvent]]:
+    def events_tail(self, after: TailPosition, limit: int) -> list[StreamEvent]:
+        """Up to ``limit`` events of the final prefix after ``after``, decoded, in tail order
+        (writing transaction, then notification id), each with its transaction id. Final:
+        no event can be committed before them any more, so a reader that records the last
+        one's :class:`TailPosition` and comes back for the next never skips or repeats one."""
+        params = {"transaction_id": after.transaction_id, "position": after.position}
+        rows = self._runner.stored_events(self.queries["events_tail"], {**params, "limit": limit})
+        return self._decoded(rows)
+
+    def tail_head(self) -> TailPosition:
+        """The tail position of the last event of the final prefix (the start if none)."""
+        rows = self.fetch("events_tail_head")
+        if not rows:
+            return TailPosition()
+        return TailPosition(int(rows[0]["transaction_id"]), int(rows[0]["position"]))
+
+    def prime_frontier(self) -> None:
+        """Fix which sessions this transaction sees running as of now, before a tailing read
+        (see ``events_frontier_prime``): call it first in a transaction that reads the tail."""
+        self.fetch("events_frontier_prime")
+
+    def pending_before(self, at: TailPosition, before: int) -> bool:
+        """Whether an event after ``at`` was written by a transaction older than ``before``
+        (a :attr:`Frontier.next_transaction_id`): one a catch-up has yet to apply."""
+        params = {"transaction_id": at.transaction_id, "position": at.position, "before": before}
+        [row] = self.fetch("events_pending_before", params)
+        return bool(row["pending"])
+
+    def frontier(self) -> Frontier:
+        """This transaction's :class:`Frontier`."""
+        [row] = self.fetch("events_frontier")
+        return Frontier(int(row["xmin"]), int(row["xmax"]))
+
+    def snapshot_mark(self) -> str:
+        """A mark of what this transaction sees, for a later :meth:`events_since`
+        (PostgreSQL: its ``pg_snapshot``; SQLite: its newest id)."""
+        [row] = self.fetch("events_snapshot")
+        return str(row["snapshot"])
+
+    def events_since(self, mark: str, batch: int) -> Iterator[list[StreamEvent]]:
+        """Every event this transaction sees that the one that took ``mark`` did not, in
+        pages of at most ``batch``, in notification order (each stream in version order)."""
+        position = 0
+        while rows := self._runner.stored_events(
+            self.queries["events_since"], {"since": mark, "position": position, "limit": batch}
+        ):
+            position = rows[-1][0]
+            yield self._decoded(rows)
+
+    def positions_after(self, at: TailPosition) -> list[int]:
+        """The notification ids of every event this transaction sees after ``at`` in tail
+        order, final or not."""
+        params = {"transaction_id": at.transaction_id, "position": at.position}
+        return [int(row["position"]) for row in self.fetch("events_positions_after", params)]
+
+    def count_since(self, mark: str) -> int:
+        """How many events :meth:`events_since` would return."""
+        [row] = self.fetch("events_since_count", {"since": mark})
+        return int(row["n"])
+
+    def pages(
+        self, position: int, end: int, batch: int, *, transactions: bool = False
+    ) -> Iterator[list[StreamEvent]]:
         """Every event after ``position`` up to ``end``, decoded, in notification order, in
-        pages of at most ``batch``."""
-        while position < end and (rows := self._stored_after(position, min(batch, end - position))):
+        pages of at most ``batch`` (complete within this snapshot only, as
+        :meth:`events_after`); ``transactions``: with their writing transactions' ids."""
+        query = "events_after_transactions" if transactions else "events_after"
+        while position < end and (
+            rows := self._stored_after(position, min(batch, end - position), query)
+        ):
             rows = upto(rows, end)
             if not rows:
                 return
@@ -134,9 +217,11 @@ class ReadSnapshot:
             found[record.originator_id].append(record)
         return found
 
-    def _stored_after(self, position: int, limit: int) -> list[StoredRow]:
+    def _stored_after(
+        self, position: int, limit: int, query: str = "events_after"
+    ) -> list[StoredRow]:
         params = {"position": position, "limit": limit}
-        return self._runner.stored_events(self.queries["events_after"], params)
+        return self._runner.stored_events(self.queries[query], params)
 
     def _decoded(self, rows: list[StoredRow]) -> list[StreamEvent]:
         # This runs per event: look the decoder up directly, and build the named tuple with
@@ -145,10 +230,16 @@ class ReadSnapshot:
         decode = self.codec.decode
         make = tuple.__new__
         events = []
-        for position, originator_id, version, topic, state in rows:
+        if rows and len(rows[0]) > 5:  # a tailing read's rows carry their transaction ids
+            for position, originator_id, version, topic, state, xid in rows:  # type: ignore[misc]
+                decoder = current.get(topic)
+                event = decoder(state) if decoder is not None else decode(topic, state)
+                events.append(make(StreamEvent, (position, originator_id, version, event, xid)))
+            return events
+        for position, originator_id, version, topic, state in rows:  # type: ignore[misc]
             decoder = current.get(topic)
             event = decoder(state) if decoder is not None else decode(topic, state)
-            events.append(make(StreamEvent, (position, originator_id, version, event)))
+            events.append(make(StreamEvent, (position, originator_id, version, event, 0)))
         return events
 
     # --- the views --------------------------------------------------------------------------
@@ -162,8 +253,16 @@ class ReadSnapshot:
         return {row["key"]: row["value"] for row in self.fetch("meta_all")}
 
     def tracking(self) -> dict[str, int]:
-        """Every tracked projection's recorded position."""
-        return {row["name"]: int(row["position"]) for row in self.fetch("tracking_all")}
+        """Every tracked projection's recorded position: the notification id of the last event
+        it applied (what users are shown; :meth:`tail_positions` is where it reads on)."""
+        return {name: at.position for name, at in self.tail_positions().items()}
+
+    def tail_positions(self) -> dict[str, TailPosition]:
+        """Every tracked projection's recorded tail position."""
+        return {
+            row["name"]: TailPosition(int(row["transaction_id"]), int(row["position"]))
+            for row in self.fetch("tracking_all")
+        }
 
     def job_origins(self, job_ids: Iterable[UUID]) -> dict[UUID, tuple[str, str | None]]:
         """Each existing job's ``(job_type, org)`` from ``jl_queue``."""

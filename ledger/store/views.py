@@ -16,7 +16,7 @@ from ledger.core.codec import EventCodec
 from ledger.store.ids import IdAdapter
 from ledger.store.reads import ReadSnapshot, StatementRunner
 from ledger.store.shadows import ShadowTables
-from projections.rules.replay import Row
+from projections.rules.replay import Row, TailPosition
 
 
 class ViewTables(ReadSnapshot):
@@ -38,15 +38,17 @@ class ViewTables(ReadSnapshot):
         """Write one ``jl_meta`` value (commits with the transaction)."""
         self.fetch("meta_set", {"key": key, "value": value})
 
-    def lock_tracking(self, name: str) -> int:
-        """A tracked projection's position (0 if none yet), locked until commit."""
+    def lock_tracking(self, name: str) -> TailPosition:
+        """A tracked projection's tail position (the start if none yet), locked until
+        commit."""
         self.fetch("tracking_init", {"name": name})
         [row] = self.fetch("tracking_lock", {"name": name})
-        return int(row["position"])
+        return TailPosition(int(row["transaction_id"]), int(row["position"]))
 
-    def set_tracking(self, name: str, position: int) -> None:
-        """Record a tracked projection's position (commits with its rows)."""
-        self.fetch("tracking_set", {"name": name, "position": position})
+    def set_tracking(self, name: str, at: TailPosition) -> None:
+        """Record a tracked projection's tail position (commits with its rows)."""
+        params = {"name": name, "position": at.position, "transaction_id": at.transaction_id}
+        self.fetch("tracking_set", params)
 
     @abstractmethod
     def insert_audit(self, rows: list[Row]) -> None:

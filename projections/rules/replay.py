@@ -8,7 +8,8 @@ uses — :func:`ledger.core.state.evolve` / :func:`~ledger.core.state.evolve_def
 tables keyed by primary key by the apply each view declares beside the query's name. Pure: no
 driver, no clock.
 
-Like a tracking recorder it remembers the last position it applied; an event at or before it
+Each stream must come in version order (streams may interleave in any order: notification
+ids do not commit in order on PostgreSQL); an event at or below its stream's folded version
 is a re-delivery and changes nothing.
 """
 
@@ -34,24 +35,42 @@ from projections.rules.registry import APPLIES, WRITTEN, view_writes
 from projections.rules.view import Key, MemoryTable, Row
 from projections.rules.writes import ViewWrite
 
-__all__ = ["Key", "Replay", "Row", "StreamEvent"]
+__all__ = ["Key", "Replay", "Row", "StreamEvent", "TailPosition"]
 
 
 class StreamEvent(NamedTuple):
-    """One stored event: its notification id (position), stream, version in it, and event."""
+    """One stored event: its notification id (position), stream, version in it, and event;
+    ``transaction_id`` is its writing transaction where a tailing read returned it (0
+    otherwise, and always on SQLite)."""
 
     position: int
     originator_id: UUID
     version: int
     event: Event
+    transaction_id: int = 0
+
+
+class TailPosition(NamedTuple):
+    """How far a tailing reader has read: the last event it applied, as (writing transaction,
+    notification id), the order of the final prefix of the history (docs/architecture.md, "The
+    order tailing readers rely on"). Tuples compare in that order; ``(0, 0)`` is the start."""
+
+    transaction_id: int = 0
+    position: int = 0
+
+    @classmethod
+    def of(cls, item: StreamEvent) -> TailPosition:
+        return cls(item.transaction_id, item.position)
 
 
 class Replay:
     """The inline views' expected rows after the events applied so far."""
 
-    def __init__(self, *, audit: bool = True, dirty: bool = True) -> None:
+    def __init__(
+        self, *, audit: bool = True, dirty: bool = True, audit_upto: TailPosition | None = None
+    ) -> None:
         self.position = 0
-        """The last position applied (0: none)."""
+        """The highest position applied (0: none)."""
         self.applied = 0
         # Jobs are keyed by ``job_id.int``: a ``UUID`` hashes and compares in Python code,
         # an int in C, and this runs several times per event.
@@ -70,26 +89,31 @@ class Replay:
         """Keep the audit rows (one per job event: the largest table; off when not wanted)."""
         self._audit: dict[int, Row] = {}
         """By position."""
+        self._audit_upto = audit_upto
+        """Keep only the audit rows of events at or before this tail position (what a tracked
+        audit holds once it reached it; the events must carry their transaction ids)."""
 
     # --- folding ----------------------------------------------------------------------------
 
     def apply(self, events: Iterable[StreamEvent]) -> int:
-        """Fold ``events`` (in position order); return how many were new."""
+        """Fold ``events`` (each stream's in version order); return how many were new."""
         before = self.applied
         for item in events:
-            if item.position <= self.position:
-                continue  # re-delivered: already folded
             if isinstance(item.event, JobEvent):
-                self._apply_job(item, item.event)
-            else:
-                self._apply_definition(item, item.event)
-            self.position = item.position
+                if not self._apply_job(item, item.event):
+                    continue  # re-delivered: already folded
+            elif not self._apply_definition(item, item.event):
+                continue
+            self.position = max(self.position, item.position)
             self.applied += 1
         return self.applied - before
 
-    def _apply_job(self, item: StreamEvent, event: JobEvent) -> None:
+    def _apply_job(self, item: StreamEvent, event: JobEvent) -> bool:
         job = item.originator_id.int
-        state = evolve(self._jobs.get(job), event)
+        previous = self._jobs.get(job)
+        if previous is not None and item.version <= previous.version:
+            return False
+        state = evolve(previous, event)
         if state.version != item.version or state.job_id.int != job:
             raise IllegalTransitionError(
                 f"event at position {item.position} is version {item.version} of stream "
@@ -100,19 +124,25 @@ class Replay:
             self._enqueue_seq[job] = item.position
         if self.track_dirty:
             self._dirty["queue"].add((item.originator_id,))
-        if self._keep_audit:
+        if self._keep_audit and (
+            self._audit_upto is None or TailPosition.of(item) <= self._audit_upto
+        ):
             row = audit_row(item.position, item.originator_id, event, state.job_type, state.org)
             self._audit[item.position] = row
             if self.track_dirty:
                 self._dirty["audit"].add((item.position,))
         for write in view_writes(event, state):
             self._apply_write(write)
+        return True
 
-    def _apply_definition(self, item: StreamEvent, event: Event) -> None:
+    def _apply_definition(self, item: StreamEvent, event: Event) -> bool:
         if not isinstance(event, JobTypeDefined | JobTypeUpdated):
             raise IllegalTransitionError(f"not a known event: {type(event).__name__}")
         job_type = event.definition.job_type
-        state = evolve_definition(self._definitions.get(job_type), event)
+        previous = self._definitions.get(job_type)
+        if previous is not None and item.version <= previous.version:
+            return False
+        state = evolve_definition(previous, event)
         if state.version != item.version:
             raise IllegalTransitionError(
                 f"event at position {item.position} is version {item.version} of job type "
@@ -121,6 +151,7 @@ class Replay:
         self._definitions[job_type] = state
         if self.track_dirty:
             self._dirty["definitions"].add((job_type,))
+        return True
 
     def _apply_write(self, write: ViewWrite) -> None:
         """Apply one named view write to its view's in-memory table, as its SQL does (by the

@@ -7,7 +7,9 @@
   one's indexes built on another connection while the next loads, where the backend allows),
   catches up without locks, then — in one transaction holding the events-table lock, so no
   event can be appended meanwhile — applies the last events, swaps the shadows in and
-  records the versions.
+  records the versions. Each catch-up reads what its snapshot sees that the previous read's
+  did not (:meth:`~ledger.store.reads.ReadSnapshot.events_since`), not the events after
+  the highest id read: ids commit out of order, and this keeps each stream in version order.
 - :meth:`Rebuilder.status` reports each projection's code and recorded schema versions.
 
 Verify and rebuild run with Python's cyclic garbage collector paused
@@ -31,6 +33,7 @@ from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
 from projections.rules.catalog import (
+    AUDIT,
     BY_NAME,
     PROJECTIONS,
     Projection,
@@ -40,7 +43,8 @@ from projections.rules.catalog import (
     version_key,
 )
 from projections.rules.diff import VerifyReport, diff_view
-from projections.rules.replay import Replay, Row
+from projections.rules.replay import Replay, Row, TailPosition
+from projections.runners.frontier import wait_final
 
 log = logging.getLogger("jobledger.projections")
 
@@ -55,6 +59,8 @@ CHUNK = 5_000
 """Rows written per statement (and per transaction while loading)."""
 CATCH_UP_LOCKED_BELOW = 1_000
 """Catch up without locks until fewer events than this remain, then lock and swap."""
+FINAL_WAIT_S = 10.0
+"""How long a rebuild of a tracked view waits for what has committed to become final."""
 CATCH_UP_ROUNDS = 10
 """…or until this many unlocked rounds have run, if writers keep up with the catch-up."""
 
@@ -144,16 +150,25 @@ class Rebuilder:
 
     # --- reading history --------------------------------------------------------------------
 
-    def _replay(
-        self, replay: Replay, tables: ReadSnapshot, phase: str, head: int | None = None
-    ) -> None:
-        """Fold every event after ``replay.position`` (up to ``head``) that ``tables`` sees."""
-        start = replay.position
-        end = head if head is not None else tables.head()
-        total = max(0, end - start)
-        for events in tables.pages(start, end, self.batch):
+    def _replay(self, replay: Replay, tables: ReadSnapshot, phase: str) -> str:
+        """Fold every event ``tables`` sees (``replay`` is fresh); its snapshot's mark."""
+        mark = tables.snapshot_mark()
+        total = tables.head()
+        for events in tables.pages(0, total, self.batch):
             replay.apply(events)
-            self.progress(phase, min(replay.position - start, total), total)
+            self.progress(phase, min(replay.position, total), total)
+        return mark
+
+    def _replay_since(self, replay: Replay, tables: ReadSnapshot, mark: str, phase: str) -> str:
+        """Fold every event ``tables`` sees that the snapshot of ``mark`` did not; its mark."""
+        since = tables.snapshot_mark()
+        total = tables.count_since(mark)
+        done = 0
+        for events in tables.events_since(mark, self.batch):
+            replay.apply(events)
+            done += len(events)
+            self.progress(phase, min(done, total), total)
+        return since
 
     # --- verify -----------------------------------------------------------------------------
 
@@ -165,21 +180,21 @@ class Rebuilder:
             return self._verify(resolve(names))
 
     def _verify(self, projections: list[Projection]) -> VerifyReport:
-        replay = Replay(audit=bool(tracked(projections)), dirty=False)
         with self.store.read_snapshot() as tables:
+            # A tracked view (only audit) holds the events up to its tail position: the
+            # replay keeps its rows for those only, and folds everything for the inline views.
+            upto = None
+            if tracked(projections):
+                upto = tables.tail_positions().get(AUDIT.name, TailPosition())
+            replay = Replay(audit=upto is not None, dirty=False, audit_upto=upto)
             head = tables.head()
-            positions = tables.tracking()
-            stops = sorted({positions.get(p.name, 0) for p in tracked(projections)} | {head})
-            reports = {}
-            for stop in stops:
-                self._replay(replay, tables, "replay", stop)
-                for projection in projections:
-                    at = positions.get(projection.name, 0) if projection.mode == "tracked" else head
-                    if at == stop:
-                        live = tables.live_rows(projection)
-                        reports[projection.name] = diff_view(projection, replay, live)
-                        self.progress("verify", len(reports), len(projections))
-        views = [reports[p.name] for p in projections]
+            for events in tables.pages(0, head, self.batch, transactions=upto is not None):
+                replay.apply(events)
+                self.progress("replay", min(replay.position, head), head)
+            views = []
+            for projection in projections:
+                views.append(diff_view(projection, replay, tables.live_rows(projection)))
+                self.progress("verify", len(views), len(projections))
         return VerifyReport(position=replay.position, events=replay.applied, views=views)
 
     # --- rebuild ----------------------------------------------------------------------------
@@ -195,7 +210,7 @@ class Rebuilder:
         # The first pass writes every row: no need to note which ones each event touched.
         replay = Replay(audit=bool(tracked(projections)), dirty=False)
         with self.store.read_snapshot() as tables:
-            self._replay(replay, tables, "replay")
+            mark = self._replay(replay, tables, "replay")
         replay.track_dirty = True
         with ThreadPoolExecutor(1, thread_name_prefix="jl-index") as indexer:
             # Where the backend allows concurrent writers, a shadow's indexes are built (by
@@ -210,16 +225,20 @@ class Rebuilder:
         # Catch up without locks while much is left, so the locked step stays short.
         for _ in range(CATCH_UP_ROUNDS):
             with self.store.read_snapshot() as tables:
-                left = tables.head() - replay.position
-                if left < self.catch_up_locked_below:
+                if tables.count_since(mark) < self.catch_up_locked_below:
                     break
-                self._replay(replay, tables, "catch-up")
+                mark = self._replay_since(replay, tables, mark, "catch-up")
             with self.store.view_tables() as tables:
                 self._write_dirty(tables, projections, replay)
-        attempts = self._swap(projections, replay)
+        if tracked(projections):
+            # A tracked view's recorded position is the last final event's: let what has
+            # committed become final first, so that it holds all of it (the rest is left to
+            # its runner: see _trim_to_tail).
+            wait_final(self.store, FINAL_WAIT_S)
+        attempts, left_out = self._swap(projections, replay, mark)
         seconds = time.perf_counter() - started
         for p in projections:
-            rows[p.name] = replay.count(p.name)
+            rows[p.name] = replay.count(p.name) - left_out.get(p.name, 0)
         log.info("rebuilt %s to position %d", ", ".join(rows), replay.position)
         return RebuildReport(
             names=[p.name for p in projections],
@@ -270,31 +289,49 @@ class Rebuilder:
                 present = [row for key in keys if (row := replay.row(name, key)) is not None]
                 tables.shadows.insert(projection, present)
 
-    def _swap(self, projections: Sequence[Projection], replay: Replay) -> int:
-        """Lock, apply the last events, swap and record versions: one transaction."""
-        position = replay.position
+    def _swap(
+        self, projections: Sequence[Projection], replay: Replay, mark: str
+    ) -> tuple[int, dict[str, int]]:
+        """Lock, apply the last events, swap and record versions: one transaction. Returns
+        the attempts it took and the rows left out of each tracked view for its runner."""
+        applied = replay.applied
         for attempt in range(1, self.swap_attempts + 1):
             try:
+                left_out = {}
                 with self.store.view_tables() as tables:
                     tables.shadows.lock_for_swap(projections, self.lock_timeout_s)
-                    # From here nothing can be appended: replay to the true head.
-                    self._replay(replay, tables, "swap")
+                    # From here nothing can be appended (and what was, has committed):
+                    # replay to the true head.
+                    self._replay_since(replay, tables, mark, "swap")
                     self._write_dirty(tables, projections, replay)
                     for projection in projections:
+                        if projection.mode == "tracked":
+                            left_out[projection.name] = self._trim_to_tail(
+                                tables, projection, replay
+                            )
                         tables.shadows.swap(projection)
                         tables.set_meta(version_key(projection.name), str(projection.version))
-                        if projection.mode == "tracked":
-                            # Its rows are now those of every event to the head: record that
-                            # position with them.
-                            tables.set_tracking(projection.name, replay.position)
-                return attempt
+                return attempt, left_out
             except DatabaseBusyError:
                 # The locks timed out before anything was replayed: retry. (Anything later
                 # would leave the replay ahead of the shadows: give up.)
-                if attempt == self.swap_attempts or replay.position != position:
+                if attempt == self.swap_attempts or replay.applied != applied:
                     raise
                 time.sleep(min(0.05 * attempt, 1.0))
         raise AssertionError("unreachable")
+
+    def _trim_to_tail(self, tables: ViewTables, projection: Projection, replay: Replay) -> int:
+        """Record a tracked view's tail position with its rows: the last final event's.
+        Its runner reads on from there, so the rows of the events after it (committed, but
+        by transactions newer than one still in flight, which may yet append before them)
+        are left for the runner to write."""
+        tables.prime_frontier()
+        at = tables.tail_head()
+        later = [(position,) for position in tables.positions_after(at)]
+        for start in range(0, len(later), self.chunk):
+            tables.shadows.delete(projection, later[start : start + self.chunk])
+        tables.set_tracking(projection.name, at)
+        return sum(1 for key in later if replay.row(projection.name, key) is not None)
 
     # --- status -----------------------------------------------------------------------------
 

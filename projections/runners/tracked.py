@@ -1,11 +1,14 @@
 """The tracked-projection runner: catches a tracked view up with the history, batch by batch.
 
-Each batch is one write transaction: lock the projection's ``jl_tracking`` row (its
-position), read the next events after it (``events_after``, notification order), apply the
-projection's pure rules (:func:`projections.rules.audit.audit_row`), write the rows and the new
-position, commit. Rows and position commit together or not at all, so a crash mid-batch
-leaves both as they were; an event at or before the recorded position is a re-delivery and
-is skipped, and a row whose position is already stored is not written again.
+Each batch is one write transaction: lock the projection's ``jl_tracking`` row (its tail
+position: the last applied event's writing transaction and notification id), read the next
+events of the final prefix after it (``events_tail``, in that order: see docs/architecture.md,
+"The order tailing readers rely on"), apply the projection's pure rules
+(:func:`projections.rules.audit.audit_row`), write the rows and the new position, commit. Rows
+and position commit together or not at all, so a crash mid-batch leaves both as they were;
+an event at or before the recorded position is a re-delivery and is skipped, and a row whose
+position is already stored is not written again (a rebuild records a tail position below
+some of the rows it wrote).
 
 Only ``audit`` is tracked so far. :class:`projections.runners.follower.Follower` keeps it caught up
 while the system runs (every worker pool runs one; ``jobledger projections follow`` is one on
@@ -14,6 +17,8 @@ its own); readers that need everything committed catch up first (``Ledger.stats`
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
@@ -25,12 +30,16 @@ from ledger.store.store import Store
 from ledger.store.views import ViewTables
 from projections.rules.audit import audit_row
 from projections.rules.catalog import AUDIT, Projection
-from projections.rules.replay import Row, StreamEvent
+from projections.rules.replay import Row, StreamEvent, TailPosition
+from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
 
 BATCH = 5_000
 """Events applied per transaction."""
 ORIGINS_CACHED = 100_000
 """Jobs whose (type, org) the runner remembers between batches (then it starts afresh)."""
+
+
+log = logging.getLogger("jobledger.projections")
 
 
 class UnknownJobError(LookupError):
@@ -60,40 +69,79 @@ class TrackedRunner:
     def run_once(self, limit: int | None = None) -> int:
         """Apply the next batch (up to ``limit`` events) in one transaction; how many."""
         with self.store.view_tables() as tables:
-            position = tables.lock_tracking(self.projection.name)
-            events = tables.events_after(position, limit or self.batch)
-            return self.apply(tables, events, position)
+            at = tables.lock_tracking(self.projection.name)
+            tables.prime_frontier()
+            events = tables.events_tail(at, limit or self.batch)
+            return self.apply(tables, events, at)
 
-    def catch_up(self) -> CatchUp:
-        """Run batches until the recorded position is the head."""
+    def catch_up(self, *, wait_s: float = 0.0) -> CatchUp:
+        """Run batches until no final event is left after the recorded position.
+
+        Events of a transaction are final once every older transaction that may append here
+        has ended: without ``wait_s`` those not final yet are left for the next catch-up (a
+        follower's); with it, this goes on (polling, up to ``wait_s`` seconds) until every
+        event committed before the call is applied (what a reader that asks for "everything
+        so far" needs)."""
+        if wait_s <= 0:
+            return self._catch_up_final()
+        with self.store.read_snapshot() as snapshot:
+            before = snapshot.frontier().next_transaction_id
+        deadline = time.monotonic() + wait_s
+        pause = FIRST_PAUSE_S
+        applied = batches = 0
+        while True:
+            report = self._catch_up_final()
+            applied += report.applied
+            batches += report.batches
+            with self.store.read_snapshot() as snapshot:
+                at = snapshot.tail_positions().get(self.projection.name, TailPosition())
+                pending = snapshot.pending_before(at, before)
+            if not pending:
+                return CatchUp(self.projection.name, applied, batches, at.position)
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "%s catch-up: events older than transaction %d are not final after "
+                    "%.1f s (an older transaction is still in flight)",
+                    self.projection.name,
+                    before,
+                    wait_s,
+                )
+                return CatchUp(self.projection.name, applied, batches, at.position)
+            time.sleep(pause)  # another session's transaction, usually a short one
+            pause = min(pause * 2, MAX_PAUSE_S)
+
+    def _catch_up_final(self) -> CatchUp:
         applied = batches = 0
         with self.store.read_snapshot() as snapshot:
             # Nothing new: answer from a read, without taking the write lock (a follower
             # asks this on every wake-up; on SQLite the write lock is the whole database's).
-            position = snapshot.tracking().get(self.projection.name, 0)
-            if snapshot.head() <= position:
-                return CatchUp(self.projection.name, 0, 0, position)
+            snapshot.prime_frontier()
+            at = snapshot.tail_positions().get(self.projection.name, TailPosition())
+            if not snapshot.events_tail(at, 1):
+                return CatchUp(self.projection.name, 0, 0, at.position)
         while True:
             with self.store.view_tables() as tables:
-                position = tables.lock_tracking(self.projection.name)
-                events = tables.events_after(position, self.batch)
+                at = tables.lock_tracking(self.projection.name)
+                tables.prime_frontier()
+                events = tables.events_tail(at, self.batch)
                 if not events:
-                    return CatchUp(self.projection.name, applied, batches, position)
-                applied += self.apply(tables, events, position)
+                    return CatchUp(self.projection.name, applied, batches, at.position)
+                applied += self.apply(tables, events, at)
                 batches += 1
 
     def apply(
-        self, tables: ViewTables, events: Sequence[StreamEvent], position: int | None = None
+        self, tables: ViewTables, events: Sequence[StreamEvent], at: TailPosition | None = None
     ) -> int:
-        """Write the rows of the events after the recorded position and the new position, in
-        ``tables``' transaction; how many were new (re-delivered ones change nothing)."""
-        if position is None:
-            position = tables.lock_tracking(self.projection.name)
-        fresh = [item for item in events if item.position > position]
+        """Write the rows of ``events`` (a tailing read's, in tail order) after the recorded
+        tail position and the new position, in ``tables``' transaction; how many were new
+        (re-delivered ones change nothing)."""
+        if at is None:
+            at = tables.lock_tracking(self.projection.name)
+        fresh = [item for item in events if TailPosition.of(item) > at]
         if not fresh:
             return 0
         tables.insert_audit(self._rows(tables, fresh))
-        tables.set_tracking(self.projection.name, fresh[-1].position)
+        tables.set_tracking(self.projection.name, TailPosition.of(fresh[-1]))
         return len(fresh)
 
     def _rows(self, tables: ViewTables, events: list[StreamEvent]) -> list[Row]:

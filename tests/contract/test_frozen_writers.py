@@ -3,8 +3,9 @@
 Each test freezes a real process (SIGSTOP) at a chosen point of an enqueue, holding the events
 table's lock (:mod:`frozen_writer`), and lets another writer wait behind it. After the
 pipeline, the server's own idle-in-transaction timeout ends the frozen session; inside the
-pipeline (where the server counts the session as active), ``end_frozen_writers`` does — and
-leaves alone what it must not end: a session that blocks nobody, one silent for less than the
+pipeline (where the server counts the session as active), ``end_frozen_writers`` does (also
+when nobody waits: a jobledger writer holding a transaction id) — and leaves alone what it
+must not end: another client's session that blocks nobody, one silent for less than the
 bound, a COPY, an idle transaction (the server's to end). Without the privilege to end a
 session it ends nothing and warns once. SQLite has nothing to end.
 """

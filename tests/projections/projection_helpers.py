@@ -11,6 +11,7 @@ import psycopg
 
 from ledger import Failure, FailureKind, FakeClock, Ledger
 from ledger.core.events import Subject, SubjectOp
+from projections.rules.replay import TailPosition
 
 
 def raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
@@ -66,3 +67,9 @@ def populate(url: str, clock: FakeClock | None = None) -> None:
 def _lease(job: Any) -> Any:
     assert job.lease is not None
     return job.lease
+
+
+def reset_tracking(url: str, name: str = "audit") -> None:
+    """Set a tracked projection's recorded position back to the start (both halves of it)."""
+    with Ledger.open(url) as ledger, ledger.store.view_tables() as tables:
+        tables.set_tracking(name, TailPosition())

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from projection_helpers import raw
+from projection_helpers import raw, reset_tracking
 
 from ledger import Completion, EnqueueRequest, Ledger
 from ledger.runtime.handlers import Registry
@@ -161,7 +161,7 @@ def test_a_worker_pool_keeps_audit_current_and_can_be_told_not_to(db_url: str) -
     position = asyncio.run(run(follow=True))
     assert position > 0
     raw(db_url, "DELETE FROM jl_audit")
-    raw(db_url, "UPDATE jl_tracking SET position = 0")
+    reset_tracking(db_url)
     assert asyncio.run(run(follow=False)) == 0
 
 

@@ -131,3 +131,38 @@ def test_migrate_packs_the_state_blobs_of_a_version_1_queue_view(db_url: str) ->
     assert all(0x90 <= blob[0] <= 0x9F or blob[0] in (0xDC, 0xDD) for blob in blobs)
     with Ledger.open(db_url) as ledger:
         assert ledger.projections().verify().clean
+
+
+def test_migrate_adds_transaction_ids_to_a_locked_era_history(pg_url: str) -> None:
+    """A database from before events recorded their transaction (no column, no index):
+    migrate plans the index, adds both columns without touching the events (0 for the old
+    ones, whose ids committed in order under the table lock), keeps the audit's position, and
+    new events then get real transaction ids and are read on from there, none twice."""
+    populate(pg_url)
+    with Ledger.open(pg_url) as ledger:
+        ledger.catch_up()
+    audit_before = raw(pg_url, "SELECT count(*) FROM jl_audit")
+    raw(pg_url, "DROP INDEX jl_events_transaction_idx")
+    raw(pg_url, "ALTER TABLE jl_events DROP COLUMN transaction_id")
+    raw(pg_url, "ALTER TABLE jl_tracking DROP COLUMN transaction_id")
+    [(head,)] = raw(pg_url, "SELECT max(notification_id) FROM jl_events")
+
+    code, out, _ = run(pg_url, "--dry-run")
+    assert code == 0 and "jl_events_transaction_idx" in out, out
+    code, out, _ = run(pg_url)
+    assert code == 0, out
+    assert index_exists(pg_url, "jl_events_transaction_idx")
+    assert raw(pg_url, "SELECT DISTINCT transaction_id::text FROM jl_events") == [("0",)]
+    assert raw(pg_url, "SELECT position, transaction_id::text FROM jl_tracking") == [(head, "0")]
+
+    with Ledger.open(pg_url) as ledger:
+        ledger.enqueue("t", {"after": "migrate"})
+        [report] = ledger.catch_up()
+    assert report.applied == 1
+    [(newest,)] = raw(
+        pg_url, "SELECT transaction_id::text FROM jl_events WHERE notification_id > ?", (head,)
+    )
+    assert int(newest) > 0
+    assert raw(pg_url, "SELECT count(*) FROM jl_audit") == [(audit_before[0][0] + 1,)]
+    with Ledger.open(pg_url) as ledger:
+        assert ledger.projections().verify().clean

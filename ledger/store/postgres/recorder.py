@@ -1,8 +1,14 @@
 """The eventsourcing recorder the PostgreSQL store appends through.
 
-The recorder takes ``LOCK TABLE jl_events IN EXCLUSIVE MODE`` so notification ids commit in
-order (tailing readers never skip an event) and sends one ``NOTIFY jl_events`` per
-transaction. ``POSTGRES_ENABLE_DB_FUNCTIONS`` is never set: it drops that table lock.
+Appends take no table lock: each row records its writing transaction (``transaction_id xid8
+DEFAULT pg_current_xact_id()``, added by our schema step), and tailing readers read only
+the final prefix of the history in ``(transaction_id, notification_id)`` order (below
+``pg_snapshot_xmin(pg_current_snapshot())``; see docs/architecture.md, "The order tailing
+readers rely on"). So concurrent writers append side by side and notification ids may
+commit out of order. ``LOCK TABLE jl_events IN EXCLUSIVE MODE`` (:meth:`lock_table`)
+remains a mutex for the few read-then-decide writes (``serialise_appends``), the COPY
+enqueue (its id read-back) and the rebuild's swap: it still conflicts with every INSERT.
+Each appending transaction sends one ``NOTIFY jl_events`` (the tailing readers' wake-up).
 """
 
 from __future__ import annotations
@@ -19,16 +25,23 @@ from ledger.store.schema import EVENTS_TABLE
 
 
 class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # untyped base
-    """eventsourcing's recorder with a faster append.
+    """eventsourcing's recorder with a faster, lock-free append.
 
     The library inserts an array of a composite type, which psycopg dumps as text row by row
     (the largest client-side cost of a claim or completion batch, measured). This inserts one
-    binary array per column instead. The table lock and the NOTIFY are still the library's.
+    binary array per column instead, and skips the library's table lock (see the module
+    docstring). ``POSTGRES_ENABLE_DB_FUNCTIONS`` is never set (its functions would insert
+    without our columns' reasoning).
     """
 
     def __init__(self, datastore: PostgresDatastore, sql: dict[str, str]) -> None:
         super().__init__(datastore, events_table_name=EVENTS_TABLE)
         self._sql = sql
+
+    def lock_table(self, curs: psycopg.Cursor[DictRow]) -> None:
+        """``LOCK TABLE jl_events IN EXCLUSIVE MODE`` until commit: no other transaction
+        appends meanwhile (and those that have appended have committed)."""
+        self._lock_table(curs)  # the library's: SET LOCAL lock_timeout, then the lock
 
     def _insert_stored_events(
         self,
@@ -36,9 +49,6 @@ class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # unty
         stored_events: Sequence[StoredEvent],
         **kwargs: Any,
     ) -> None:
-        if not kwargs.get("locked", False):
-            # (Its SET LOCAL lock_timeout would also undo a timeout the caller set.)
-            self._lock_table(curs)
         self._notify_channel(curs)
         query = "events_insert_returning" if kwargs.get("returning", True) else "events_insert"
         curs.execute(

@@ -87,7 +87,7 @@ class PostgresShadowTables(ShadowTables):
         A writer that locked queue rows before asking for the events lock now waits on us
         while we wait on it: a deadlock. Keeping ``timeout_s`` below ``deadlock_timeout``
         (1 s) makes the rebuild, not the writer, give up (``store.busy``); it retries."""
-        self._recorder._lock_table(self._cursor)
+        self._recorder.lock_table(self._cursor)
         lock_timeout(self._cursor, timeout_s)
         names = [p.table for p in projections]
         if any(p.mode == "tracked" for p in projections):

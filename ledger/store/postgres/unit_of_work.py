@@ -1,12 +1,16 @@
 """The PostgreSQL unit of work: lock the rows, then append in one pipelined round.
 
 Claims and other multi-job units of work lock the view rows they change first (``FOR
-UPDATE``, ``SKIP LOCKED`` for claims), then append: the recorder takes ``LOCK TABLE jl_events
-IN EXCLUSIVE MODE`` (see :mod:`ledger.store.postgres.recorder`). Writers that change existing
-rows lock them before the table lock; enqueue, which takes the table lock first, locks no
-existing row; rows a transaction creates are written after the table lock. So writers cannot
-deadlock on the two. The workers' wake-up is ``NOTIFY jl_jobs_available``, sent only by
-commits that may make jobs claimable.
+UPDATE``, ``SKIP LOCKED`` for claims), then append. Appends take no table lock: each event
+records its writing transaction, which is what keeps tailing readers in order (see
+:mod:`ledger.store.postgres.recorder` and docs/architecture.md, "The order tailing readers
+rely on"). ``LOCK TABLE jl_events IN EXCLUSIVE MODE`` remains the mutex of the writes whose
+reads decide them (:meth:`PostgresUnitOfWork.serialise_appends`: enqueue with keys, subjects
+or auto-definition, definitions) and of the COPY enqueue; it conflicts with every insert.
+Writers that change existing rows lock them before their insert; enqueue, which takes the
+table lock first, locks no existing row; rows a transaction creates are written after the
+table lock. So writers cannot deadlock on the two. The workers' wake-up is ``NOTIFY
+jl_jobs_available``, sent only by commits that may make jobs claimable.
 """
 
 from __future__ import annotations
@@ -91,14 +95,11 @@ class PostgresUnitOfWork(UnitOfWork):
         if self._bulk:
             recorder = self._store.recorder
             if not self._appends_serialised:
-                recorder._lock_table(self._cursor)
+                recorder.lock_table(self._cursor)
                 self._appends_serialised = True
             recorder._notify_channel(self._cursor)
             return copy_events(self._cursor, self._sql, stored)
-        self._store.recorder._insert_stored_events(
-            self._cursor, stored, returning=positions_needed, locked=self._appends_serialised
-        )
-        self._appends_serialised = True
+        self._store.recorder._insert_stored_events(self._cursor, stored, returning=positions_needed)
         if not positions_needed:
             return None
         return [row["notification_id"] for row in self._cursor.fetchall()]
@@ -165,7 +166,8 @@ class PostgresUnitOfWork(UnitOfWork):
         lock_timeout(self._cursor, seconds)
 
     def serialise_appends(self) -> None:
-        """Take the events-table lock now, so reads that decide an append cannot race."""
+        """Take the events-table lock now, so reads that decide an append cannot race (it
+        waits for every transaction that has appended, and holds off every other append)."""
         if not self._appends_serialised:
-            self._store.recorder._lock_table(self._cursor)
+            self._store.recorder.lock_table(self._cursor)
             self._appends_serialised = True

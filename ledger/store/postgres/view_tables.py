@@ -32,12 +32,16 @@ class PostgresViewTables(ViewTables):
 
     def insert_audit(self, rows: list[Row]) -> None:
         # Binary COPY, as a shadow load. COPY cannot skip a row that is already there, so
-        # rows at or below the highest stored position are left out first: rows are only
-        # ever written as a prefix of the positions (runner batches in order, or a rebuild
-        # to the head), so those are re-deliveries — e.g. after jl_tracking was set back.
+        # re-deliveries (a rebuild's tail position is below some rows it wrote; jl_tracking
+        # set back) are left out first. Positions are not written in notification-id order
+        # (the runner reads in tail order), but most rows of a batch are above the highest
+        # stored one: only those at or below it are looked up.
         if not rows:
             return
         [top] = self.fetch("audit_top")
         highest = int(top["position"]) if top["position"] is not None else 0
-        fresh = [row for row in rows if row["position"] > highest]
-        copy_rows(self._cursor, AUDIT.table, AUDIT.columns, fresh)
+        below = [row["position"] for row in rows if row["position"] <= highest]
+        if below:
+            present = {r["position"] for r in self.fetch("audit_present", {"positions": below})}
+            rows = [row for row in rows if row["position"] not in present]
+        copy_rows(self._cursor, AUDIT.table, AUDIT.columns, rows)

@@ -117,13 +117,34 @@ CREATE TABLE IF NOT EXISTS jl_dead_letters (
 CREATE INDEX IF NOT EXISTS jl_dead_letters_subject_idx
     ON jl_dead_letters (source_id, uri) WHERE source_id IS NOT NULL
 
+-- name: schema_events_transaction
+-- Each event's writing transaction: tailing readers read the history in (transaction_id,
+-- notification_id) order, below the oldest transaction in flight (docs/architecture.md, "The
+-- order tailing readers rely on"). Events from before this column get 0: they were appended
+-- under the events-table lock, so their notification ids are their commit order. A constant
+-- default adds the column without rewriting the table; the real default is set next.
+ALTER TABLE jl_events ADD COLUMN IF NOT EXISTS transaction_id xid8 NOT NULL DEFAULT '0'
+
+-- name: schema_events_transaction_default
+-- New events record their top-level transaction (a savepoint's rows included).
+ALTER TABLE jl_events ALTER COLUMN transaction_id SET DEFAULT pg_current_xact_id()
+
+-- name: schema_events_transaction_idx
+-- The tailing readers' order (events_tail, events_since).
+CREATE INDEX IF NOT EXISTS jl_events_transaction_idx ON jl_events (transaction_id, notification_id)
+
 -- name: schema_tracking
--- Tracked projections' positions: the notification id each has applied, written in the same
--- transaction as its rows (projections/runners/tracked.py).
+-- Tracked projections' positions: the (transaction_id, notification_id) of the last event each
+-- has applied, written in the same transaction as its rows (projections/runners/tracked.py).
 CREATE TABLE IF NOT EXISTS jl_tracking (
     name text PRIMARY KEY,
     position bigint NOT NULL
 )
+
+-- name: schema_tracking_transaction
+-- The transaction half of a tracked position; 0 for positions recorded before it (their
+-- events have transaction_id 0 too).
+ALTER TABLE jl_tracking ADD COLUMN IF NOT EXISTS transaction_id xid8 NOT NULL DEFAULT '0'
 
 -- name: schema_audit
 -- The audit view (projections/rules/audit.py, tracked): one row per job event.
@@ -369,8 +390,8 @@ SELECT snapshot FROM jl_dead_letters ORDER BY dead_at, job_id
 SELECT snapshot FROM jl_dead_letters WHERE job_type = %(job_type)s ORDER BY dead_at, job_id
 
 -- name: events_insert
--- Append stored events, one binary array per column (jl_events primary key). Runs after the
--- recorder's LOCK TABLE jl_events IN EXCLUSIVE MODE, so notification ids commit in order.
+-- Append stored events, one binary array per column (jl_events primary key). No table lock:
+-- transaction_id (its default) is what keeps tailing readers in order.
 INSERT INTO jl_events (originator_id, originator_version, topic, state)
 SELECT * FROM unnest(%(originator_id)b::uuid[], %(originator_version)b::bigint[],
                      %(topic)b::text[], %(state)b::bytea[])
@@ -384,8 +405,8 @@ RETURNING notification_id
 
 -- name: events_copied_first
 -- The first of the %(count)s events this session just copied (jl_events notification-id
--- index): currval is the last id the COPY drew, and under the events-table lock the batch's
--- ids are consecutive (ledger/store/postgres/bulk_writes.py).
+-- index): currval is the last id the COPY drew, and under the events-table lock (which the COPY
+-- path still takes) the batch's ids are consecutive (ledger/store/postgres/bulk_writes.py).
 SELECT notification_id, originator_id, originator_version FROM jl_events
 WHERE notification_id = (
     -- A sub-select: run once, so the index is used (currval itself is volatile).
@@ -413,36 +434,155 @@ SELECT key, value FROM jl_meta ORDER BY key
 
 -- name: events_after
 -- The next stored events after a position, in notification order (jl_events notification-id
--- index); rebuild and verify page through the history with it.
+-- index): complete within one snapshot only (ids may commit out of order), so only readers of
+-- one snapshot (rebuild's first pass, verify, time travel, export) page through it.
 SELECT notification_id, originator_id, originator_version, topic, state FROM jl_events
 WHERE notification_id > %(position)s
 ORDER BY notification_id
 LIMIT %(limit)s
 
+-- name: events_after_transactions
+-- As events_after, with each event's writing transaction (verify: which events a tracked
+-- view's tail position covers).
+SELECT notification_id, originator_id, originator_version, topic, state,
+       transaction_id::text::bigint AS transaction_id
+FROM jl_events
+WHERE notification_id > %(position)s
+ORDER BY notification_id
+LIMIT %(limit)s
+
+-- name: events_positions_after
+-- The ids of the events after a tail position, final or not (jl_events_transaction_idx): what
+-- a rebuild leaves out of a tracked view whose position it records.
+SELECT notification_id AS position FROM jl_events
+WHERE (transaction_id, notification_id) > (%(transaction_id)s::text::xid8, %(position)s)
+
 -- name: events_head
 -- The newest notification id this transaction sees (0: none).
 SELECT coalesce(max(notification_id), 0) AS head FROM jl_events
+
+-- name: events_tail
+-- The next events of the final prefix after a tail position, in (transaction_id,
+-- notification_id) order (jl_events_transaction_idx). Final: written by transactions older
+-- than every one in flight, so no event can be inserted before them any more. The frontier is
+-- this snapshot's oldest transaction in flight, leaving out those pg_stat_activity shows
+-- running in another database (they cannot append here; one it cannot place counts): a long
+-- transaction elsewhere on the server then holds no reader back. Same in events_tail_head
+-- and events_frontier.
+WITH frontier AS (
+    SELECT coalesce(
+    (SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+     WHERE NOT EXISTS (
+         SELECT FROM pg_stat_activity AS a
+         WHERE a.backend_xid = x::xid
+           AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database()))),
+    pg_snapshot_xmax(pg_current_snapshot())) AS xid
+)
+SELECT notification_id, originator_id, originator_version, topic, state,
+       transaction_id::text::bigint AS transaction_id
+FROM jl_events
+WHERE (transaction_id, notification_id) > (%(transaction_id)s::text::xid8, %(position)s)
+  AND transaction_id < (SELECT xid FROM frontier)
+ORDER BY transaction_id, notification_id
+LIMIT %(limit)s
+
+-- name: events_tail_head
+-- The tail position of the last event of the final prefix, or none (jl_events_transaction_idx,
+-- backward).
+WITH frontier AS (
+    SELECT coalesce(
+    (SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+     WHERE NOT EXISTS (
+         SELECT FROM pg_stat_activity AS a
+         WHERE a.backend_xid = x::xid
+           AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database()))),
+    pg_snapshot_xmax(pg_current_snapshot())) AS xid
+)
+SELECT transaction_id::text::bigint AS transaction_id, notification_id AS position
+FROM jl_events
+WHERE transaction_id < (SELECT xid FROM frontier)
+ORDER BY transaction_id DESC, notification_id DESC
+LIMIT 1
+
+-- name: events_frontier
+-- The oldest transaction in flight that may append here (as events_tail's frontier) and the
+-- next to start.
+SELECT coalesce(
+    (SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
+     WHERE NOT EXISTS (
+         SELECT FROM pg_stat_activity AS a
+         WHERE a.backend_xid = x::xid
+           AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database()))),
+    pg_snapshot_xmax(pg_current_snapshot()))::text::bigint AS xmin,
+       pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax
+
+-- name: events_frontier_prime
+-- Read the sessions' activity now: PostgreSQL keeps the first read of a transaction for the
+-- rest of it, so the frontier of a later statement (events_tail) places every transaction that
+-- was running before that statement's snapshot (one that ended in between would count as in
+-- flight, conservatively, holding the frontier back for a pass).
+SELECT count(*) AS sessions FROM pg_stat_activity
+
+-- name: events_pending_before
+-- Whether any event after a tail position was written by a transaction older than
+-- %(before)s (jl_events_transaction_idx): what a catch-up that must hold every event committed
+-- before it started checks, whatever the frontier.
+SELECT EXISTS (
+    SELECT FROM jl_events
+    WHERE (transaction_id, notification_id) > (%(transaction_id)s::text::xid8, %(position)s)
+      AND transaction_id < %(before)s::text::xid8
+) AS pending
+
+-- name: events_snapshot
+-- This transaction's snapshot, as a mark for events_since.
+SELECT pg_current_snapshot()::text AS snapshot
+
+-- name: events_since
+-- The events this transaction sees that the snapshot %(since)s did not, after a notification
+-- id, in notification order (jl_events_transaction_idx for the transactions not older than
+-- that snapshot's xmin, then a sort). Each stream's events come in version order: a stream's
+-- next version is appended only after its previous one committed, so with a higher id.
+SELECT notification_id, originator_id, originator_version, topic, state FROM jl_events
+WHERE transaction_id >= pg_snapshot_xmin(%(since)s::pg_snapshot)
+  AND NOT pg_visible_in_snapshot(transaction_id, %(since)s::pg_snapshot)
+  AND notification_id > %(position)s
+ORDER BY notification_id
+LIMIT %(limit)s
+
+-- name: events_since_count
+-- How many events this transaction sees that the snapshot %(since)s did not (as events_since).
+SELECT count(*) AS n FROM jl_events
+WHERE transaction_id >= pg_snapshot_xmin(%(since)s::pg_snapshot)
+  AND NOT pg_visible_in_snapshot(transaction_id, %(since)s::pg_snapshot)
 
 -- name: tracking_init
 -- A tracked projection's position row, at 0 if it has none yet.
 INSERT INTO jl_tracking (name, position) VALUES (%(name)s, 0) ON CONFLICT (name) DO NOTHING
 
 -- name: tracking_lock
--- A tracked projection's position, locked until commit (one runner at a time).
-SELECT position FROM jl_tracking WHERE name = %(name)s FOR UPDATE
+-- A tracked projection's tail position, locked until commit (one runner at a time).
+SELECT position, transaction_id::text::bigint AS transaction_id FROM jl_tracking
+WHERE name = %(name)s FOR UPDATE
 
 -- name: tracking_set
--- Record a tracked projection's position (with its rows, in one transaction).
-INSERT INTO jl_tracking (name, position) VALUES (%(name)s, %(position)s)
-ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position
+-- Record a tracked projection's tail position (with its rows, in one transaction).
+INSERT INTO jl_tracking (name, position, transaction_id)
+VALUES (%(name)s, %(position)s, %(transaction_id)s::text::xid8)
+ON CONFLICT (name) DO UPDATE
+SET position = EXCLUDED.position, transaction_id = EXCLUDED.transaction_id
 
 -- name: tracking_all
--- Every tracked projection's position.
-SELECT name, position FROM jl_tracking ORDER BY name
+-- Every tracked projection's tail position.
+SELECT name, position, transaction_id::text::bigint AS transaction_id FROM jl_tracking
+ORDER BY name
 
 -- name: audit_top
 -- The highest position the audit view holds, or NULL (primary key, backward scan).
 SELECT max(position) AS position FROM jl_audit
+
+-- name: audit_present
+-- Which of some positions the audit view holds already (primary key).
+SELECT position FROM jl_audit WHERE position = ANY(%(positions)s::bigint[])
 
 -- name: queue_origins
 -- Jobs' type and org (fixed by their enqueue event), for the audit runner (primary key).

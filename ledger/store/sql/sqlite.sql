@@ -364,17 +364,73 @@ WHERE rowid > :position
 ORDER BY rowid
 LIMIT :limit
 
+-- name: events_after_transactions
+-- As events_after; the transaction half of a tail position is always 0 here (events_tail).
+SELECT rowid AS notification_id, originator_id, originator_version, topic, state,
+       0 AS transaction_id
+FROM jl_events
+WHERE rowid > :position
+ORDER BY rowid
+LIMIT :limit
+
+-- name: events_positions_after
+-- The ids of the events after a tail position (jl_events rowid).
+SELECT rowid AS position FROM jl_events WHERE rowid > :position
+
 -- name: events_head
 -- The newest notification id this transaction sees (0: none).
 SELECT coalesce(max(rowid), 0) AS head FROM jl_events
+
+-- name: events_tail
+-- The next events after a tail position (jl_events rowid). One writer at a time: ids commit in
+-- order, so every committed event is final and the transaction half is always 0.
+SELECT rowid AS notification_id, originator_id, originator_version, topic, state,
+       0 AS transaction_id
+FROM jl_events
+WHERE rowid > :position
+ORDER BY rowid
+LIMIT :limit
+
+-- name: events_tail_head
+-- The tail position of the last event, or none (jl_events rowid).
+SELECT 0 AS transaction_id, rowid AS position FROM jl_events ORDER BY rowid DESC LIMIT 1
+
+-- name: events_frontier
+-- One writer at a time: every committed event is final.
+SELECT 0 AS xmin, 0 AS xmax
+
+-- name: events_frontier_prime
+-- Nothing to read: every committed event is final.
+SELECT 0 AS sessions
+
+-- name: events_pending_before
+-- Every committed event is final: a catch-up that found none after its position is done.
+SELECT 0 AS pending
+
+-- name: events_snapshot
+-- This transaction's mark for events_since: its newest id (ids commit in order).
+SELECT CAST(coalesce(max(rowid), 0) AS TEXT) AS snapshot FROM jl_events
+
+-- name: events_since
+-- The events after the mark :since and after a notification id, in order (jl_events rowid).
+SELECT rowid AS notification_id, originator_id, originator_version, topic, state
+FROM jl_events
+WHERE rowid > CAST(:since AS INTEGER) AND rowid > :position
+ORDER BY rowid
+LIMIT :limit
+
+-- name: events_since_count
+-- How many events come after the mark :since (jl_events rowid).
+SELECT count(*) AS n FROM jl_events WHERE rowid > CAST(:since AS INTEGER)
 
 -- name: tracking_init
 -- A tracked projection's position row, at 0 if it has none yet.
 INSERT INTO jl_tracking (name, position) VALUES (:name, 0) ON CONFLICT (name) DO NOTHING
 
 -- name: tracking_lock
--- A tracked projection's position, locked until commit (one runner at a time).
-SELECT position FROM jl_tracking WHERE name = :name
+-- A tracked projection's position, locked until commit (one runner at a time); the
+-- transaction half of a tail position is always 0 here (events_tail).
+SELECT position, 0 AS transaction_id FROM jl_tracking WHERE name = :name
 
 -- name: tracking_set
 -- Record a tracked projection's position (with its rows, in one transaction).
@@ -383,7 +439,7 @@ ON CONFLICT (name) DO UPDATE SET position = EXCLUDED.position
 
 -- name: tracking_all
 -- Every tracked projection's position.
-SELECT name, position FROM jl_tracking ORDER BY name
+SELECT name, position, 0 AS transaction_id FROM jl_tracking ORDER BY name
 
 -- name: audit_insert
 -- Audit rows; an already-applied position is left as it is (re-delivery changes nothing).

@@ -31,7 +31,10 @@ class SQLiteRunner:
     def stored_events(self, sql: str, params: Mapping[str, Any]) -> list[StoredRow]:
         self._cursor.execute(sql, params)
         uuid = self._ids.uuid
-        return [(row[0], uuid(row[1]), row[2], row[3], row[4]) for row in self._cursor.fetchall()]
+        rows = self._cursor.fetchall()
+        if rows and len(rows[0]) > 5:  # a tailing read's (its transaction id, always 0)
+            return [(row[0], uuid(row[1]), row[2], row[3], row[4], row[5]) for row in rows]
+        return [(row[0], uuid(row[1]), row[2], row[3], row[4]) for row in rows]
 
     def table_rows(self, projection: Projection) -> Iterator[Row]:
         columns = ", ".join(safe_column(c) for c in projection.columns)
