@@ -64,7 +64,7 @@ class PoolConfig:
     batch_turns: bool = True
     """Record the gathered outcomes in the transaction of the producer's next claim (one
     commit per batch turn instead of two: :mod:`ledger.runtime.turns`)."""
-    turn_hold_s: float = 0.05
+    turn_hold_s: float = 0.2
     """With ``batch_turns``: how long gathered outcomes wait for the producer's next claim,
     while it is about to claim, before the completer writes them on its own."""
     breaker_threshold: int = DEFAULT_THRESHOLD

@@ -173,7 +173,10 @@ class Producer:
         self._room.set()
 
     def _refill_at(self) -> int:
-        return max(1, (self.concurrency + self.prefetch) // 2)
+        half = max(1, (self.concurrency + self.prefetch) // 2)
+        # A turn records at most a completion batch of outcomes, and the completer writes a
+        # full batch on its own: refilling later would leave those outcomes to it.
+        return min(half, self._turns.most) if self._turns is not None else half
 
     # --- the slots' side --------------------------------------------------------------------
 

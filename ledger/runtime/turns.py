@@ -37,6 +37,11 @@ class BatchTurns:
         """Leases a turn taken now would end: the outcomes gathered so far."""
         return self._completer.waiting if self._completer.running else 0
 
+    @property
+    def most(self) -> int:
+        """The most outcomes one turn records (the completer's batch size)."""
+        return self._completer.max_batch
+
     async def take(self, room: int, types: Sequence[str]) -> tuple[list[JobState], int]:
         """Record the gathered outcomes and claim up to ``room`` plus the leases they end, of
         ``types``; the jobs claimed and the limit they were claimed with."""
