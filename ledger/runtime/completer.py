@@ -195,7 +195,12 @@ class BatchCompleter:
             self._ready.clear()
             # Give concurrent workers a moment to add theirs to the same transaction (or the
             # producer, while it is about to claim, the chance to take them into its own).
-            while self._pending and not self._closing and len(self._pending) < self.max_batch:
+            while self._pending and not self._closing:
+                deferring = self._defer_to is not None and self._defer_to()
+                # A full batch goes at once, unless the producer is about to take it: this
+                # task is woken first, so it would always win that race.
+                if len(self._pending) >= self.max_batch and not deferring:
+                    break
                 left = self._pending[0].handed_at + self._gathering_s() - loop.time()
                 if left <= 0:
                     break
