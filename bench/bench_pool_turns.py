@@ -2,7 +2,7 @@
 
 Each measurement runs in a child interpreter whose ``PYTHONPATH`` picks the code: ``--old``
 (e.g. ``git archive main | tar -x -C /tmp/old-turns``) and ``--new`` (default: this checkout);
-``new-noturns`` is the new code with ``batch_turns=False``.
+the new side runs with ``batch_turns=True``, ``new-noturns`` with ``batch_turns=False``.
 The child makes a fresh database, enqueues N jobs of a no-op async handler (untimed), then
 times a :class:`WorkerPool` at its defaults (default prefetch) from ``start()`` until
 ``pool.stats.succeeded`` reaches N, polling every millisecond. Pairs are interleaved (old,
@@ -37,7 +37,7 @@ def load() -> str:
     return Path("/proc/loadavg").read_text().split(" ", 1)[0]
 
 
-async def drain(url: str, n: int, concurrency: int, turns_off: bool) -> dict[str, Any]:
+async def drain(url: str, n: int, concurrency: int, turns: str | None) -> dict[str, Any]:
     """One measurement in this interpreter (the child's side)."""
     from ledger import EnqueueRequest, Ledger
     from ledger.runtime.handlers import JobContext, Registry
@@ -54,7 +54,8 @@ async def drain(url: str, n: int, concurrency: int, turns_off: bool) -> dict[str
         for start in range(0, n, 5000):
             batch = range(start, min(n, start + 5000))
             ledger.enqueue_many([EnqueueRequest(job_type=TYPE, payload={"i": i}) for i in batch])
-        settings: dict[str, Any] = {"batch_turns": False} if turns_off else {}
+        # The old code knows no batch_turns: it gets the pool's defaults.
+        settings: dict[str, Any] = {} if turns is None else {"batch_turns": turns == "on"}
         pool = WorkerPool(ledger, registry, concurrency=concurrency, **settings)
         began = time.perf_counter()
         await pool.start()
@@ -84,7 +85,7 @@ def transactions_per_job(url: str, n: int) -> float | None:
 
 
 def measure(
-    code: str, backend: str, server: str, *, n: int, concurrency: int, turns_off: bool
+    code: str, backend: str, server: str, *, n: int, concurrency: int, turns: str | None
 ) -> dict[str, Any]:
     """One measurement in a child interpreter running the code at ``code``."""
     sys.path.insert(0, str(HERE))
@@ -94,7 +95,7 @@ def measure(
         url = f"sqlite:///{made}" if backend == "sqlite" else made
         env = {**os.environ, "PYTHONPATH": f"{code}{os.pathsep}{HERE}"}
         args = [sys.executable, __file__, "--child", url, "--n", str(n), "-c", str(concurrency)]
-        args += ["--turns-off"] if turns_off else []
+        args += ["--turns", turns] if turns is not None else []
         done = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise RuntimeError(f"child failed ({code}):\n{done.stderr[-3000:]}")
@@ -114,13 +115,13 @@ def main() -> None:
     parser.add_argument(
         "--sides",
         default="old,new",
-        help="old, new, and/or new-noturns (the new code with batch_turns=False)",
+        help="old, new (batch_turns=True), and/or new-noturns (the new code, batch_turns=False)",
     )
     parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--turns-off", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--turns", choices=["on", "off"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        got = asyncio.run(drain(args.child, args.n, int(args.concurrency), args.turns_off))
+        got = asyncio.run(drain(args.child, args.n, int(args.concurrency), args.turns))
         print(json.dumps(got))
         return
     if not args.old:
@@ -133,14 +134,14 @@ def main() -> None:
             for round_no in range(1, args.rounds + 1):
                 for side, code in sides.items():
                     before = load()
-                    turns_off = side == "new-noturns"
+                    turns = {"old": None, "new": "on", "new-noturns": "off"}[side]
                     got = measure(
                         code,
                         backend,
                         args.pg_server,
                         n=args.n,
                         concurrency=concurrency,
-                        turns_off=turns_off,
+                        turns=turns,
                     )
                     rates[side].append(got["jobs_s"])
                     tpj = got["transactions_per_job"]

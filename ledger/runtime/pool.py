@@ -167,6 +167,7 @@ class WorkerPool:
             completer=self._completer,
             clock=ledger.clock,
             stats=self.stats,
+            yield_between_jobs=config.batch_turns,
         )
         self._reaper = Reaper(ledger, config.reaper_config())
         watchdog_config = config.watchdog_config()

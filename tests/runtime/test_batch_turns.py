@@ -114,7 +114,7 @@ async def drained_pool_history(db_url: str, **settings: object) -> list[tuple[st
         ledger.enqueue_many([EnqueueRequest(job_type="fast") for _ in range(JOBS)])
         pool = WorkerPool(
             ledger, registry, concurrency=CONCURRENCY, prefetch=PREFETCH,
-            poll_interval_s=0.05, **settings,  # type: ignore[arg-type]
+            poll_interval_s=0.05, batch_turns=True, **settings,  # type: ignore[arg-type]
         )  # fmt: skip
         await pool.start()
         try:
