@@ -27,6 +27,7 @@ from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
 from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
 from ledger.api.reaping import reap
+from ledger.api.turns import TurnResult
 from ledger.api.worker_commands import WorkerCommands
 from ledger.clock import Clock
 from ledger.core import decide
@@ -47,6 +48,7 @@ __all__ = [  # the outcome and lease types are imported from here by the runtime
     "LeaseLength",
     "Ledger",
     "Outcome",
+    "TurnResult",
 ]
 
 

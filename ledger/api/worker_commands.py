@@ -14,10 +14,11 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from uuid import UUID
 
-from ledger.api import worker_writes
+from ledger.api import turns, worker_writes
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
 from ledger.api.reader import Reader
+from ledger.api.turns import TurnResult
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.events import JSON, Failure
@@ -123,6 +124,31 @@ class WorkerCommands(Reader):
         write). Outcomes whose fence fails are reported in ``rejected``, nothing appended."""
         return self._fenced_many(
             [(o.lease.job_id, worker_writes.outcome_decision(o, self._jitter)) for o in outcomes]
+        )
+
+    def finish_and_claim(
+        self,
+        outcomes: Sequence[Outcome],
+        worker_id: str,
+        *,
+        limit: int,
+        types: Sequence[str] | None = None,
+        lease_s: LeaseLength = DEFAULT_LEASE_S,
+        queues: Sequence[str] | None = None,
+    ) -> TurnResult:
+        """One batch turn: record ``outcomes`` as :meth:`finish_many` does and claim up to
+        ``limit`` jobs as :meth:`claim` does (``limit`` 0: none), in one transaction. A refused
+        outcome is reported in ``finished.rejected`` and does not stop the claim; in commit
+        order the outcomes precede the new leases (:mod:`ledger.api.turns`)."""
+        return turns.finish_and_claim(
+            self.store,
+            self.clock,
+            [(o.lease.job_id, worker_writes.outcome_decision(o, self._jitter)) for o in outcomes],
+            worker_id,
+            limit=limit,
+            types=types,
+            lease_s=lease_s,
+            queues=queues,
         )
 
     def release(self, lease: Lease, *, reason: str = "released by worker") -> JobState:

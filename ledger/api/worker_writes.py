@@ -25,6 +25,7 @@ from ledger.core.events import JobEvent
 from ledger.core.requests import check_name
 from ledger.core.state import JobState, Lease, fold
 from ledger.store.store import Store
+from ledger.store.unit_of_work import UnitOfWork
 
 Decision = Callable[[JobState, datetime], Sequence[JobEvent] | JobEvent]
 """A command's decision bound to its arguments: (locked current state, now) -> events."""
@@ -46,29 +47,44 @@ def claim(
 ) -> list[JobState]:
     """Lease up to ``limit`` due pending jobs (of ``types`` and in ``queues``; any if
     ``None``) to ``worker_id``; their new states in claim order."""
-    if not worker_id:
-        raise InvalidRequestError("worker_id must be a non-empty string")
-    if limit < 1 or not all_positive(lease_s):
+    if limit < 1:
         raise InvalidRequestError("claim needs limit >= 1 and lease lengths > 0")
-    for queue in queues or ():
-        check_name(queue, "queue")
-    if queues is not None:
-        queues = list(dict.fromkeys(queues))  # a name twice would claim its jobs twice
+    queues = checked_claim(worker_id, lease_s, queues)
     if (types is not None and not types) or (queues is not None and not queues):
         return []
     with store.unit_of_work() as uow:
         due = uow.claimable(clock.now(), types, limit, queues)
         if not due:
             return []
-        # Stamp the events with a second reading, taken once the rows are ours: an event
-        # another writer committed before we saw the row was stamped earlier than this.
-        now = clock.now()
-        changes = [
-            (s.job_id, [decide.decide_lease(s, worker_id, lease_for(lease_s, s.job_type), now)])
-            for s in due
-        ]
-        leased = uow.append(changes)
+        leased = uow.append(lease_changes(clock, due, worker_id, lease_s))
     return [leased[state.job_id] for state in due]
+
+
+def checked_claim(
+    worker_id: str, lease_s: LeaseLength, queues: Sequence[str] | None
+) -> list[str] | None:
+    """Refuse a claim's bad arguments; its queues without repeats (a name twice would claim
+    its jobs twice)."""
+    if not worker_id:
+        raise InvalidRequestError("worker_id must be a non-empty string")
+    if not all_positive(lease_s):
+        raise InvalidRequestError("claim needs limit >= 1 and lease lengths > 0")
+    for queue in queues or ():
+        check_name(queue, "queue")
+    return list(dict.fromkeys(queues)) if queues is not None else None
+
+
+def lease_changes(
+    clock: Clock, due: Sequence[JobState], worker_id: str, lease_s: LeaseLength
+) -> list[tuple[UUID, Sequence[JobEvent]]]:
+    """The lease events of the claimed jobs ``due``."""
+    # Stamp the events with a reading taken once the rows are ours: an event another
+    # writer committed before we saw the row was stamped earlier than this.
+    now = clock.now()
+    return [
+        (s.job_id, [decide.decide_lease(s, worker_id, lease_for(lease_s, s.job_type), now)])
+        for s in due
+    ]
 
 
 def write_fenced(store: Store, clock: Clock, job_id: UUID, decision: Decision) -> JobState:
@@ -93,29 +109,38 @@ def write_fenced_many(
 
     A job named twice sees its earlier item's effect; a refused item is reported, not raised.
     """
-    rejected: dict[UUID, LedgerError] = {}
     with store.unit_of_work() as uow:
-        ids = [job_id for job_id, _ in items]
-        current: dict[UUID, JobState] = uow.lock_jobs(ids)
-        repeated = {job_id for job_id, count in Counter(ids).items() if count > 1}
-        now = clock.now()
-        changes: list[tuple[UUID, Sequence[JobEvent]]] = []
-        for job_id, decision in items:
-            state = current.get(job_id)
-            if state is None:
-                rejected[job_id] = JobNotFoundError(f"no job {job_id}")
-                continue
-            try:
-                events = _as_list(decision(state, now))
-            except LedgerError as error:
-                rejected[job_id] = error
-                continue
-            if job_id in repeated:
-                # A later item for the same job must see this one's effect.
-                current[job_id] = fold(events, state) or state
-            changes.append((job_id, events))
+        changes, rejected = decide_each(uow, clock, items)
         new_states = uow.append(changes)
     return BatchResult(accepted=list(new_states.values()), rejected=rejected)
+
+
+def decide_each(
+    uow: UnitOfWork, clock: Clock, items: Sequence[tuple[UUID, Decision]]
+) -> tuple[list[tuple[UUID, Sequence[JobEvent]]], dict[UUID, LedgerError]]:
+    """Lock every job of ``items`` and decide each in order: the accepted changes, and why
+    each refused one was refused. A job named twice sees its earlier item's effect."""
+    rejected: dict[UUID, LedgerError] = {}
+    ids = [job_id for job_id, _ in items]
+    current: dict[UUID, JobState] = uow.lock_jobs(ids)
+    repeated = {job_id for job_id, count in Counter(ids).items() if count > 1}
+    now = clock.now()
+    changes: list[tuple[UUID, Sequence[JobEvent]]] = []
+    for job_id, decision in items:
+        state = current.get(job_id)
+        if state is None:
+            rejected[job_id] = JobNotFoundError(f"no job {job_id}")
+            continue
+        try:
+            events = _as_list(decision(state, now))
+        except LedgerError as error:
+            rejected[job_id] = error
+            continue
+        if job_id in repeated:
+            # A later item for the same job must see this one's effect.
+            current[job_id] = fold(events, state) or state
+        changes.append((job_id, events))
+    return changes, rejected
 
 
 def heartbeat_decision(lease: Lease, lease_s: LeaseLength) -> Decision:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from ledger.api.leases import lease_for
-from ledger.api.ledger import Ledger
+from ledger.api.ledger import Ledger, Outcome, TurnResult
 from ledger.core.state import JobState, Lease
 from ledger.runtime.health import PoolStats
 
@@ -79,6 +79,27 @@ class Claims:
         jobs = self._ledger.claim(
             self.worker_id, limit=limit, types=wanted, lease_s=self.lease_s, queues=self.queues
         )
+        return self._hold(jobs)
+
+    def finish_and_claim(
+        self, outcomes: Sequence[Outcome], limit: int, types: Sequence[str]
+    ) -> TurnResult:
+        """Record ``outcomes`` and claim up to ``limit`` due jobs of ``types`` (in
+        :attr:`queues`, if set) in one transaction (:meth:`Ledger.finish_and_claim`); the
+        claimed jobs are held from here, the outcomes' leases stay held until the caller
+        forgets them."""
+        turn = self._ledger.finish_and_claim(
+            outcomes,
+            self.worker_id,
+            limit=limit,
+            types=list(types),
+            lease_s=self.lease_s,
+            queues=self.queues,
+        )
+        self._hold(turn.claimed)
+        return turn
+
+    def _hold(self, jobs: list[JobState]) -> list[JobState]:
         for job in jobs:
             assert job.lease is not None and job.lease_expires_at is not None
             self._held[job.job_id] = _Held(

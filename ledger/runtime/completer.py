@@ -14,6 +14,11 @@ the pool takes; past that the fence would refuse it anyway and the reaper owns t
 the completer gives it up. A connection drop or a server restart shorter than the lease
 therefore loses no outcome, and consumes no attempt.
 
+Batch turns (:mod:`ledger.runtime.turns`): while the pool's producer is about to claim again
+(``defer_to()`` is true), gathered outcomes wait up to ``hold_s`` instead of ``max_delay_s``,
+so that the producer can take them (:meth:`take_for_turn`) into the transaction of its next
+claim; outcomes it could not record it gives back (:meth:`give_back`) to be retried here.
+
 Retrying a write is safe here because it is fenced: if a try whose acknowledgement was lost
 did commit, the next one is refused by the fence. Such a refusal is recognised (the job's
 state shows this very attempt's outcome) and counted as recorded.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -53,6 +59,10 @@ class _Handed:
     outcome: Outcome
     future: asyncio.Future[JobState | None]
     lease_ends_by: datetime
+    handed_at: float
+    """The event loop's time when it was handed over (what the gathering delay counts from)."""
+    maybe_written: bool = False
+    """A turn that carried it failed in a way that may have committed."""
 
 
 def recorded_earlier(outcome: Outcome, state: JobState) -> bool:
@@ -92,6 +102,8 @@ class BatchCompleter:
         retry_first_delay_s: float = RETRY_FIRST_DELAY_S,
         retry_max_delay_s: float = RETRY_MAX_DELAY_S,
         io: ThreadLane | None = None,
+        defer_to: Callable[[], bool] | None = None,
+        hold_s: float = 0.0,
     ) -> None:
         self._ledger = ledger
         self._lease = timedelta(seconds=_longest(lease_s))
@@ -102,6 +114,8 @@ class BatchCompleter:
         self.retry_first_delay_s = retry_first_delay_s
         self.retry_max_delay_s = retry_max_delay_s
         self._on_recorded = on_recorded
+        self._defer_to = defer_to
+        self.hold_s = hold_s
         self._pending: list[_Handed] = []
         self._ready = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -123,6 +137,35 @@ class BatchCompleter:
         self._ready.set()
         return handed.future
 
+    @property
+    def waiting(self) -> int:
+        """Outcomes gathered and not yet on their way to the ledger."""
+        return len(self._pending)
+
+    def take_for_turn(self) -> list[_Handed]:
+        """Hand up to ``max_batch`` gathered outcomes to a batch turn, oldest first; the turn
+        settles them (:meth:`settle_turn`) or gives them back (:meth:`give_back`)."""
+        taken = self._pending[: self.max_batch]
+        del self._pending[: self.max_batch]
+        self._ready.set()  # the oldest waiting outcome changed
+        return taken
+
+    async def settle_turn(self, taken: list[_Handed], result: BatchResult) -> None:
+        """Settle the outcomes a turn recorded or refused, as a flush would."""
+        await self._settle(taken, result, any(handed.maybe_written for handed in taken))
+
+    def give_back(self, taken: list[_Handed], *, maybe_written: bool) -> None:
+        """A turn could not record ``taken``: they are flushed (and retried) from here."""
+        for handed in taken:
+            handed.maybe_written = handed.maybe_written or maybe_written
+            handed.handed_at = -math.inf  # due at once
+        self._pending[:0] = taken
+        self._ready.set()
+
+    def nudge(self) -> None:
+        """Look again at whether to flush (``defer_to()`` may have changed)."""
+        self._ready.set()
+
     async def flush_now(self, outcomes: list[Outcome]) -> list[JobState | None]:
         """Record ``outcomes`` at once, bypassing the batching (used when not running)."""
         batch = [self._hand(outcome) for outcome in outcomes]
@@ -142,16 +185,29 @@ class BatchCompleter:
 
     def _hand(self, outcome: Outcome) -> _Handed:
         future: asyncio.Future[JobState | None] = asyncio.get_running_loop().create_future()
-        return _Handed(outcome, future, self._ledger.clock.now() + self._lease)
+        loop = asyncio.get_running_loop()
+        return _Handed(outcome, future, self._ledger.clock.now() + self._lease, loop.time())
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await self._ready.wait()
-            if self.max_delay_s and len(self._pending) < self.max_batch and not self._closing:
-                # Give concurrent workers a moment to add theirs to the same transaction.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._full(), self.max_delay_s)
             self._ready.clear()
+            # Give concurrent workers a moment to add theirs to the same transaction (or the
+            # producer, while it is about to claim, the chance to take them into its own).
+            while self._pending and not self._closing:
+                deferring = self._defer_to is not None and self._defer_to()
+                # A full batch goes at once, unless the producer is about to take it: this
+                # task is woken first, so it would always win that race.
+                if len(self._pending) >= self.max_batch and not deferring:
+                    break
+                left = self._pending[0].handed_at + self._gathering_s() - loop.time()
+                if left <= 0:
+                    break
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left):
+                        await self._ready.wait()
+                self._ready.clear()
             while self._pending:
                 batch = self._pending[: self.max_batch]
                 del self._pending[: self.max_batch]
@@ -159,15 +215,16 @@ class BatchCompleter:
             if self._closing:
                 return
 
-    async def _full(self) -> None:
-        while len(self._pending) < self.max_batch and not self._closing:
-            self._ready.clear()
-            await self._ready.wait()
+    def _gathering_s(self) -> float:
+        """How long the oldest gathered outcome may wait before it is flushed from here."""
+        if self._defer_to is not None and self._defer_to():
+            return max(self.hold_s, self.max_delay_s)
+        return self.max_delay_s
 
     async def _flush(self, batch: list[_Handed]) -> None:
         """``finish_many`` until it lands or every outcome's lease has ended."""
         failed_tries = 0
-        maybe_written = False
+        maybe_written = any(handed.maybe_written for handed in batch)
         while batch:
             try:
                 outcomes = [handed.outcome for handed in batch]

@@ -3,11 +3,12 @@
 Shaped like River's client: a :class:`~ledger.runtime.producer.Producer` claims due jobs in
 batches and buffers them; ``concurrency`` worker slots take them one at a time and run them
 through the :class:`~ledger.runtime.executor.Executor`; a
-:class:`~ledger.runtime.completer.BatchCompleter` records the outcomes many to a transaction;
-a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every held lease in one
-transaction; a periodic reaper pass fails expired leases, and on PostgreSQL a watchdog ends a
-session frozen inside a write that blocks the other writers; optionally a thread keeps the
-tracked views current. The pool itself only starts and stops these.
+:class:`~ledger.runtime.completer.BatchCompleter` records the outcomes many to a transaction,
+or hands them to the producer's next claim to record in its transaction (batch turns,
+:mod:`ledger.runtime.turns`); a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every
+held lease in one transaction; a periodic reaper pass fails expired leases, and on PostgreSQL
+a watchdog ends a session frozen inside a write that blocks the other writers; optionally a
+thread keeps the tracked views current. The pool itself only starts and stops these.
 
 Threads (:mod:`ledger.runtime.threads`): sync handlers run on a lane of ``concurrency``
 threads of their own, every database call of the pool on another lane; neither is asyncio's
@@ -48,6 +49,7 @@ from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
 from ledger.runtime.slots import WorkerSlots
 from ledger.runtime.threads import ThreadLane
+from ledger.runtime.turns import BatchTurns
 from ledger.runtime.wakeup import Wakeup
 from ledger.store.frozen_writers import FrozenWriter
 
@@ -118,15 +120,6 @@ class WorkerPool:
         )
         self._releaser = Releaser(ledger, self._claims, self.stats, self._io)
         self._wakeup = Wakeup(ledger)
-        self._producer = Producer(
-            self._claims,
-            concurrency=config.concurrency,
-            prefetch=config.prefetch,
-            poll_interval_s=config.poll_interval_s,
-            breaker=self._breaker,
-            wakeup=self._wakeup,
-            io=self._io,
-        )
         self._executor = Executor(
             ledger,
             registry,
@@ -144,6 +137,19 @@ class WorkerPool:
             max_delay_s=config.completion_delay_s,
             on_recorded=self.stats.count_recorded,
             io=self._io,
+            defer_to=lambda: self._producer.expects_turn,
+            hold_s=config.turn_hold_s,
+        )
+        turns = BatchTurns(self._claims, self._completer, self._io) if config.batch_turns else None
+        self._producer = Producer(
+            self._claims,
+            concurrency=config.concurrency,
+            prefetch=config.prefetch,
+            poll_interval_s=config.poll_interval_s,
+            breaker=self._breaker,
+            wakeup=self._wakeup,
+            io=self._io,
+            turns=turns,
         )
         self._heartbeater = Heartbeater(
             ledger,
@@ -161,6 +167,7 @@ class WorkerPool:
             completer=self._completer,
             clock=ledger.clock,
             stats=self.stats,
+            yield_between_jobs=config.batch_turns,
         )
         self._reaper = Reaper(ledger, config.reaper_config())
         watchdog_config = config.watchdog_config()

@@ -7,7 +7,8 @@ claim a one-job transaction, and throughput is transactions times jobs per trans
 types whose circuit breaker is open are left out of the claim (a half-open one gets one probe
 job); while nothing is due (or every
 type's breaker is open) it waits for a wake-up or the poll interval. Claims run on the pool's
-I/O threads.
+I/O threads. With batch turns (:mod:`ledger.runtime.turns`) each claim also records the
+outcomes gathered so far, and the room they will free counts towards the refill.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ledger.core.state import JobState, Lease
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
 from ledger.runtime.threads import ThreadLane
+from ledger.runtime.turns import BatchTurns
 from ledger.runtime.wakeup import Wakeup
 
 log = logging.getLogger(__name__)
@@ -50,8 +52,10 @@ class Producer:
         breaker: CircuitBreaker,
         wakeup: Wakeup,
         io: ThreadLane,
+        turns: BatchTurns | None = None,
     ) -> None:
         self._claims = claims
+        self._turns = turns
         self._io = io
         self.concurrency = concurrency
         self.poll_interval_s = poll_interval_s
@@ -66,6 +70,13 @@ class Producer:
         self._room = asyncio.Event()
         self._idle = asyncio.Event()
         self._stopping = False
+        self._hungry = False
+
+    @property
+    def expects_turn(self) -> bool:
+        """Whether this producer takes turns and is about to claim again: its last claim
+        filled its limit (more may be due) and it is not stopping."""
+        return self._turns is not None and self._hungry and not self._stopping
 
     @property
     def prefetch(self) -> int:
@@ -91,24 +102,33 @@ class Producer:
         self._stopping = True
         self._wakeup.signal()
         self._room.set()
+        if self._turns is not None:
+            self._turns.nudge()
 
     async def _produce(self) -> None:
         while not self._stopping:
             room = self._room_for()
             # Refill in batches: claiming the moment one slot frees up would make every
-            # claim a one-job transaction. Wait for half the capacity to be free, unless
-            # the buffer has run dry and a worker would sit idle.
-            if room <= 0 or (room < self._refill_at() and not self._buffer.empty()):
+            # claim a one-job transaction. Wait for half the capacity to be free (with turns:
+            # or about to be, by the outcomes the claim records), unless the buffer has run
+            # dry and a worker would sit idle.
+            freeing = room + (self._turns.freeing if self._turns is not None else 0)
+            if freeing <= 0 or (freeing < self._refill_at() and not self._buffer.empty()):
                 self._room.clear()
                 # Bounded: a lease may also end where nothing calls room_freed (a renewal
                 # refused), and the loop must then still see the room it left.
+                # asyncio.timeout, not wait_for: wait_for runs the wait in a task of its own
+                # (Python 3.11), so a set() reached this loop two hops later, by when slots
+                # whose handlers never suspend had run the buffer dry.
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._room.wait(), self.poll_interval_s)
+                    async with asyncio.timeout(self.poll_interval_s):
+                        await self._room.wait()
                 continue
             try:
                 jobs = await self._claim(room)
             except Exception as exc:
                 log.warning("claim failed: %r (cause %r)", exc, exc.__cause__)
+                self._set_hungry(False)
                 await self._wakeup.wait(self.poll_interval_s)
                 continue
             for job in jobs:
@@ -121,7 +141,11 @@ class Producer:
         """Up to ``room`` jobs of the types whose breaker is closed, plus one probe job of
         each half-open type while there is room (see :mod:`ledger.runtime.breaker`)."""
         free, probes = self._breaker.claimable(self._claims.types)
-        jobs = await self._io.run(self._claims.claim, room, free) if free else []
+        if self._turns is not None:
+            jobs, room = await self._turns.take(room, free)
+        else:
+            jobs = await self._io.run(self._claims.claim, room, free) if free else []
+        self._set_hungry(bool(jobs) and len(jobs) >= room)
         for job_type in probes:
             if len(jobs) >= room:
                 break
@@ -130,6 +154,11 @@ class Producer:
                 self._breaker.probe_claimed(job_type)
                 jobs.extend(probe)
         return jobs
+
+    def _set_hungry(self, hungry: bool) -> None:
+        was, self._hungry = self._hungry, hungry
+        if was and not hungry and self._turns is not None:
+            self._turns.nudge()
 
     def _room_for(self) -> int:
         # Every lease the pool holds counts — buffered, running, and finished but not yet
@@ -144,7 +173,10 @@ class Producer:
         self._room.set()
 
     def _refill_at(self) -> int:
-        return max(1, (self.concurrency + self.prefetch) // 2)
+        half = max(1, (self.concurrency + self.prefetch) // 2)
+        # A turn records at most a completion batch of outcomes, and the completer writes a
+        # full batch on its own: refilling later would leave those outcomes to it.
+        return min(half, self._turns.most) if self._turns is not None else half
 
     # --- the slots' side --------------------------------------------------------------------
 

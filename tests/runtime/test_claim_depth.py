@@ -41,12 +41,13 @@ def most_leased_at_once(db_url: str) -> int:
     return most
 
 
+@pytest.mark.parametrize("batch_turns", [False, True])
 @pytest.mark.parametrize(("concurrency", "prefetch"), [(2, 0), (4, 4)])
 async def test_the_pool_leases_no_more_than_its_declared_depth(
-    db_url: str, concurrency: int, prefetch: int
+    db_url: str, concurrency: int, prefetch: int, batch_turns: bool
 ) -> None:
-    """Fast handlers, outcomes batched for 20 ms: at no point in the history does the pool
-    hold more than ``concurrency + prefetch`` leases."""
+    """Fast handlers, outcomes batched for 20 ms, with batch turns or without: at no point in
+    the history does the pool hold more than ``concurrency + prefetch`` leases."""
     registry = Registry()
 
     @registry.handler("fast")
@@ -60,7 +61,7 @@ async def test_the_pool_leases_no_more_than_its_declared_depth(
         )
         pool = WorkerPool(
             ledger, registry, concurrency=concurrency, prefetch=prefetch,
-            completion_delay_s=0.02, poll_interval_s=0.05,
+            completion_delay_s=0.02, poll_interval_s=0.05, batch_turns=batch_turns,
         )  # fmt: skip
         await pool.start()
         try:

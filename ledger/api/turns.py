@@ -1,0 +1,64 @@
+"""A batch turn: record a worker's finished outcomes and claim its next jobs in one transaction.
+
+A pool that claims in batches and records outcomes in batches pays two commits per batch of
+jobs; a turn pays one. The outcomes are decided first, each against its job's locked state
+(the fence: an outcome on a lease that has ended or moved to another worker is refused and
+reported, nothing appended for it), then the due jobs are claimed, and everything is appended
+in that order — so in commit order the finished jobs' attempts end before the new leases
+begin, and a worker holding ``depth`` leases never appears to hold more. A refused outcome
+does not stop the claim: the turn commits the rest. A job whose stolen lease was reaped back
+to pending may be claimed again in the same turn (its old attempt's outcome is refused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from uuid import UUID
+
+import msgspec
+
+from ledger.api.leases import LeaseLength
+from ledger.api.outcomes import BatchResult
+from ledger.api.worker_writes import Decision, checked_claim, decide_each, lease_changes
+from ledger.clock import Clock
+from ledger.core.errors import InvalidRequestError
+from ledger.core.state import JobState
+from ledger.store.store import Store
+
+
+class TurnResult(msgspec.Struct):
+    """What a turn did: the outcomes' result (as :meth:`Ledger.finish_many` reports it) and
+    the jobs it claimed, in claim order."""
+
+    finished: BatchResult
+    claimed: list[JobState]
+
+
+def finish_and_claim(
+    store: Store,
+    clock: Clock,
+    outcomes: Sequence[tuple[UUID, Decision]],
+    worker_id: str,
+    *,
+    limit: int,
+    types: Sequence[str] | None,
+    lease_s: LeaseLength,
+    queues: Sequence[str] | None = None,
+) -> TurnResult:
+    """Decide ``outcomes`` (job, decision) under their jobs' row locks, lease up to ``limit``
+    due jobs (of ``types`` and in ``queues``; any if ``None``; ``limit`` 0 claims nothing) to
+    ``worker_id``, and append both in one transaction (see the module docstring)."""
+    if limit < 0:
+        raise InvalidRequestError("a turn needs limit >= 0")
+    queues = checked_claim(worker_id, lease_s, queues)
+    claiming = limit > 0 and (types is None or bool(types)) and (queues is None or bool(queues))
+    with store.unit_of_work() as uow:
+        changes, rejected = decide_each(uow, clock, outcomes)
+        due = uow.claimable(clock.now(), types, limit, queues) if claiming else []
+        # Outcomes first: in commit order an attempt ends before the next lease begins.
+        new_states = uow.append([*changes, *lease_changes(clock, due, worker_id, lease_s)])
+    finished = BatchResult(
+        accepted=[new_states[job_id] for job_id in dict.fromkeys(job_id for job_id, _ in changes)],
+        rejected=rejected,
+    )
+    return TurnResult(finished, [new_states[state.job_id] for state in due])
