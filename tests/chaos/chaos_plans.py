@@ -61,6 +61,22 @@ def sigkill_and_restart(kills: Sequence[float] = THRESHOLDS) -> FaultPlan:
     return plan
 
 
+def _wait_stopped(pid: int, timeout_s: float = 5.0) -> None:
+    """Wait until the kernel shows ``pid`` stopped (``T`` in ``/proc/<pid>/stat``): a signal
+    sent is not yet a signal taken, and a victim still running for a moment after the kill
+    could begin a write after the write-lock probe looked. (One run: the probe found the lock
+    free, yet every SQLite writer then stalled until the victim resumed 13.5 s later, so the
+    victim must have taken it after the probe.)"""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+        if state in ("T", "t"):
+            return
+        time.sleep(0.001)
+    raise AssertionError(f"process {pid} not stopped {timeout_s} s after SIGSTOP")
+
+
 def sqlite_write_lock_held(url: str, timeout_s: float = 2.0) -> bool:
     """Whether some process holds the SQLite database's write lock for ``timeout_s`` (far
     longer than any healthy write transaction takes)."""
@@ -93,6 +109,7 @@ def sigstop_past_lease(stops: Sequence[float] = (0.2, 0.6)) -> FaultPlan:
             leases = chaos.leases_of(victim.worker_id)
             chaos.faults.record("sigstop", victim.worker_id, f"{leases} leases")
             victim.process.send_signal(signal.SIGSTOP)
+            _wait_stopped(victim.process.pid)
             if not chaos.url.startswith("postgresql") and sqlite_write_lock_held(chaos.url):
                 chaos.faults.record("write_lock_frozen", victim.worker_id)
                 time.sleep(settings.lease_s + settings.reaper_interval_s)  # past its leases
