@@ -4,6 +4,10 @@ Each query in ``ledger/store/sql/<backend>.sql`` (and in
 ``ledger/store/sql/<backend>_<feature>.sql``, the
 queries of one feature, read after it in name order) starts with ``-- name: <entity>_<verb>``
 and a one-line comment saying what it returns and which index it relies on.
+
+A line ``-- include: <name>`` stands for the body of the query ``<name>``, defined earlier: an
+expression several queries must spell exactly alike (the tailing readers' frontier) is
+written once, as a ``fragment_*`` query that is never run on its own.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from functools import cache
 from importlib.resources import files
 
 _NAME = re.compile(r"^--\s*name:\s*(\w+)\s*$")
+_INCLUDE = re.compile(r"^(\s*)--\s*include:\s*(\w+)\s*$")
 
 
 @cache
@@ -29,11 +34,18 @@ def load(backend: str) -> dict[str, str]:
         current: list[str] | None = None
         for line in directory.joinpath(file_name).read_text(encoding="utf-8").splitlines():
             match = _NAME.match(line)
+            include = _INCLUDE.match(line)
             if match:
                 name = match.group(1)
                 if name in queries:
                     raise ValueError(f"query {name!r} is defined twice ({file_name})")
                 current = queries[name] = []
+            elif include and current is not None:
+                indent, included = include.groups()
+                if included not in queries:
+                    raise ValueError(f"{file_name} includes {included!r} before defining it")
+                body = "\n".join(queries[included]).strip().splitlines()
+                current.extend(indent + text for text in body)
             elif current is not None and not line.lstrip().startswith("--"):
                 current.append(line)
     return {name: "\n".join(body).strip() for name, body in queries.items()}

@@ -461,22 +461,29 @@ WHERE (transaction_id, notification_id) > (%(transaction_id)s::text::xid8, %(pos
 -- The newest notification id this transaction sees (0: none).
 SELECT coalesce(max(notification_id), 0) AS head FROM jl_events
 
--- name: events_tail
--- The next events of the final prefix after a tail position, in (transaction_id,
--- notification_id) order (jl_events_transaction_idx). Final: written by transactions older
--- than every one in flight, so no event can be inserted before them any more. The frontier is
--- this snapshot's oldest transaction in flight, leaving out those pg_stat_activity shows
--- running in another database (they cannot append here; one it cannot place counts): a long
--- transaction elsewhere on the server then holds no reader back. Same in events_tail_head
--- and events_frontier.
-WITH frontier AS (
-    SELECT coalesce(
+-- name: fragment_events_frontier
+-- (An expression, included by events_tail, events_tail_head and events_frontier.) The
+-- frontier: this snapshot's oldest transaction in flight, leaving out those pg_stat_activity
+-- shows running in another database (they cannot append here; one it cannot place counts), so
+-- a long transaction elsewhere on the server holds no reader back; with none in flight, the
+-- next transaction id.
+coalesce(
     (SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
      WHERE NOT EXISTS (
          SELECT FROM pg_stat_activity AS a
          WHERE a.backend_xid = x::xid
            AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database()))),
-    pg_snapshot_xmax(pg_current_snapshot())) AS xid
+    pg_snapshot_xmax(pg_current_snapshot()))
+
+-- name: events_tail
+-- The next events of the final prefix after a tail position, in (transaction_id,
+-- notification_id) order (jl_events_transaction_idx). Final: written by transactions older
+-- than every one in flight (the frontier: fragment_events_frontier), so no event can be
+-- inserted before them any more.
+WITH frontier AS (
+    SELECT
+    -- include: fragment_events_frontier
+    AS xid
 )
 SELECT notification_id, originator_id, originator_version, topic, state,
        transaction_id::text::bigint AS transaction_id
@@ -490,13 +497,9 @@ LIMIT %(limit)s
 -- The tail position of the last event of the final prefix, or none (jl_events_transaction_idx,
 -- backward).
 WITH frontier AS (
-    SELECT coalesce(
-    (SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
-     WHERE NOT EXISTS (
-         SELECT FROM pg_stat_activity AS a
-         WHERE a.backend_xid = x::xid
-           AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database()))),
-    pg_snapshot_xmax(pg_current_snapshot())) AS xid
+    SELECT
+    -- include: fragment_events_frontier
+    AS xid
 )
 SELECT transaction_id::text::bigint AS transaction_id, notification_id AS position
 FROM jl_events
@@ -507,14 +510,10 @@ LIMIT 1
 -- name: events_frontier
 -- The oldest transaction in flight that may append here (as events_tail's frontier) and the
 -- next to start.
-SELECT coalesce(
-    (SELECT min(x) FROM pg_snapshot_xip(pg_current_snapshot()) AS x
-     WHERE NOT EXISTS (
-         SELECT FROM pg_stat_activity AS a
-         WHERE a.backend_xid = x::xid
-           AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database()))),
-    pg_snapshot_xmax(pg_current_snapshot()))::text::bigint AS xmin,
-       pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax
+SELECT
+    -- include: fragment_events_frontier
+    ::text::bigint AS xmin,
+    pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xmax
 
 -- name: events_frontier_prime
 -- Read the sessions' activity now: PostgreSQL keeps the first read of a transaction for the
