@@ -383,13 +383,9 @@ SELECT coalesce(max(rowid), 0) AS head FROM jl_events
 
 -- name: events_tail
 -- The next events after a tail position (jl_events rowid). One writer at a time: ids commit in
--- order, so every committed event is final and the transaction half is always 0.
-SELECT rowid AS notification_id, originator_id, originator_version, topic, state,
-       0 AS transaction_id
-FROM jl_events
-WHERE rowid > :position
-ORDER BY rowid
-LIMIT :limit
+-- order, so every committed event is final and the transaction half is always 0: the same
+-- read as events_after_transactions.
+-- include: events_after_transactions
 
 -- name: events_tail_head
 -- The tail position of the last event, or none (jl_events rowid).
