@@ -107,6 +107,8 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
                     click.echo(f"would rebuild {line}")
                 for table in planned.missing_tables:
                     click.echo(f"would create {table}")
+                for column in planned.missing_columns:
+                    click.echo(f"would add column {column}")
                 for index in planned.missing_indexes:
                     click.echo(f"would create index {index}")
                 for view in planned.missing_views:
@@ -131,6 +133,8 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
             click.echo(f"rebuilt {line}")
         for table in report.created_tables:
             click.echo(f"created {table}")
+        for column in report.plan.missing_columns:
+            click.echo(f"added column {column}")
         for index in report.plan.missing_indexes:
             click.echo(f"created index {index}")
         for refill in report.refilled:

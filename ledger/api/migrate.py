@@ -62,6 +62,8 @@ class MigrationPlan(msgspec.Struct, frozen=True):
     missing_tables: list[str]
     missing_indexes: list[str]
     """Indexes of this code's schema the database lacks, on tables it has."""
+    missing_columns: list[str]
+    """Columns (``table.column``) a release added to tables the database has, and it lacks."""
     stale: list[str]
     """Projections to rebuild, each with ``name (recorded vN, code vM)``."""
     stale_names: list[str]
@@ -70,7 +72,9 @@ class MigrationPlan(msgspec.Struct, frozen=True):
 
     @property
     def empty(self) -> bool:
-        return not self.missing_tables and not self.missing_indexes and not self.stale_names
+        return not (
+            self.missing_tables or self.missing_indexes or self.missing_columns or self.stale_names
+        )
 
 
 class MigrationReport(msgspec.Struct, frozen=True):
@@ -108,6 +112,7 @@ def plan(store: Store) -> MigrationPlan:
         )
     missing = sorted(EXPECTED_TABLES - tables)
     lacking = store.schema.missing_indexes(tables)  # a missing table's come with it
+    columns = store.schema.missing_columns(tables)
     refilling = missing_views(missing)
     skip = {view.name for view in refilling}
     with store.read_snapshot() as snapshot:  # only jl_meta: the tracking table may be missing
@@ -117,6 +122,7 @@ def plan(store: Store) -> MigrationPlan:
         schema_version=marker,
         missing_tables=missing,
         missing_indexes=lacking,
+        missing_columns=columns,
         stale=[
             f"{p.name} (recorded v{recorded_version(meta, p)}, code v{p.version})" for p in outdated
         ],

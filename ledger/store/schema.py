@@ -37,6 +37,7 @@ ReadQuery = Callable[[str, dict[str, Any] | None], Sequence[Any]]
 _CREATE_INDEX = re.compile(
     r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+ON\s+(\w+)", re.I
 )
+_ADD_COLUMN = re.compile(r"ALTER\s+TABLE\s+(\w+)\s+ADD\s+COLUMN\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 
 
 def schema_indexes(queries: Mapping[str, str]) -> dict[str, str]:
@@ -46,6 +47,16 @@ def schema_indexes(queries: Mapping[str, str]) -> dict[str, str]:
         for name, sql in queries.items()
         if name.startswith("schema_")
         for index, table in _CREATE_INDEX.findall(sql)
+    }
+
+
+def schema_columns(queries: Mapping[str, str]) -> set[tuple[str, str]]:
+    """The columns the ``schema_*`` statements add to existing tables: (table, column)."""
+    return {
+        (table, column)
+        for name, sql in queries.items()
+        if name.startswith("schema_")
+        for table, column in _ADD_COLUMN.findall(sql)
     }
 
 
@@ -66,6 +77,19 @@ class Schema:
         present = {row["index_name"] for row in self._read("indexes_present", None)}
         expected = schema_indexes(self._queries())
         return sorted(i for i, table in expected.items() if table in tables and i not in present)
+
+    def missing_columns(self, tables: set[str]) -> list[str]:
+        """The columns a release added to tables the database has (``table.column``) that it
+        lacks: the queries this code runs name them, so a database without them fails on its
+        first read of one (a tail read: "column transaction_id does not exist") unless
+        ``migrate`` adds them first."""
+        expected = {c for c in schema_columns(self._queries()) if c[0] in tables}
+        if not expected:
+            return []  # SQLite's schema adds no columns: nothing to ask
+        present = {
+            (row["table_name"], row["column_name"]) for row in self._read("columns_present", None)
+        }
+        return sorted(f"{table}.{column}" for table, column in expected - present)
 
     def state(self) -> tuple[set[str], str | None]:
         """The jobledger tables present and the recorded schema version (``None``: none)."""
@@ -104,6 +128,12 @@ class Schema:
         if missing:
             raise DatabaseNotInitialisedError(
                 f"database lacks tables {sorted(missing)}; run `jobledger init` to add them"
+            )
+        lacking = self.missing_columns(tables)
+        if lacking:
+            raise DatabaseNotInitialisedError(
+                f"database lacks columns {lacking} that this release added; "
+                "run `jobledger migrate` to add them"
             )
 
 

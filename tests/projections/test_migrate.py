@@ -6,11 +6,13 @@ import json
 from pathlib import Path
 
 import msgspec
+import pytest
 from click.testing import CliRunner
 from projection_helpers import as_uuid, populate, raw
 
 from cli.main import cli
 from ledger import FakeClock, JobStatus, Ledger
+from ledger.core.errors import DatabaseNotInitialisedError
 from projections.rules.catalog import version_key
 from projections.rules.queue import decode_state
 
@@ -133,6 +135,35 @@ def test_migrate_packs_the_state_blobs_of_a_version_1_queue_view(db_url: str) ->
         assert ledger.projections().verify().clean
 
 
+def test_an_unmigrated_database_is_refused_at_open_not_at_its_first_tail_read(
+    pg_url: str,
+) -> None:
+    """A database that lacks a column this release added used to open, take appends and then
+    fail every tail read ("column transaction_id does not exist"): opening it without
+    ``create`` (a worker, ``audit``) now refuses and names ``migrate``, and nothing is
+    written; after ``migrate`` the same opens work."""
+    populate(pg_url)
+    raw(pg_url, "DROP INDEX jl_events_transaction_idx")
+    raw(pg_url, "ALTER TABLE jl_events DROP COLUMN transaction_id")
+    [(events,)] = raw(pg_url, "SELECT count(*) FROM jl_events")
+
+    with pytest.raises(DatabaseNotInitialisedError, match="run `jobledger migrate`") as refused:
+        Ledger.open(pg_url)
+    assert "jl_events.transaction_id" in str(refused.value)
+    result = CliRunner().invoke(cli, ["--db", pg_url, "audit"])
+    assert result.exit_code != 0
+    assert "jobledger migrate" in result.stderr, result.stderr
+    assert raw(pg_url, "SELECT count(*) FROM jl_events") == [(events,)]
+
+    code, out, _ = run(pg_url)
+    assert code == 0 and "added column jl_events.transaction_id" in out, out
+    with Ledger.open(pg_url) as ledger:
+        ledger.enqueue("t", {"after": "migrate"})
+        [report] = ledger.catch_up()
+        assert report.applied == events + 1
+        assert ledger.projections().verify().clean
+
+
 def test_migrate_adds_transaction_ids_to_a_locked_era_history(pg_url: str) -> None:
     """A database from before events recorded their transaction (no column, no index):
     migrate plans the index, adds both columns without touching the events (0 for the old
@@ -149,6 +180,8 @@ def test_migrate_adds_transaction_ids_to_a_locked_era_history(pg_url: str) -> No
 
     code, out, _ = run(pg_url, "--dry-run")
     assert code == 0 and "jl_events_transaction_idx" in out, out
+    assert "would add column jl_events.transaction_id" in out, out
+    assert "would add column jl_tracking.transaction_id" in out, out
     code, out, _ = run(pg_url)
     assert code == 0, out
     assert index_exists(pg_url, "jl_events_transaction_idx")

@@ -203,6 +203,11 @@ WHERE table_schema = current_schema() AND table_name LIKE 'jl\_%%'
 SELECT indexname AS index_name FROM pg_indexes
 WHERE schemaname = current_schema() AND indexname LIKE 'jl\_%%'
 
+-- name: columns_present
+-- The columns of the jobledger tables (opening checks those a release added with ALTER TABLE).
+SELECT table_name, column_name FROM information_schema.columns
+WHERE table_schema = current_schema() AND table_name LIKE 'jl\_%%'
+
 -- name: queue_lock
 -- Lock jobs for a unit of work that changes them (primary key).
 SELECT job_id, enqueue_seq, state FROM jl_queue
