@@ -1,15 +1,15 @@
 """Bulk enqueue, old code against new, in interleaved pairs: client CPU µs per job and jobs/s.
 
     .venv/bin/python bench/bench_enqueue_ab.py --old /tmp/abe-main [--pairs 5] [--n 20000]
-        [--chunk 5000] [--backend postgres]
+        [--new DIR] [--chunk 5000] [--backend postgres]
 
 ``--old`` is a tree of the code to compare with (``git archive main | tar -x -C DIR``); the
-new code is this checkout. Each trial runs in a fresh interpreter (``PYTHONPATH`` choosing the
-tree) on a fresh database: ``Ledger.enqueue_many`` of ``{"i": i}`` payloads in chunks, as
-``bench/compare.py`` enqueues. Trials alternate old, new, new, old, … so that a change of the
-host's load falls on both sides. Reported per trial: client CPU (``time.process_time()``, which
-other processes' load barely moves) per job, jobs/s by the wall clock, and the 1-minute load
-average when the trial ended.
+new code is this checkout (or ``--new``, another such tree). Each trial runs in a fresh
+interpreter (``PYTHONPATH`` choosing the tree) on a fresh database: ``Ledger.enqueue_many``
+of ``{"i": i}`` payloads in chunks, as ``bench/compare.py`` enqueues. Trials alternate old,
+new, new, old, … so that a change of the host's load falls on both sides. Reported per trial:
+client CPU (``time.process_time()``, which other processes' load barely moves) per job, jobs/s
+by the wall clock, and the 1-minute load average when the trial ended.
 """
 
 from __future__ import annotations
@@ -94,6 +94,7 @@ def run_side(tree: Path, args: argparse.Namespace) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", type=Path)
+    parser.add_argument("--new", type=Path, default=NEW_TREE, help="default: this checkout")
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--chunk", type=int, default=5_000)
@@ -106,7 +107,7 @@ def main() -> None:
         return
     if args.old is None:
         parser.error("--old is required")
-    sides = {"old": args.old, "new": NEW_TREE}
+    sides = {"old": args.old, "new": args.new}
     results: dict[str, list[dict[str, float]]] = {"old": [], "new": []}
     for pair in range(args.pairs):
         order = ("old", "new") if pair % 2 == 0 else ("new", "old")
