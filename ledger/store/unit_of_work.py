@@ -36,7 +36,7 @@ from ledger.store.ids import IdAdapter
 from ledger.store.policies import follow_policies
 from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
-from projections.rules.queue import decode_state, queue_row, queue_update_row
+from projections.rules.queue import decode_state, queue_update_row, queue_values
 from projections.rules.writes import ViewWrite
 
 
@@ -93,9 +93,9 @@ class UnitOfWork(ABC):
         return nullcontext()
 
     @abstractmethod
-    def _write_queue(
-        self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]
-    ) -> None: ...
+    def _write_queue(self, inserts: list[tuple[Any, ...]], updates: list[dict[str, Any]]) -> None:
+        """Insert new jobs' rows (values in :data:`projections.rules.queue.COLUMNS` order)
+        and update the others (``queue_update_row``)."""
 
     @abstractmethod
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None: ...
@@ -279,13 +279,14 @@ class UnitOfWork(ABC):
     def _write_queue_rows(
         self, states: dict[UUID, JobState], first_positions: dict[UUID, int]
     ) -> None:
-        inserts, updates = [], []
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[dict[str, Any]] = []
         for job_id, state in states.items():
             key = self._ids.key(job_id)
             known = self._jobs.get(job_id)
             if known is None:
                 seq = first_positions[job_id]
-                inserts.append(queue_row(state, seq, key))
+                inserts.append(queue_values(state, seq, key))
             else:
                 seq = known.enqueue_seq
                 updates.append(queue_update_row(state, key))

@@ -33,6 +33,7 @@ from psycopg.rows import DictRow
 from ledger.core.errors import StoreError
 from ledger.store.postgres.copy import copy_values
 from ledger.store.schema import EVENTS_TABLE
+from projections.rules.queue import COLUMNS
 
 COPY_THRESHOLD = 200
 """New jobs in one append from which it writes by COPY. Below it, the pipelined INSERTs win:
@@ -55,7 +56,9 @@ QUEUE_TYPES = {
     "version": "integer", "updated_at": "bigint", "state": "bytea",
 }  # fmt: skip
 """jl_queue's columns and their types (as ``queue_insert`` casts them; binary COPY needs
-each exactly)."""
+each exactly), in the order of the rows' values."""
+if tuple(QUEUE_TYPES) != COLUMNS:  # pragma: no cover - a guard for whoever edits either
+    raise ImportError("QUEUE_TYPES must name projections.rules.queue.COLUMNS in order")
 
 
 def copy_events(
@@ -94,12 +97,8 @@ def _copy_events(
     return list(range(start, start + len(stored)))
 
 
-def copy_queue_rows(cursor: psycopg.Cursor[DictRow], rows: list[dict[str, Any]]) -> None:
-    """COPY new jobs' rows (:func:`projections.rules.queue.queue_row`) into jl_queue."""
-    columns = tuple(QUEUE_TYPES)
+def copy_queue_rows(cursor: psycopg.Cursor[DictRow], rows: list[tuple[Any, ...]]) -> None:
+    """COPY new jobs' rows (:func:`projections.rules.queue.queue_values`) into jl_queue."""
     types = tuple(QUEUE_TYPES.values())
     for start in range(0, len(rows), COPY_ROWS):
-        part = rows[start : start + COPY_ROWS]
-        copy_values(
-            cursor, QUEUE_TABLE, columns, types, ([row[c] for c in columns] for row in part)
-        )
+        copy_values(cursor, QUEUE_TABLE, COLUMNS, types, rows[start : start + COPY_ROWS])

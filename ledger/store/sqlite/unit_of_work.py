@@ -72,8 +72,9 @@ class SQLiteUnitOfWork(UnitOfWork):
         last = int(self._cursor.fetchone()[0])
         return list(range(last - len(stored) + 1, last + 1))
 
-    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+    def _write_queue(self, inserts: list[tuple[Any, ...]], updates: list[dict[str, Any]]) -> None:
         if inserts:
+            # queue_insert's placeholders are positional, in COLUMNS order.
             self._cursor.executemany(self._sql["queue_insert"], inserts)
         if updates:
             self._cursor.executemany(self._sql["queue_update"], updates)
