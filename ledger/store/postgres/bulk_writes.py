@@ -27,12 +27,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
-from eventsourcing.persistence import StoredEvent
 from psycopg.rows import DictRow
 
 from ledger.core.errors import StoreError
 from ledger.store.postgres.copy import copy_values
 from ledger.store.schema import EVENTS_TABLE
+from ledger.store.unit_of_work import EventRow
 from projections.rules.queue import COLUMNS
 
 COPY_THRESHOLD = 200
@@ -62,7 +62,7 @@ if tuple(QUEUE_TYPES) != COLUMNS:  # pragma: no cover - a guard for whoever edit
 
 
 def copy_events(
-    cursor: psycopg.Cursor[DictRow], sql: Mapping[str, str], stored: Sequence[StoredEvent]
+    cursor: psycopg.Cursor[DictRow], sql: Mapping[str, str], stored: Sequence[EventRow]
 ) -> list[int]:
     """COPY ``stored`` into the events table (the caller holds its lock); their
     notification ids, in order."""
@@ -73,15 +73,9 @@ def copy_events(
 
 
 def _copy_events(
-    cursor: psycopg.Cursor[DictRow], sql: Mapping[str, str], stored: Sequence[StoredEvent]
+    cursor: psycopg.Cursor[DictRow], sql: Mapping[str, str], stored: Sequence[EventRow]
 ) -> list[int]:
-    copy_values(
-        cursor,
-        EVENTS_TABLE,
-        EVENT_COLUMNS,
-        EVENT_TYPES,
-        ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored),
-    )
+    copy_values(cursor, EVENTS_TABLE, EVENT_COLUMNS, EVENT_TYPES, stored)
     cursor.execute(sql["events_copied_first"], {"count": len(stored)}, prepare=True)
     row = cursor.fetchone()
     first = stored[0]

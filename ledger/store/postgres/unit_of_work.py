@@ -24,7 +24,6 @@ from uuid import UUID
 
 import msgspec
 import psycopg
-from eventsourcing.persistence import StoredEvent
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Literal
 
@@ -34,7 +33,7 @@ from ledger.store.postgres.bulk_writes import COPY_THRESHOLD, copy_events, copy_
 from ledger.store.postgres.errors import from_postgres
 from ledger.store.postgres.pipeline import synced_pipeline
 from ledger.store.postgres.recorder import LedgerRecorder
-from ledger.store.unit_of_work import UnitOfWork
+from ledger.store.unit_of_work import EventRow, UnitOfWork
 from projections.rules.queue import COLUMNS
 from projections.rules.writes import ViewWrite
 
@@ -91,7 +90,7 @@ class PostgresUnitOfWork(UnitOfWork):
         return self._cursor.fetchall()
 
     def _insert_stored_events(
-        self, stored: list[StoredEvent], *, positions_needed: bool
+        self, stored: list[EventRow], *, positions_needed: bool
     ) -> Sequence[int] | None:
         if self._bulk:
             recorder = self._store.recorder
