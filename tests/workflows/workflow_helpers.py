@@ -71,6 +71,7 @@ class Driver:
     def __init__(self, req: WorkflowRequest, *, run_id: UUID | None = None) -> None:
         self.now = T0
         self.jobs: dict[UUID, JobState] = {}
+        self.step_of: dict[UUID, str] = {}
         self.history: list[WorkflowEvent] = []
         self.decisions: list[Decision] = []
         self.cancelled_jobs: list[UUID] = []
@@ -84,6 +85,7 @@ class Driver:
         for item in decision.enqueue:
             assert item.job_id not in self.jobs, "a step's job enqueued twice"
             self.jobs[item.job_id] = evolve(None, item.enqueued)
+            self.step_of[item.job_id] = item.step_key
         self.state = decision.state
         for job_id in decision.cancel_jobs:
             self.cancelled_jobs.append(job_id)
@@ -100,7 +102,7 @@ class Driver:
         return self.jobs[job_id]
 
     def _job_events(self, job_id: UUID, events: Sequence[JobEvent]) -> None:
-        key = next(k for k, s in self.state.steps.items() if s.job_id == job_id)
+        key = self.step_of[job_id]
         for event in events:
             self.jobs[job_id] = evolve(self.jobs[job_id], event)
             self._take(wf.decide_job_event(self.state, key, job_id, event, self.jobs[job_id]))

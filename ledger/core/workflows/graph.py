@@ -1,4 +1,4 @@
-"""The step graph: dependents of each step, descendants, and the first cycle.
+"""The step graph: descendants of steps, and the first cycle.
 
 Edges are given as ``prerequisites[step] = (its prerequisites, in the order asked)``. Every
 walk goes in the order the steps and edges were given, so a message that names a cycle
@@ -8,15 +8,6 @@ names the same one for the same request.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-
-
-def dependents_of(prerequisites: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
-    """Each step's dependents (the steps that name it as a prerequisite), in step order."""
-    found: dict[str, list[str]] = {key: [] for key in prerequisites}
-    for key, before in prerequisites.items():
-        for prerequisite in before:
-            found.setdefault(prerequisite, []).append(key)
-    return {key: tuple(keys) for key, keys in found.items()}
 
 
 def descendants(dependents: Mapping[str, Sequence[str]], roots: Iterable[str]) -> set[str]:

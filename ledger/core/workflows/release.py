@@ -122,7 +122,7 @@ class RunChange:
         """Record the run's status if its steps now say another (a cancelled run stays so)."""
         if self.state.status is RunStatus.CANCELLED:
             return
-        status = rollup(step.status for step in self.state.steps.values())
+        status = rollup(self.state.counts)
         if status is not self.state.status:
             result = expected_result(self.state) if status is RunStatus.SUCCEEDED else None
             self.emit(WorkflowStatusChanged(at=self.now, status=status, result=result))

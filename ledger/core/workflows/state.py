@@ -53,6 +53,9 @@ class StepState(msgspec.Struct, frozen=True, kw_only=True):
     resolution: StepResolution | None
     """A job step's frozen settings; ``None`` for an external step."""
     status: StepStatus = StepStatus.BLOCKED
+    pending: int = 0
+    """How many prerequisites have not ended (derived: counted down as they end, so a
+    fan-in step is looked at once, when its last prerequisite ends)."""
     job_id: UUID | None = None
     attempt: int = 0
     retries: int = 0
@@ -84,6 +87,8 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     request: WorkflowRequest
     steps: dict[str, StepState]
     dependents: dict[str, tuple[str, ...]]
+    counts: dict[StepStatus, int]
+    """How many steps are in each status (derived; the roll-up reads it)."""
     submitted_at: datetime
     updated_at: datetime
     version: int
@@ -110,14 +115,14 @@ class Readiness:
 def readiness(state: RunState, key: str) -> str:
     """``PENDING`` while a prerequisite has not ended; else ``UNSATISFIED`` if an
     ``on_success`` prerequisite did not succeed; else ``READY``."""
-    unsatisfied = False
-    for dependency in state.steps[key].request.depends_on:
+    step = state.steps[key]
+    if step.pending:
+        return Readiness.PENDING
+    for dependency in step.request.depends_on:
         status = state.steps[dependency.step].status
-        if not status.is_terminal:
-            return Readiness.PENDING
         if dependency.mode is ReleaseMode.ON_SUCCESS and status is not StepStatus.SUCCEEDED:
-            unsatisfied = True
-    return Readiness.UNSATISFIED if unsatisfied else Readiness.READY
+            return Readiness.UNSATISFIED
+    return Readiness.READY
 
 
 def expected_result(state: RunState) -> JSON | None:
@@ -129,6 +134,7 @@ def expected_result(state: RunState) -> JSON | None:
 def _add_steps(
     steps: dict[str, StepState],
     dependents: dict[str, tuple[str, ...]],
+    counts: dict[StepStatus, int],
     new: Iterable[StepRequest],
     resolutions: Iterable[StepResolution],
 ) -> None:
@@ -139,12 +145,16 @@ def _add_steps(
         resolution = by_key.pop(step.key, None)
         if (resolution is None) == isinstance(step, JobStep):
             raise IllegalTransitionError(f"step {step.key!r}: a resolution iff a job step")
-        steps[step.key] = StepState(request=step, resolution=resolution)
-        dependents[step.key] = ()
+        pending = 0
         for dependency in step.depends_on:
-            if dependency.step not in steps:
+            prerequisite = steps.get(dependency.step)
+            if prerequisite is None:
                 raise IllegalTransitionError(f"step {step.key!r} depends on unknown step")
+            pending += not prerequisite.status.is_terminal
             dependents[dependency.step] += (step.key,)
+        steps[step.key] = StepState(request=step, resolution=resolution, pending=pending)
+        dependents[step.key] = ()
+        counts[StepStatus.BLOCKED] = counts.get(StepStatus.BLOCKED, 0) + 1
     if by_key:
         raise IllegalTransitionError(f"resolutions of no step: {sorted(by_key)}")
 
@@ -152,12 +162,14 @@ def _add_steps(
 def _submitted(event: WorkflowSubmitted) -> RunState:
     steps: dict[str, StepState] = {}
     dependents: dict[str, tuple[str, ...]] = {}
-    _add_steps(steps, dependents, event.request.steps, event.resolutions)
+    counts: dict[StepStatus, int] = {}
+    _add_steps(steps, dependents, counts, event.request.steps, event.resolutions)
     return RunState(
         run_id=event.run_id,
         request=event.request,
         steps=steps,
         dependents=dependents,
+        counts=counts,
         submitted_at=event.at,
         updated_at=event.at,
         version=1,
@@ -178,10 +190,31 @@ def _job(step: StepState, event: WorkflowEvent, job_id: UUID) -> None:
         raise IllegalTransitionError(f"{event.name} of step {step.key!r} names another job")
 
 
+def _set(
+    steps: dict[str, StepState],
+    counts: dict[StepStatus, int],
+    dependents: dict[str, tuple[str, ...]],
+    step: StepState,
+    **changes: object,
+) -> None:
+    """Replace ``step`` in ``steps`` (copies, owned by the caller), keeping the derived
+    counts: statuses, and each dependent's pending prerequisites once ``step`` ends."""
+    new = replace(step, **changes)
+    steps[new.key] = new
+    if new.status is step.status:
+        return
+    counts[step.status] -= 1
+    counts[new.status] = counts.get(new.status, 0) + 1
+    if new.status.is_terminal and not step.status.is_terminal:
+        for key in dependents[new.key]:
+            dependent = steps[key]
+            steps[key] = replace(dependent, pending=dependent.pending - 1)
+
+
 def _with(state: RunState, step: StepState, at: datetime, **changes: object) -> RunState:
-    steps = dict(state.steps)
-    steps[step.key] = replace(step, **changes)
-    return replace(state, steps=steps, updated_at=at, version=state.version + 1)
+    steps, counts = dict(state.steps), dict(state.counts)
+    _set(steps, counts, state.dependents, step, **changes)
+    return replace(state, steps=steps, counts=counts, updated_at=at, version=state.version + 1)
 
 
 def evolve(state: RunState | None, event: WorkflowEvent) -> RunState:
@@ -212,12 +245,14 @@ def evolve(state: RunState | None, event: WorkflowEvent) -> RunState:
         if state.status.is_finished or event.mutation_key in state.appends:
             raise IllegalTransitionError(f"append to run {state.run_id}, {state.status}")
         steps, dependents = dict(state.steps), dict(state.dependents)
-        _add_steps(steps, dependents, event.steps, event.resolutions)
+        counts = dict(state.counts)
+        _add_steps(steps, dependents, counts, event.steps, event.resolutions)
         appends = {**state.appends, event.mutation_key: event.steps}
         return replace(
             state,
             steps=steps,
             dependents=dependents,
+            counts=counts,
             appends=appends,
             updated_at=at,
             version=state.version + 1,
@@ -301,25 +336,30 @@ def _recovered(state: RunState, event: WorkflowRecovered) -> RunState:
         raise IllegalTransitionError(
             f"workflow_recovered not right after run {state.run_id}'s submit"
         )
-    steps = dict(state.steps)
+    steps, counts = dict(state.steps), dict(state.counts)
     for reused in event.reused:
         step = steps.get(reused.key)
-        if step is None or reused.key == event.from_step:
+        if step is None or reused.key == event.from_step or step.status.is_terminal:
             raise IllegalTransitionError(f"recovery reuses step {reused.key!r}")
-        steps[reused.key] = replace(
+        _set(
+            steps,
+            counts,
+            state.dependents,
             step,
             status=StepStatus.SUCCEEDED,
             output=reused.output,
             reused_from=event.source_run_id,
             finished_at=event.at,
         )
-    return replace(state, steps=steps, recovered=event, updated_at=event.at, version=2)
+    return replace(
+        state, steps=steps, counts=counts, recovered=event, updated_at=event.at, version=2
+    )
 
 
 def _status_changed(state: RunState, event: WorkflowStatusChanged) -> RunState:
     if state.status is RunStatus.CANCELLED:
         raise IllegalTransitionError(f"status change of cancelled run {state.run_id}")
-    status = rollup(step.status for step in state.steps.values())
+    status = rollup(state.counts)
     if event.status is not status or status is state.status:
         raise IllegalTransitionError(
             f"run {state.run_id} recorded {event.status} from {state.status}; "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from enum import StrEnum
 
 
@@ -40,21 +40,19 @@ class RunStatus(StrEnum):
         )
 
 
-_ACTIVE = frozenset((StepStatus.BLOCKED, StepStatus.ENQUEUED, StepStatus.RUNNING))
+_ACTIVE = (StepStatus.BLOCKED, StepStatus.ENQUEUED, StepStatus.RUNNING)
+_ERRORS = (StepStatus.FAILED, StepStatus.CANCELLED)
 
 
-def rollup(statuses: Iterable[StepStatus]) -> RunStatus:
-    """A (not cancelled) run's status from its steps': any blocked, enqueued or running ->
-    running; else any waiting_for_external -> waiting_for_external; else any failed or
-    cancelled -> completed_with_errors; else succeeded."""
-    waiting = errors = False
-    for status in statuses:
-        if status in _ACTIVE:
-            return RunStatus.RUNNING
-        if status is StepStatus.WAITING_FOR_EXTERNAL:
-            waiting = True
-        elif status is not StepStatus.SUCCEEDED:
-            errors = True
-    if waiting:
+def rollup(counts: Mapping[StepStatus, int]) -> RunStatus:
+    """A (not cancelled) run's status from how many of its steps are in each status: any
+    blocked, enqueued or running -> running; else any waiting_for_external ->
+    waiting_for_external; else any failed or cancelled -> completed_with_errors; else
+    succeeded. Counts, not steps, so a 1,000-step run rolls up in constant time."""
+    if any(counts.get(status, 0) for status in _ACTIVE):
+        return RunStatus.RUNNING
+    if counts.get(StepStatus.WAITING_FOR_EXTERNAL, 0):
         return RunStatus.WAITING_FOR_EXTERNAL
-    return RunStatus.COMPLETED_WITH_ERRORS if errors else RunStatus.SUCCEEDED
+    if any(counts.get(status, 0) for status in _ERRORS):
+        return RunStatus.COMPLETED_WITH_ERRORS
+    return RunStatus.SUCCEEDED
