@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from workflow_helpers import RETRYABLE, Driver, request
 
@@ -33,7 +33,9 @@ class Plan:
 
 
 @st.composite
-def plans(draw: st.DrawFn) -> tuple[list[Plan], str | None]:
+def plans(draw: st.DrawFn) -> tuple[list[Plan], int, str | None]:
+    """Steps in an order where each depends only on earlier ones (so a DAG), how many of
+    them are submitted (the rest are appended later), and the result step."""
     size = draw(st.integers(1, 9))
     out = []
     for i in range(size):
@@ -45,8 +47,9 @@ def plans(draw: st.DrawFn) -> tuple[list[Plan], str | None]:
         outcome = draw(st.sampled_from(choices))
         retries = 0 if external else draw(st.integers(0, 2))
         out.append(Plan(key, external, deps, retries, outcome))
-    result = draw(st.none() | st.sampled_from([p.key for p in out]))
-    return out, result
+    split = draw(st.integers(1, size))
+    result = draw(st.none() | st.sampled_from([p.key for p in out[:split]]))
+    return out, split, result
 
 
 def reference(plan: list[Plan], result_step: str | None) -> tuple[dict[str, str], str, object]:
@@ -104,23 +107,38 @@ LIVE = ("enqueued", "running", "waiting_for_external")
 
 
 @settings(max_examples=300, deadline=None)
-@given(plans(), st.lists(st.integers(0, 50), max_size=60), st.none() | st.integers(0, 30))
+@given(
+    plans(),
+    st.lists(st.integers(0, 50), max_size=60),
+    st.none() | st.integers(0, 30),
+    st.integers(0, 20),
+)
 def test_random_runs_end_as_the_reference_model_says(
-    drawn: tuple[list[Plan], str | None], picks: list[int], cancel_at: int | None
+    drawn: tuple[list[Plan], int, str | None],
+    picks: list[int],
+    cancel_at: int | None,
+    append_at: int,
 ) -> None:
-    """Whatever the DAG, the modes and the order steps end in, each step ends as the model
-    says, each is released at most once with its derived job id, the run's status and
-    result follow, and folding the history gives the same run."""
-    plan, result_step = drawn
+    """Whatever the DAG, the modes, the order steps end in and when the later steps are
+    appended, each step ends as the model says, each is released at most once with its
+    derived job id, the run's status and result follow, and folding the history gives the
+    same run."""
+    plan, split, result_step = drawn
     by_key = {p.key: p for p in plan}
-    run = Driver(request(*to_request(plan), result_step=result_step))
+    run = Driver(request(*to_request(plan[:split]), result_step=result_step))
+    late = plan[split:]
     retries: dict[str, int] = {}
     turn = 0
     cancelled_from: dict[str, str] | None = None
     while True:
         live = [key for key, status in run.statuses().items() if status in LIVE]
         if not live:
-            break
+            break  # the run has finished: a later append would be refused
+        if late and turn >= append_at:
+            run.append("late", *to_request(late))
+            event("appended")
+            late = []
+            continue
         if cancel_at is not None and turn == cancel_at:
             cancelled_from = run.statuses()
             run.cancel("property")
@@ -142,7 +160,7 @@ def test_random_runs_end_as_the_reference_model_says(
             terminal = before in ("succeeded", "failed", "cancelled")
             assert run.statuses()[key] == (before if terminal else "cancelled")
         return
-    statuses, status, result = reference(plan, result_step)
+    statuses, status, result = reference(plan[: len(run.state.steps)], result_step)
     assert run.statuses() == statuses
     assert str(run.state.status) == status
     if result_step is not None and by_key[result_step].external:

@@ -30,9 +30,13 @@ from ledger.core.workflows.errors import (
     WorkflowTransitionError,
 )
 from ledger.core.workflows.events import (
+    ReusedStep,
+    WorkflowExternalStepCompleted,
+    WorkflowRecovered,
     WorkflowStatusChanged,
     WorkflowStepCancelled,
     WorkflowStepReleased,
+    WorkflowStepsAppended,
     WorkflowStepSucceeded,
 )
 from ledger.core.workflows.ids import recovery_run_id, step_job_id
@@ -416,3 +420,45 @@ def test_every_decided_history_folds_back_to_the_decided_state() -> None:
     run.complete("gate", output="ok")
     assert run.replayed() == run.state
     assert replace(run.state, version=0) != run.state
+
+
+def test_the_fold_refuses_out_of_place_external_appends_and_recoveries() -> None:
+    """A completion of a job step, a failed completion with an output, an append under a
+    used key or to a finished run, a recovery that is not the run's second event or that
+    reuses the step it re-runs."""
+    run = Driver(request(job("a"), ext("gate")))
+    run.append("m", job("b"))
+    state, at = run.state, T0
+    recovered = WorkflowRecovered(
+        at=at, source_run_id=uuid4(), from_step="a", reason="r", request_key="k", reused=()
+    )
+    bad = [
+        WorkflowExternalStepCompleted(at=at, step_key="a", succeeded=True),
+        WorkflowExternalStepCompleted(at=at, step_key="gate", succeeded=False, output=1),
+        WorkflowStepsAppended(at=at, mutation_key="m", steps=(ext("c"),), resolutions=()),
+        recovered,
+    ]
+    for event in bad:
+        with pytest.raises(IllegalTransitionError):
+            evolve(state, event)
+    first = evolve(None, run.history[0])
+    reuse_from = replace(recovered, reused=(ReusedStep(key="a", output=1, source_job_id=None),))
+    with pytest.raises(IllegalTransitionError, match="reuses step 'a'"):
+        evolve(first, reuse_from)
+    run.succeed("a")
+    run.succeed("b")
+    run.complete("gate")
+    assert run.state.status is RunStatus.SUCCEEDED
+    late = WorkflowStepsAppended(at=at, mutation_key="n", steps=(ext("x"),), resolutions=())
+    with pytest.raises(IllegalTransitionError, match="append to run"):
+        evolve(run.state, late)
+
+
+def test_a_job_step_appended_without_its_resolution_is_refused_by_the_fold() -> None:
+    """Each job step carries its frozen resolution; an external step none."""
+    run = Driver(request(job("a")))
+    with pytest.raises(IllegalTransitionError, match="a resolution iff a job step"):
+        evolve(
+            run.state,
+            WorkflowStepsAppended(at=T0, mutation_key="m", steps=(job("c"),), resolutions=()),
+        )

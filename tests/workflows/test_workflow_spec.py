@@ -20,6 +20,7 @@ from ledger.core.exchange import (
     read_streams,
     stored_fields,
 )
+from ledger.core.workflows import validation
 from ledger.core.workflows.decide import check_repeat, decide_submit
 from ledger.core.workflows.errors import (
     DependencyCycleError,
@@ -64,6 +65,10 @@ def refusal(req: WorkflowRequest) -> str:
         (request(job("a"), result_step="z"), "result_step 'z' is not a step"),
         (request(job("a"), idempotency_key=""), "idempotency_key must be a non-empty string"),
         (request(job("a", priority=2**31)), "step 'a' priority must fit in 32 bits"),
+        (request(job("a", stage=" ")), "step 'a' stage must be a non-empty string"),
+        (request(job("a", queue="")), "step 'a' queue must be a non-empty string"),
+        (request(job("a"), org=""), "org must be a non-empty string"),
+        (request(job("a", payload={"x": "\x00"})), "step 'a' payload"),
     ],
 )
 def test_a_malformed_request_is_refused_with_a_message_naming_what_is_wrong(
@@ -219,3 +224,15 @@ def test_an_export_line_of_a_workflow_event_is_refused_until_runs_are_exchanged(
     line = event_line(uuid4(), kind, 1, topic, stored_fields(DEFAULT_CODEC, topic, state))
     with pytest.raises(ImportBadLineError, match=r"line 2: workflow_submitted\.v1: workflow runs"):
         list(read_streams([header_line(), line], DEFAULT_CODEC, job_type_stream_id))
+
+
+def test_a_request_or_append_larger_than_the_spec_bound_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole spec is stored in one event, so it is bounded as a whole too."""
+    monkeypatch.setattr(validation, "MAX_SPEC_BYTES", 400)
+    small = request(job("a"))
+    validate_request(small, DEFINITIONS)
+    big = request(job("a", payload={"text": "x" * 300}))
+    assert "workflow steps is" in refusal(big)
+    assert "the limit is 400" in refusal(request(job("a"), metadata={"m": "y" * 300}))

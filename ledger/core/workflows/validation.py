@@ -69,7 +69,6 @@ def normalise_request(request: WorkflowRequest) -> WorkflowRequest:
     consulted: see :func:`resolve_steps`."""
     with _as_spec_error():
         request = _typed(request, WorkflowRequest, "workflow request")
-        check_json(msgspec.to_builtins(request), "workflow request", max_bytes=MAX_SPEC_BYTES)
         check_name(request.workflow_type, "workflow_type")
         check_name(request.org, "org", optional=True)
         check_name(request.idempotency_key, "idempotency_key", optional=True)
@@ -77,7 +76,10 @@ def normalise_request(request: WorkflowRequest) -> WorkflowRequest:
     steps = normalise_steps(request.steps, {})
     if request.result_step is not None and request.result_step not in {s.key for s in steps}:
         raise InvalidWorkflowSpecError(f"result_step {request.result_step!r} is not a step")
-    return msgspec.structs.replace(request, steps=steps, metadata=metadata)
+    request = msgspec.structs.replace(request, steps=steps, metadata=metadata)
+    with _as_spec_error():  # each part is bounded already; this bounds the one event
+        check_json(msgspec.to_builtins(request), "workflow request", max_bytes=MAX_SPEC_BYTES)
+    return request
 
 
 def normalise_steps(
@@ -85,7 +87,8 @@ def normalise_steps(
 ) -> tuple[StepRequest, ...]:
     """New steps type-checked and checked as a graph over ``existing`` (each existing step's
     prerequisites; empty at submit): at least one step, unique keys, no self, duplicate or
-    unknown dependency, no cycle, positive attempts and timeouts, at most ``MAX_STEPS``."""
+    unknown dependency, no cycle, positive attempts and timeouts, at most ``MAX_STEPS``, at
+    most ``MAX_SPEC_BYTES`` as JSON."""
     with _as_spec_error():
         steps = _typed(_Steps(tuple(steps)), _Steps, "workflow steps").steps
     if not steps:
@@ -118,6 +121,8 @@ def normalise_steps(
     cycle = find_cycle(prerequisites)
     if cycle is not None:
         raise DependencyCycleError(cycle)
+    with _as_spec_error():
+        check_json(msgspec.to_builtins(normalised), "workflow steps", max_bytes=MAX_SPEC_BYTES)
     return tuple(normalised)
 
 
