@@ -462,3 +462,28 @@ def test_a_job_step_appended_without_its_resolution_is_refused_by_the_fold() -> 
             run.state,
             WorkflowStepsAppended(at=T0, mutation_key="m", steps=(job("c"),), resolutions=()),
         )
+
+
+def test_a_recovered_run_runs_its_rerun_steps_to_a_result_and_replays() -> None:
+    """The new run's re-run steps get jobs of its own ids; the run succeeds with the result
+    step's new output; its history (submit, recovery, releases, outcomes) folds back."""
+    source = Driver(request(job("a"), job("b", "a"), ext("ok", "b"), result_step="b"))
+    source.succeed("a", "A")
+    source.fail("b")
+    run_id = recovery_run_id(source.state.run_id, "k")
+    recovered = Driver(
+        wf.decide_recover(
+            run_id, source.state, from_step="b", reason="retry b", request_key="k", now=T0
+        )
+    )
+    assert recovered.job_of("b").job_id == step_job_id(run_id, "b")
+    assert recovered.job_of("b").job_id != source.job_of("b").job_id
+    recovered.succeed("b", "B2")
+    recovered.complete("ok")
+    assert (recovered.state.status, recovered.state.result) == (RunStatus.SUCCEEDED, "B2")
+    assert recovered.replayed() == recovered.state
+    assert [e.name for e in recovered.history[:3]] == [
+        "workflow_submitted",
+        "workflow_recovered",
+        "workflow_step_released",
+    ]

@@ -68,16 +68,17 @@ class Driver:
     """One run and its jobs, moved step by step through real decisions. Every run event is
     also kept in ``history``; :meth:`replayed` folds it from nothing."""
 
-    def __init__(self, req: WorkflowRequest, *, run_id: UUID | None = None) -> None:
+    def __init__(self, req: WorkflowRequest | Decision, *, run_id: UUID | None = None) -> None:
+        """A run submitted from ``req``, or started by a decision (a recovery's)."""
         self.now = T0
         self.jobs: dict[UUID, JobState] = {}
         self.step_of: dict[UUID, str] = {}
         self.history: list[WorkflowEvent] = []
         self.decisions: list[Decision] = []
         self.cancelled_jobs: list[UUID] = []
-        self.state: RunState = self._take(
-            wf.decide_submit(run_id or uuid4(), req, DEFINITIONS, self.now)
-        )
+        if isinstance(req, WorkflowRequest):
+            req = wf.decide_submit(run_id or uuid4(), req, DEFINITIONS, self.now)
+        self.state: RunState = self._take(req)
 
     def _take(self, decision: Decision) -> RunState:
         self.decisions.append(decision)
