@@ -88,8 +88,7 @@ class WorkerSlots:
         job_id = outcome.lease.job_id
         self._claims.finished(job_id)
         if self._completer.running:
-            recorded = self._completer.submit(outcome)
-            recorded.add_done_callback(lambda _: self._forget(job_id))
+            self._completer.hand_over(outcome, lambda _: self._forget(job_id))
         else:
             try:
                 await self._completer.flush_now([outcome])
