@@ -162,7 +162,12 @@ class BatchCompleter:
         resolved. What the worker slots use: a future per job, and the loop turn its done
         callback takes, cost more than the callback itself (bench/bench_pool_cpu.py)."""
         self._pending.append(self._hand(outcome, on_settled))
-        self._ready.set()
+        # Wake the flushing task only when this outcome changes what it waits for: the first
+        # one starts the gathering delay, a full batch ends it. The others would wake it to
+        # find the same deadline (one wake-up, and a new timeout, per job).
+        waiting = len(self._pending)
+        if waiting == 1 or waiting >= self.max_batch:
+            self._ready.set()
 
     @property
     def waiting(self) -> int:
