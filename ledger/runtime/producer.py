@@ -108,12 +108,7 @@ class Producer:
     async def _produce(self) -> None:
         while not self._stopping:
             room = self._room_for()
-            # Refill in batches: claiming the moment one slot frees up would make every
-            # claim a one-job transaction. Wait for half the capacity to be free (with turns:
-            # or about to be, by the outcomes the claim records), unless the buffer has run
-            # dry and a worker would sit idle.
-            freeing = room + (self._turns.freeing if self._turns is not None else 0)
-            if freeing <= 0 or (freeing < self._refill_at() and not self._buffer.empty()):
+            if not self._would_claim(room):
                 self._room.clear()
                 # Bounded: a lease may also end where nothing calls room_freed (a renewal
                 # refused), and the loop must then still see the room it left.
@@ -155,6 +150,22 @@ class Producer:
                 jobs.extend(probe)
         return jobs
 
+    def _would_claim(self, room: int) -> bool:
+        """Whether to claim now, with ``room`` free. Refill in batches: claiming the moment
+        one slot frees up would make every claim a one-job transaction. Wait for half the
+        capacity to be free (with turns: or about to be, by the outcomes the claim records),
+        unless the buffer has run dry and a worker would sit idle."""
+        freeing = room + (self._turns.freeing if self._turns is not None else 0)
+        return freeing > 0 and (freeing >= self._refill_at() or self._buffer.empty())
+
+    def _wake_if_due(self) -> None:
+        """Wake the claiming loop if it would claim now. Asked wherever its inputs change
+        (a job taken or ended, a lease let go) rather than waking it at every change: each
+        wake-up costs the loop a task switch and a new timeout, per job, to find (mostly)
+        that the refill is not due yet."""
+        if not self._room.is_set() and self._would_claim(self._room_for()):
+            self._room.set()
+
     def _set_hungry(self, hungry: bool) -> None:
         was, self._hungry = self._hungry, hungry
         if was and not hungry and self._turns is not None:
@@ -170,7 +181,7 @@ class Producer:
 
     def room_freed(self) -> None:
         """A held lease ended (its outcome recorded, or it was given up): there may be room."""
-        self._room.set()
+        self._wake_if_due()
 
     def _refill_at(self) -> int:
         half = max(1, (self.concurrency + self.prefetch) // 2)
@@ -187,7 +198,10 @@ class Producer:
 
     async def next_job(self) -> JobState | None:
         """The next claimed job, or ``None`` when the slot should stop."""
-        return await self._buffer.get()
+        job = await self._buffer.get()
+        if self._buffer.empty():
+            self._wake_if_due()  # the buffer ran dry: a refill may be due before half
+        return job
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
@@ -200,7 +214,7 @@ class Producer:
         finally:
             self._in_flight -= 1
             self._observe(time.perf_counter() - started)
-            self._room.set()
+            self._wake_if_due()
 
     def _observe(self, seconds: float) -> None:
         """Fold one handler duration into the moving estimate behind :attr:`prefetch`."""
