@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 from ledger.core.state import JobState, Lease
 from ledger.runtime.breaker import CircuitBreaker
@@ -38,8 +38,8 @@ HANDLER_ESTIMATE_WEIGHT = 0.05
 class Producer:
     """Claims for ``concurrency`` slots and hands jobs out one at a time (:meth:`next_job`).
 
-    A slot brackets each job it runs with :meth:`running`, which is how the producer knows
-    how much room there is and how long handlers take.
+    A slot brackets each job it runs with :meth:`job_started` and :meth:`job_ended`, which is
+    how the producer knows how much room there is and how long handlers take.
     """
 
     def __init__(
@@ -203,18 +203,19 @@ class Producer:
             self._wake_if_due()  # the buffer ran dry: a refill may be due before half
         return job
 
-    @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        """Bracket one job's run: it occupies room while it runs, and its duration feeds the
-        estimate behind :attr:`prefetch`."""
+    def job_started(self) -> float:
+        """A slot starts running a job: it occupies room until :meth:`job_ended` (call that in
+        a ``finally``, with what this returned); its duration feeds the estimate behind
+        :attr:`prefetch`. (Two calls, not a context manager: a generator per job costs
+        more than the bookkeeping it brackets.)"""
         self._in_flight += 1
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self._in_flight -= 1
-            self._observe(time.perf_counter() - started)
-            self._wake_if_due()
+        return time.perf_counter()
+
+    def job_ended(self, started: float) -> None:
+        """The job :meth:`job_started` returned ``started`` for has ended."""
+        self._in_flight -= 1
+        self._observe(time.perf_counter() - started)
+        self._wake_if_due()
 
     def _observe(self, seconds: float) -> None:
         """Fold one handler duration into the moving estimate behind :attr:`prefetch`."""
