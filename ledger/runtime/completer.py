@@ -119,6 +119,7 @@ class BatchCompleter:
         io: ThreadLane | None = None,
         defer_to: Callable[[], bool] | None = None,
         hold_s: float = 0.0,
+        nothing_else_coming: Callable[[], bool] | None = None,
     ) -> None:
         self._ledger = ledger
         self._lease = timedelta(seconds=_longest(lease_s))
@@ -130,6 +131,7 @@ class BatchCompleter:
         self.retry_max_delay_s = retry_max_delay_s
         self._on_recorded = on_recorded
         self._defer_to = defer_to
+        self._nothing_else_coming = nothing_else_coming
         self.hold_s = hold_s
         self._pending: list[_Handed] = []
         self._ready = asyncio.Event()
@@ -236,6 +238,11 @@ class BatchCompleter:
                 # A full batch goes at once, unless the producer is about to take it: this
                 # task is woken first, so it would always win that race.
                 if len(self._pending) >= self.max_batch and not deferring:
+                    break
+                # Nothing could join the batch before it is written (the pool holds only
+                # these outcomes and has no room to claim): gathering would only wait.
+                nothing_else = self._nothing_else_coming
+                if not deferring and nothing_else is not None and nothing_else():
                     break
                 left = self._pending[0].handed_at + self._gathering_s() - loop.time()
                 if left <= 0:

@@ -53,8 +53,10 @@ class Producer:
         wakeup: Wakeup,
         io: ThreadLane,
         turns: BatchTurns | None = None,
+        on_blocked: Callable[[], None] | None = None,
     ) -> None:
         self._claims = claims
+        self._on_blocked = on_blocked
         self._turns = turns
         self._io = io
         self.concurrency = concurrency
@@ -77,6 +79,13 @@ class Producer:
         """Whether this producer takes turns and is about to claim again: its last claim
         filled its limit (more may be due) and it is not stopping."""
         return self._turns is not None and self._hungry and not self._stopping
+
+    @property
+    def blocked_on_outcomes(self) -> bool:
+        """Whether every lease held is a finished job's outcome on its way to the ledger and
+        there is no room to claim more: nothing runs, nothing is buffered, and only recording
+        those outcomes lets work go on (no outcome can join them before that)."""
+        return self._in_flight == 0 and self._buffer.empty() and self._room_for() <= 0
 
     @property
     def prefetch(self) -> int:
@@ -216,6 +225,8 @@ class Producer:
         self._in_flight -= 1
         self._observe(time.perf_counter() - started)
         self._wake_if_due()
+        if self._on_blocked is not None and self._in_flight == 0 and self.blocked_on_outcomes:
+            self._on_blocked()
 
     def _observe(self, seconds: float) -> None:
         """Fold one handler duration into the moving estimate behind :attr:`prefetch`."""
