@@ -99,7 +99,10 @@ async def drain(
         assert ledger.counts() == {"succeeded": n}, ledger.counts()
     if profiler is not None and profile is not None:
         profiler.dump_stats(profile)
+    from bench_pool_turns import transactions_per_job
+
     return {
+        "transactions_per_job": transactions_per_job(url, n),
         "jobs_s": n / seconds,
         "cpu_us": cpu / n * 1e6,
         "loop_cpu_us": loop_cpu / n * 1e6,
@@ -207,7 +210,8 @@ def main() -> None:
                     print(
                         f"{label} round {round_no} {side}: {got['jobs_s']:7,.0f} jobs/s  "
                         f"client CPU {got['cpu_us']:5.1f} µs/job (loop thread "
-                        f"{got['loop_cpu_us']:5.1f})  load {before}",
+                        f"{got['loop_cpu_us']:5.1f})  "
+                        f"{got['transactions_per_job']:.4f} transactions/job  load {before}",
                         flush=True,
                     )
             medians = "  ".join(
