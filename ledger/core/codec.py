@@ -20,6 +20,10 @@ import msgspec
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import ALL_EVENTS, Event
 from ledger.core.upcasters import UPCASTERS, Upcaster
+from ledger.core.workflows.events import WORKFLOW_EVENTS
+
+REGISTERED_EVENTS: tuple[type[Event], ...] = ALL_EVENTS + WORKFLOW_EVENTS
+"""Every event the default codec reads and writes: job types', jobs' and workflow runs'."""
 
 
 class Record(NamedTuple):
@@ -46,7 +50,7 @@ class EventCodec:
 
     def __init__(
         self,
-        event_types: Iterable[type[Event]] = ALL_EVENTS,
+        event_types: Iterable[type[Event]] = REGISTERED_EVENTS,
         upcasters: Mapping[tuple[str, int], Upcaster] = UPCASTERS,
     ) -> None:
         self._by_name: dict[str, type[Event]] = {}

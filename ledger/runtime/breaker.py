@@ -137,6 +137,10 @@ class CircuitBreaker:
 
     def record_success(self, job_type: str) -> None:
         """A success of ``job_type`` closes its breaker and clears its count."""
+        if job_type not in self._circuits:
+            # Nothing to clear (the usual case, once per job): no lock. A failure counted
+            # concurrently is ordered after this success either way.
+            return
         with self._lock:
             circuit = self._circuits.pop(job_type, None)
         if circuit is not None and circuit.opened_at is not None:

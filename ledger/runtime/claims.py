@@ -30,7 +30,10 @@ started then would be running when its lease ends (seen by the chaos suite: a ha
 passed the check started 0.31 s after its lease had ended, on a host loaded after a resume)."""
 
 
-@dataclass
+MAX_KEPT_TIMEOUTS = 256
+
+
+@dataclass(slots=True)
 class _Held:
     lease: Lease
     expires_at: datetime
@@ -69,6 +72,9 @@ class Claims:
         self.lease_s = lease_s
         self._stats = stats
         self._held: dict[UUID, _Held] = {}
+        # Lease lengths by type and timeouts by seconds, made once rather than per job.
+        self._lengths: dict[str, timedelta] = {}
+        self._timeouts: dict[float, timedelta] = {}
 
     def claim(self, limit: int, types: Sequence[str] | None = None) -> list[JobState]:
         """Up to ``limit`` due jobs of ``types`` (default: :attr:`types`; in :attr:`queues`, if
@@ -100,14 +106,19 @@ class Claims:
         return turn
 
     def _hold(self, jobs: list[JobState]) -> list[JobState]:
+        lengths, timeouts = self._lengths, self._timeouts
         for job in jobs:
             assert job.lease is not None and job.lease_expires_at is not None
-            self._held[job.job_id] = _Held(
-                job.lease,
-                job.lease_expires_at,
-                timedelta(seconds=job.timeout_s),
-                timedelta(seconds=lease_for(self.lease_s, job.job_type)),
-            )
+            timeout = timeouts.get(job.timeout_s)
+            if timeout is None:
+                timeout = timedelta(seconds=job.timeout_s)
+                if len(timeouts) < MAX_KEPT_TIMEOUTS:  # jobs may each set their own
+                    timeouts[job.timeout_s] = timeout
+            length = lengths.get(job.job_type)
+            if length is None:
+                length = timedelta(seconds=lease_for(self.lease_s, job.job_type))
+                lengths[job.job_type] = length
+            self._held[job.job_id] = _Held(job.lease, job.lease_expires_at, timeout, length)
         self._stats.claimed += len(jobs)
         return jobs
 

@@ -52,17 +52,32 @@ from ledger.runtime.threads import ThreadLane
 log = logging.getLogger(__name__)
 
 
-@dataclass
+Settled = Callable[[JobState | None], None]
+"""Told, once, what became of a handed outcome: the job's new state, or ``None`` if it was
+not recorded."""
+
+
+@dataclass(slots=True)
 class _Handed:
     """One outcome in the completer's hands, with when its lease ends at the latest."""
 
     outcome: Outcome
-    future: asyncio.Future[JobState | None]
+    on_settled: Settled
     lease_ends_by: datetime
     handed_at: float
     """The event loop's time when it was handed over (what the gathering delay counts from)."""
     maybe_written: bool = False
     """A turn that carried it failed in a way that may have committed."""
+    settled: bool = False
+
+    def settle(self, state: JobState | None) -> None:
+        if self.settled:
+            return
+        self.settled = True
+        try:
+            self.on_settled(state)
+        except Exception:  # one listener's failure must not leave the batch's others unsettled
+            log.exception("telling the outcome of job %s failed", self.outcome.lease.job_id)
 
 
 def recorded_earlier(outcome: Outcome, state: JobState) -> bool:
@@ -104,6 +119,7 @@ class BatchCompleter:
         io: ThreadLane | None = None,
         defer_to: Callable[[], bool] | None = None,
         hold_s: float = 0.0,
+        nothing_else_coming: Callable[[], bool] | None = None,
     ) -> None:
         self._ledger = ledger
         self._lease = timedelta(seconds=_longest(lease_s))
@@ -115,6 +131,7 @@ class BatchCompleter:
         self.retry_max_delay_s = retry_max_delay_s
         self._on_recorded = on_recorded
         self._defer_to = defer_to
+        self._nothing_else_coming = nothing_else_coming
         self.hold_s = hold_s
         self._pending: list[_Handed] = []
         self._ready = asyncio.Event()
@@ -132,10 +149,27 @@ class BatchCompleter:
         """Queue an outcome; the future gives the job's new state, or ``None`` if it was not
         recorded (fenced out, its lease ended before the database came back, or a refusal
         that retrying cannot help)."""
-        handed = self._hand(outcome)
-        self._pending.append(handed)
-        self._ready.set()
-        return handed.future
+        future: asyncio.Future[JobState | None] = asyncio.get_running_loop().create_future()
+
+        def resolve(state: JobState | None) -> None:
+            if not future.done():  # the caller may have cancelled it (a wait_for timed out)
+                future.set_result(state)
+
+        self.hand_over(outcome, resolve)
+        return future
+
+    def hand_over(self, outcome: Outcome, on_settled: Settled) -> None:
+        """Queue an outcome; ``on_settled`` is called (on the event loop, once) with the job's
+        new state, or ``None`` if it was not recorded, as :meth:`submit`'s future would be
+        resolved. What the worker slots use: a future per job, and the loop turn its done
+        callback takes, cost more than the callback itself (bench/bench_pool_cpu.py)."""
+        self._pending.append(self._hand(outcome, on_settled))
+        # Wake the flushing task only when this outcome changes what it waits for: the first
+        # one starts the gathering delay, a full batch ends it. The others would wake it to
+        # find the same deadline (one wake-up, and a new timeout, per job).
+        waiting = len(self._pending)
+        if waiting == 1 or waiting >= self.max_batch:
+            self._ready.set()
 
     @property
     def waiting(self) -> int:
@@ -168,9 +202,14 @@ class BatchCompleter:
 
     async def flush_now(self, outcomes: list[Outcome]) -> list[JobState | None]:
         """Record ``outcomes`` at once, bypassing the batching (used when not running)."""
-        batch = [self._hand(outcome) for outcome in outcomes]
+        states: list[JobState | None] = [None] * len(outcomes)
+
+        def settled_at(i: int) -> Settled:
+            return lambda state: states.__setitem__(i, state)
+
+        batch = [self._hand(outcome, settled_at(i)) for i, outcome in enumerate(outcomes)]
         await self._flush(batch)
-        return [handed.future.result() for handed in batch]
+        return states
 
     async def close(self) -> None:
         """Flush everything submitted so far and stop (with the database away, this waits
@@ -183,10 +222,9 @@ class BatchCompleter:
             batch, self._pending = self._pending, []
             await self._flush(batch)
 
-    def _hand(self, outcome: Outcome) -> _Handed:
-        future: asyncio.Future[JobState | None] = asyncio.get_running_loop().create_future()
-        loop = asyncio.get_running_loop()
-        return _Handed(outcome, future, self._ledger.clock.now() + self._lease, loop.time())
+    def _hand(self, outcome: Outcome, on_settled: Settled) -> _Handed:
+        now = asyncio.get_running_loop().time()
+        return _Handed(outcome, on_settled, self._ledger.clock.now() + self._lease, now)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -200,6 +238,11 @@ class BatchCompleter:
                 # A full batch goes at once, unless the producer is about to take it: this
                 # task is woken first, so it would always win that race.
                 if len(self._pending) >= self.max_batch and not deferring:
+                    break
+                # Nothing could join the batch before it is written (the pool holds only
+                # these outcomes and has no room to claim): gathering would only wait.
+                nothing_else = self._nothing_else_coming
+                if not deferring and nothing_else is not None and nothing_else():
                     break
                 left = self._pending[0].handed_at + self._gathering_s() - loop.time()
                 if left <= 0:
@@ -283,11 +326,10 @@ class BatchCompleter:
     @staticmethod
     def _settle_unrecorded(batch: list[_Handed]) -> None:
         for handed in batch:
-            if not handed.future.done():
-                # "Not recorded", like a fenced-out outcome: the jobs stay leased and the
-                # reaper retries them. (Workers do not await these futures, so an exception
-                # set here would only be logged again, once per job, as never retrieved.)
-                handed.future.set_result(None)
+            # "Not recorded", like a fenced-out outcome: the jobs stay leased and the reaper
+            # retries them. (Workers do not await the outcome, so an exception passed on here
+            # would only be logged again, once per job.)
+            handed.settle(None)
 
     async def _settle(self, batch: list[_Handed], result: BatchResult, maybe_written: bool) -> None:
         states = {state.job_id: state for state in result.accepted}
@@ -300,8 +342,7 @@ class BatchCompleter:
                 log.info("dropped the outcome of job %s: %s", job_id, result.rejected[job_id])
             if state is not None and self._on_recorded is not None:
                 self._on_recorded(state)
-            if not handed.future.done():
-                handed.future.set_result(state)
+            handed.settle(state)
 
     async def _recorded_earlier(
         self, batch: list[_Handed], result: BatchResult

@@ -60,7 +60,8 @@ class PoolConfig:
     completion_batch: int = 200
     """At most this many outcomes per completion transaction."""
     completion_delay_s: float = 0.005
-    """How long the completer gathers outcomes before it writes them."""
+    """How long the completer gathers outcomes before it writes them (at most: a pool whose
+    held leases are all finished outcomes, with no room to claim, writes them at once)."""
     batch_turns: bool = False
     """Record the gathered outcomes in the transaction of the producer's next claim (one
     commit per batch turn instead of two: :mod:`ledger.runtime.turns`). Opt-in: it halves the

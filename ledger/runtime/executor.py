@@ -135,9 +135,16 @@ class Verdict:
         return Completion(lease, self.result.output, self.result.revision, self.result.content_hash)
 
 
+_RETURNED_NOTHING = Verdict(result=Result())
+"""The verdict on a handler that returned ``None`` (the commonest return, and valid JSON), built
+once rather than per job."""
+
+
 def judge_return(value: Any) -> Verdict:
     """A returned value: its output (a :class:`Result`'s, or the value itself), refused as the
     job's terminal failure if it is not JSON — one bad output must not sink a batch."""
+    if value is None:
+        return _RETURNED_NOTHING
     result = value if isinstance(value, Result) else Result(output=value)
     try:
         check_output(result.output)
@@ -255,6 +262,8 @@ class Executor:
         self._releaser = releaser
         self._lease_s = lease_s
         self.resources = resources
+        self._longest: dict[str, timedelta] = {}
+        """Per job type, how long a report's write is retried (its lease's length)."""
 
     async def execute(self, job: JobState) -> Outcome:
         """Run ``job``'s handler (the job's own ``timeout_s``) and return its outcome."""
@@ -300,7 +309,10 @@ class Executor:
     def _reporter(self, lease: Lease, job_type: str) -> Report:
         # A database blip while a handler reports must not fail the handler: the write is
         # retried (fenced, so safely) while the lease may live, as outcomes are.
-        longest = timedelta(seconds=lease_for(self._lease_s, job_type))
+        longest = self._longest.get(job_type)
+        if longest is None:
+            longest = timedelta(seconds=lease_for(self._lease_s, job_type))
+            self._longest[job_type] = longest
 
         async def report(kind: str, fields: dict[str, Any]) -> None:
             async def write() -> None:

@@ -139,6 +139,7 @@ class WorkerPool:
             io=self._io,
             defer_to=lambda: self._producer.expects_turn,
             hold_s=config.turn_hold_s,
+            nothing_else_coming=lambda: self._producer.blocked_on_outcomes,
         )
         turns = BatchTurns(self._claims, self._completer, self._io) if config.batch_turns else None
         self._producer = Producer(
@@ -150,6 +151,7 @@ class WorkerPool:
             wakeup=self._wakeup,
             io=self._io,
             turns=turns,
+            on_blocked=self._completer.nudge,
         )
         self._heartbeater = Heartbeater(
             ledger,

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 from ledger.core.state import JobState, Lease
 from ledger.runtime.breaker import CircuitBreaker
@@ -38,8 +38,8 @@ HANDLER_ESTIMATE_WEIGHT = 0.05
 class Producer:
     """Claims for ``concurrency`` slots and hands jobs out one at a time (:meth:`next_job`).
 
-    A slot brackets each job it runs with :meth:`running`, which is how the producer knows
-    how much room there is and how long handlers take.
+    A slot brackets each job it runs with :meth:`job_started` and :meth:`job_ended`, which is
+    how the producer knows how much room there is and how long handlers take.
     """
 
     def __init__(
@@ -53,8 +53,10 @@ class Producer:
         wakeup: Wakeup,
         io: ThreadLane,
         turns: BatchTurns | None = None,
+        on_blocked: Callable[[], None] | None = None,
     ) -> None:
         self._claims = claims
+        self._on_blocked = on_blocked
         self._turns = turns
         self._io = io
         self.concurrency = concurrency
@@ -77,6 +79,13 @@ class Producer:
         """Whether this producer takes turns and is about to claim again: its last claim
         filled its limit (more may be due) and it is not stopping."""
         return self._turns is not None and self._hungry and not self._stopping
+
+    @property
+    def blocked_on_outcomes(self) -> bool:
+        """Whether every lease held is a finished job's outcome on its way to the ledger and
+        there is no room to claim more: nothing runs, nothing is buffered, and only recording
+        those outcomes lets work go on (no outcome can join them before that)."""
+        return self._in_flight == 0 and self._buffer.empty() and self._room_for() <= 0
 
     @property
     def prefetch(self) -> int:
@@ -108,12 +117,7 @@ class Producer:
     async def _produce(self) -> None:
         while not self._stopping:
             room = self._room_for()
-            # Refill in batches: claiming the moment one slot frees up would make every
-            # claim a one-job transaction. Wait for half the capacity to be free (with turns:
-            # or about to be, by the outcomes the claim records), unless the buffer has run
-            # dry and a worker would sit idle.
-            freeing = room + (self._turns.freeing if self._turns is not None else 0)
-            if freeing <= 0 or (freeing < self._refill_at() and not self._buffer.empty()):
+            if not self._would_claim(room):
                 self._room.clear()
                 # Bounded: a lease may also end where nothing calls room_freed (a renewal
                 # refused), and the loop must then still see the room it left.
@@ -155,6 +159,22 @@ class Producer:
                 jobs.extend(probe)
         return jobs
 
+    def _would_claim(self, room: int) -> bool:
+        """Whether to claim now, with ``room`` free. Refill in batches: claiming the moment
+        one slot frees up would make every claim a one-job transaction. Wait for half the
+        capacity to be free (with turns: or about to be, by the outcomes the claim records),
+        unless the buffer has run dry and a worker would sit idle."""
+        freeing = room + (self._turns.freeing if self._turns is not None else 0)
+        return freeing > 0 and (freeing >= self._refill_at() or self._buffer.empty())
+
+    def _wake_if_due(self) -> None:
+        """Wake the claiming loop if it would claim now. Asked wherever its inputs change
+        (a job taken or ended, a lease let go) rather than waking it at every change: each
+        wake-up costs the loop a task switch and a new timeout, per job, to find (mostly)
+        that the refill is not due yet."""
+        if not self._room.is_set() and self._would_claim(self._room_for()):
+            self._room.set()
+
     def _set_hungry(self, hungry: bool) -> None:
         was, self._hungry = self._hungry, hungry
         if was and not hungry and self._turns is not None:
@@ -170,7 +190,7 @@ class Producer:
 
     def room_freed(self) -> None:
         """A held lease ended (its outcome recorded, or it was given up): there may be room."""
-        self._room.set()
+        self._wake_if_due()
 
     def _refill_at(self) -> int:
         half = max(1, (self.concurrency + self.prefetch) // 2)
@@ -187,20 +207,26 @@ class Producer:
 
     async def next_job(self) -> JobState | None:
         """The next claimed job, or ``None`` when the slot should stop."""
-        return await self._buffer.get()
+        job = await self._buffer.get()
+        if self._buffer.empty():
+            self._wake_if_due()  # the buffer ran dry: a refill may be due before half
+        return job
 
-    @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        """Bracket one job's run: it occupies room while it runs, and its duration feeds the
-        estimate behind :attr:`prefetch`."""
+    def job_started(self) -> float:
+        """A slot starts running a job: it occupies room until :meth:`job_ended` (call that in
+        a ``finally``, with what this returned); its duration feeds the estimate behind
+        :attr:`prefetch`. (Two calls, not a context manager: a generator per job costs
+        more than the bookkeeping it brackets.)"""
         self._in_flight += 1
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            self._in_flight -= 1
-            self._observe(time.perf_counter() - started)
-            self._room.set()
+        return time.perf_counter()
+
+    def job_ended(self, started: float) -> None:
+        """The job :meth:`job_started` returned ``started`` for has ended."""
+        self._in_flight -= 1
+        self._observe(time.perf_counter() - started)
+        self._wake_if_due()
+        if self._on_blocked is not None and self._in_flight == 0 and self.blocked_on_outcomes:
+            self._on_blocked()
 
     def _observe(self, seconds: float) -> None:
         """Fold one handler duration into the moving estimate behind :attr:`prefetch`."""

@@ -54,14 +54,16 @@ class WorkerSlots:
             if not self._claims.start(job.job_id, self._clock.now()):
                 self._expired_before_start(job)
                 continue
-            with self._producer.running():
-                try:
-                    await self._record(await self._executor.execute(job))
-                except Exception:
-                    # Recording failed (the executor itself never raises but for shutdown):
-                    # the slot lives on; the job's lease is left to expire for the reaper.
-                    log.exception("worker slot could not record job %s", job.job_id)
-                    self._claims.forget(job.job_id)
+            started = self._producer.job_started()
+            try:
+                await self._record(await self._executor.execute(job))
+            except Exception:
+                # Recording failed (the executor itself never raises but for shutdown):
+                # the slot lives on; the job's lease is left to expire for the reaper.
+                log.exception("worker slot could not record job %s", job.job_id)
+                self._claims.forget(job.job_id)
+            finally:
+                self._producer.job_ended(started)
             # With batch turns, let the other tasks run between jobs: a handler that never
             # suspends (and a buffer that never makes get() wait) would otherwise let one slot
             # run the whole buffer dry before the producer sees the room it freed, so every
@@ -88,8 +90,7 @@ class WorkerSlots:
         job_id = outcome.lease.job_id
         self._claims.finished(job_id)
         if self._completer.running:
-            recorded = self._completer.submit(outcome)
-            recorded.add_done_callback(lambda _: self._forget(job_id))
+            self._completer.hand_over(outcome, lambda _: self._forget(job_id))
         else:
             try:
                 await self._completer.flush_now([outcome])

@@ -29,8 +29,8 @@ DrainQueue = Callable[..., Awaitable[PoolStats]]
 
 async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> None:
     """With a long flush delay, stop() still records every finished job: none is lost. (The
-    depth holds all 60: a finished job keeps its room until its outcome is recorded, so a
-    shallower pool would wait out the 30 s delay before claiming the rest.)"""
+    depth holds all 60 with room to spare: a finished job keeps its room until its outcome is
+    recorded, and a pool with no room left records at once, having nothing else to gather.)"""
     registry = Registry()
     ran: list[int] = []
 
@@ -45,7 +45,7 @@ async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> Non
         sync_ledger,
         registry,
         concurrency=4,
-        prefetch=56,
+        prefetch=60,
         completion_delay_s=30.0,
         completion_batch=10_000,
         poll_interval_s=0.05,
@@ -53,9 +53,37 @@ async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> Non
     await pool.start()
     while len(ran) < 60:
         await asyncio.sleep(0.01)
+    assert pool.stats.succeeded == 0  # all 60 still gathering
     await asyncio.wait_for(pool.stop(), timeout=10)
     assert sync_ledger.counts() == {"succeeded": 60}
     assert pool.stats.succeeded == 60
+
+
+async def test_a_pool_holding_only_finished_outcomes_records_them_without_the_delay(
+    sync_ledger: Ledger,
+) -> None:
+    """Once every lease the pool holds is a finished job's outcome and it has no room to
+    claim, the completer writes them at once instead of waiting out ``completion_delay_s``
+    (nothing could join them): four rounds of a full depth finish well inside one delay."""
+    registry = Registry()
+
+    @registry.handler("fast")
+    async def fast(ctx: JobContext) -> None:
+        return None
+
+    sync_ledger.define("fast")
+    sync_ledger.enqueue_many([EnqueueRequest(job_type="fast") for _ in range(16)])
+    pool = WorkerPool(
+        sync_ledger,
+        registry,
+        concurrency=4,
+        prefetch=0,
+        completion_delay_s=30.0,
+        poll_interval_s=0.05,
+    )
+    stats = await asyncio.wait_for(pool.run_until_idle(), timeout=20)
+    assert stats.succeeded == 16
+    assert sync_ledger.counts() == {"succeeded": 16}
 
 
 async def test_a_fenced_out_completion_appends_nothing(sync_ledger: Ledger) -> None:
