@@ -9,8 +9,9 @@ depends on what the store holds, looks that up, and appends the plan in the same
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from uuid import UUID
+from uuid import UUID, uuid4
 
+from ledger.api.job_ids import random_uuids
 from ledger.clock import Clock
 from ledger.core.enqueue_plan import (
     IdempotencyKey,
@@ -38,10 +39,15 @@ def enqueue_batch(
     auto_define: bool,
     new_id: Callable[[], UUID],
 ) -> list[UUID | None]:
-    """Enqueue ``requests`` in one transaction, all or none; one result per request."""
+    """Enqueue ``requests`` in one transaction, all or none; one result per request.
+
+    ``new_id`` is called once per new job; the default, ``uuid4``, is drawn in bulk instead
+    (:func:`ledger.api.job_ids.random_uuids`: the same kind of id, a tenth of the cost)."""
     normalised = [normalise_request(request) for request in requests]
     if not normalised:
         return []
+    if new_id is uuid4:
+        new_id = iter(random_uuids(len(normalised))).__next__
     with store.unit_of_work() as uow:
         if auto_define or any(r.idempotency_key or r.subject for r in normalised):
             # What decides this batch (keys, live subjects, definitions to create) must

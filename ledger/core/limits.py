@@ -173,7 +173,7 @@ def _bad_scalar(value: Any, what: str) -> InvalidRequestError | None:
     )
 
 
-def _flat_plain(value: dict[Any, Any]) -> bool:
+def flat_plain(value: dict[Any, Any]) -> bool:
     """Whether ``value`` is an object of plain scalars that the rules allow (string keys
     without NUL; strings without NUL, 64-bit integers, finite floats, booleans, null): what
     most payloads are. ``False`` sends the value to the full walk, which says what is wrong.
@@ -203,7 +203,7 @@ def check_json(value: Any, what: str, *, max_bytes: int = MAX_JSON_BYTES) -> byt
     ten thousand deep is refused by depth, not by a RecursionError in an encoder."""
     containers = (dict, list, tuple)
     stack: list[tuple[Any, int]] = []
-    if type(value) is dict and _flat_plain(value):
+    if type(value) is dict and flat_plain(value):
         pass  # the usual payload, checked in one loop; the encoding below does the rest
     elif isinstance(value, containers):
         stack.append((value, 1))
@@ -231,6 +231,12 @@ def check_json(value: Any, what: str, *, max_bytes: int = MAX_JSON_BYTES) -> byt
                 error = _bad_scalar(child, what)
                 if error is not None:
                     raise error
+    return encode_json(value, what, max_bytes=max_bytes)
+
+
+def encode_json(value: Any, what: str, *, max_bytes: int = MAX_JSON_BYTES) -> bytes:
+    """The JSON encoding of a value already walked (:func:`check_json`, :func:`flat_plain`):
+    refuses a lone surrogate and more than ``max_bytes``, the rules the walk leaves to it."""
     try:
         encoded = msgspec.json.encode(value)
     except UnicodeEncodeError:

@@ -59,7 +59,7 @@ class Lease(msgspec.Struct, frozen=True):
     worker_id: str
 
 
-class JobState(msgspec.Struct, frozen=True):
+class JobState(msgspec.Struct, frozen=True, gc=False):
     """A job as its history says it is after ``version`` events.
 
     Not keyword-only: the queue view's packed blob rebuilds it from its fields in order

@@ -21,8 +21,6 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
-
 from ledger.core.codec import EventCodec, Record
 from ledger.core.events import (
     Event,
@@ -36,8 +34,19 @@ from ledger.store.ids import IdAdapter
 from ledger.store.policies import follow_policies
 from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
-from projections.rules.queue import decode_state, queue_row, queue_update_row
+from projections.rules.queue import decode_state, queue_update_row, queue_values
 from projections.rules.writes import ViewWrite
+
+
+class EventRow(NamedTuple):
+    """One event to append, as the events table stores it: the fields of eventsourcing's
+    ``StoredEvent``, read the same way, but a tuple (a frozen dataclass's ``__init__`` cost
+    twice the event's encoding, and a COPY sends a tuple as it is)."""
+
+    originator_id: UUID
+    originator_version: int
+    topic: str
+    state: bytes
 
 
 class LoadedJob(NamedTuple):
@@ -82,7 +91,7 @@ class UnitOfWork(ABC):
 
     @abstractmethod
     def _insert_stored_events(
-        self, stored: list[StoredEvent], *, positions_needed: bool
+        self, stored: list[EventRow], *, positions_needed: bool
     ) -> Sequence[int] | None:
         """Append through the recorder; with ``positions_needed``, return the notification
         ids in order (a backend may skip fetching them otherwise)."""
@@ -93,9 +102,9 @@ class UnitOfWork(ABC):
         return nullcontext()
 
     @abstractmethod
-    def _write_queue(
-        self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]
-    ) -> None: ...
+    def _write_queue(self, inserts: list[tuple[Any, ...]], updates: list[dict[str, Any]]) -> None:
+        """Insert new jobs' rows (values in :data:`projections.rules.queue.COLUMNS` order)
+        and update the others (``queue_update_row``)."""
 
     @abstractmethod
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None: ...
@@ -244,8 +253,9 @@ class UnitOfWork(ABC):
             follow_policies(self.policies, fold.triggers, fold.states, self, fold.fold_jobs)
         if not fold.records:
             return {}
+        encode = self._codec.encode
         stored = [
-            StoredEvent(originator_id, version, *self._codec.encode(event))
+            EventRow(originator_id, version, *encode(event))
             for originator_id, version, event in fold.records
         ]
         # Only new jobs need positions (their enqueue_seq); without them a backend need not
@@ -279,13 +289,14 @@ class UnitOfWork(ABC):
     def _write_queue_rows(
         self, states: dict[UUID, JobState], first_positions: dict[UUID, int]
     ) -> None:
-        inserts, updates = [], []
+        inserts: list[tuple[Any, ...]] = []
+        updates: list[dict[str, Any]] = []
         for job_id, state in states.items():
             key = self._ids.key(job_id)
             known = self._jobs.get(job_id)
             if known is None:
                 seq = first_positions[job_id]
-                inserts.append(queue_row(state, seq, key))
+                inserts.append(queue_values(state, seq, key))
             else:
                 seq = known.enqueue_seq
                 updates.append(queue_update_row(state, key))

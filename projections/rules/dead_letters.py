@@ -148,4 +148,5 @@ VIEW = WrittenView(
     writes=writes,
     applies={INSERT: _apply_insert, DELETE: _apply_delete, PRUNE_SUBJECT: _apply_prune_subject},
     new_table=DeadLetterTable,
+    events=(JobDeadLettered, JobRequeued, JobSucceeded),
 )

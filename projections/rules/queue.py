@@ -114,30 +114,37 @@ PROJECTION = Projection(
 )
 
 
-def queue_row(state: JobState, enqueue_seq: int, job_key: Any) -> dict[str, Any]:
-    """The view row for ``state``; ``job_key`` is the backend's spelling of the job id."""
+def queue_values(state: JobState, enqueue_seq: int, job_key: Any) -> tuple[Any, ...]:
+    """The view row for ``state`` as values in :data:`COLUMNS` order (what a bulk insert
+    sends: no dict per row); ``job_key`` is the backend's spelling of the job id."""
     subject = state.subject
-    return {
-        "job_id": job_key,
-        "job_type": state.job_type,
-        "queue": state.queue,
-        "org": state.org,
-        "status": state.status.value,
-        "stage": state.stage,
-        "priority": state.priority,
-        "run_at": to_us(state.run_at),
-        "enqueue_seq": enqueue_seq,
-        "lease_expires_at": opt_us(state.lease_expires_at),
-        "run_number": state.run_number,
-        "attempt": state.attempt,
-        "worker_id": state.worker_id,
-        "idempotency_key": state.idempotency_key,
-        "source_id": subject.source_id if subject else None,
-        "uri": subject.uri if subject else None,
-        "version": state.version,
-        "updated_at": to_us(state.updated_at),
-        "state": encode_state(state),
-    }
+    request = state.request
+    return (
+        job_key,
+        request.job_type,
+        request.queue,
+        request.org,
+        state.status.value,
+        state.stage,
+        state.priority,
+        to_us(state.run_at),
+        enqueue_seq,
+        opt_us(state.lease_expires_at),
+        state.run_number,
+        state.attempt,
+        state.worker_id,
+        request.idempotency_key,
+        subject.source_id if subject else None,
+        subject.uri if subject else None,
+        state.version,
+        to_us(state.updated_at),
+        encode_state(state),
+    )
+
+
+def queue_row(state: JobState, enqueue_seq: int, job_key: Any) -> dict[str, Any]:
+    """The view row for ``state`` by column name (:func:`queue_values`)."""
+    return dict(zip(COLUMNS, queue_values(state, enqueue_seq, job_key), strict=True))
 
 
 def queue_update_row(state: JobState, job_key: Any) -> dict[str, Any]:

@@ -17,9 +17,10 @@ A new inline view is one rules module (with its ``schema_<name>`` and write quer
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from ledger.core.events import JobEvent
+from ledger.core.events import JOB_EVENTS, JobEvent
 from ledger.core.state import JobState
 from projections.rules import dead_letters, definitions, queue, sync_state
 from projections.rules.view import Apply, Projection, WrittenView
@@ -31,14 +32,28 @@ WRITTEN: tuple[WrittenView[Any], ...] = (sync_state.VIEW, dead_letters.VIEW)
 INLINE: tuple[Projection, ...] = (*FOLDED, *(view.projection for view in WRITTEN))
 """Every inline view's catalogue entry, in catalogue order."""
 
-_RULES = tuple(view.writes for view in WRITTEN)
+Rule = Callable[[JobEvent, JobState], list[ViewWrite]]
+
+
+def _rules_for(event_type: type[JobEvent]) -> tuple[Rule, ...]:
+    """The written views' rules that may write for ``event_type``, in registry order."""
+    return tuple(view.writes for view in WRITTEN if issubclass(event_type, view.events))
+
+
+_RULES_BY_TYPE: dict[type[JobEvent], tuple[Rule, ...]] = {
+    cls: _rules_for(cls) for cls in JOB_EVENTS
+}
 
 
 def view_writes(event: JobEvent, state: JobState) -> list[ViewWrite]:
     """Every written view's writes for ``event`` (given the job's state after it), in
-    registry order: the order the store runs them and the replay applies them."""
+    registry order: the order the store runs them and the replay applies them. Only the
+    views that declare the event's type are asked (:attr:`WrittenView.events`)."""
+    rules = _RULES_BY_TYPE.get(type(event))
+    if rules is None:
+        rules = _rules_for(type(event))
     found: list[ViewWrite] = []
-    for rule in _RULES:
+    for rule in rules:
         found += rule(event, state)
     return found
 

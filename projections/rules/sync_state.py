@@ -103,4 +103,5 @@ VIEW = WrittenView(
     writes=writes,
     applies={UPSERT: _apply_upsert, DELETE: _apply_delete},
     new_table=MemoryTable,
+    events=(JobSucceeded,),
 )

@@ -87,3 +87,7 @@ class WrittenView(Generic[TableT]):
     """Every named write :attr:`writes` may produce, with its in-memory apply."""
     new_table: Callable[[], TableT]
     """An empty in-memory table for the replay."""
+    events: tuple[type[JobEvent], ...]
+    """The event types (and their subclasses) for which :attr:`writes` may write: the store
+    and the replay ask it about these only (a job_enqueued, most events of a bulk enqueue,
+    then costs no call to a rule that writes nothing for it)."""

@@ -27,12 +27,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import psycopg
-from eventsourcing.persistence import StoredEvent
 from psycopg.rows import DictRow
 
 from ledger.core.errors import StoreError
 from ledger.store.postgres.copy import copy_values
 from ledger.store.schema import EVENTS_TABLE
+from ledger.store.unit_of_work import EventRow
+from projections.rules.queue import COLUMNS
 
 COPY_THRESHOLD = 200
 """New jobs in one append from which it writes by COPY. Below it, the pipelined INSERTs win:
@@ -55,11 +56,13 @@ QUEUE_TYPES = {
     "version": "integer", "updated_at": "bigint", "state": "bytea",
 }  # fmt: skip
 """jl_queue's columns and their types (as ``queue_insert`` casts them; binary COPY needs
-each exactly)."""
+each exactly), in the order of the rows' values."""
+if tuple(QUEUE_TYPES) != COLUMNS:  # pragma: no cover - a guard for whoever edits either
+    raise ImportError("QUEUE_TYPES must name projections.rules.queue.COLUMNS in order")
 
 
 def copy_events(
-    cursor: psycopg.Cursor[DictRow], sql: Mapping[str, str], stored: Sequence[StoredEvent]
+    cursor: psycopg.Cursor[DictRow], sql: Mapping[str, str], stored: Sequence[EventRow]
 ) -> list[int]:
     """COPY ``stored`` into the events table (the caller holds its lock); their
     notification ids, in order."""
@@ -70,15 +73,9 @@ def copy_events(
 
 
 def _copy_events(
-    cursor: psycopg.Cursor[DictRow], sql: Mapping[str, str], stored: Sequence[StoredEvent]
+    cursor: psycopg.Cursor[DictRow], sql: Mapping[str, str], stored: Sequence[EventRow]
 ) -> list[int]:
-    copy_values(
-        cursor,
-        EVENTS_TABLE,
-        EVENT_COLUMNS,
-        EVENT_TYPES,
-        ((e.originator_id, e.originator_version, e.topic, e.state) for e in stored),
-    )
+    copy_values(cursor, EVENTS_TABLE, EVENT_COLUMNS, EVENT_TYPES, stored)
     cursor.execute(sql["events_copied_first"], {"count": len(stored)}, prepare=True)
     row = cursor.fetchone()
     first = stored[0]
@@ -94,12 +91,8 @@ def _copy_events(
     return list(range(start, start + len(stored)))
 
 
-def copy_queue_rows(cursor: psycopg.Cursor[DictRow], rows: list[dict[str, Any]]) -> None:
-    """COPY new jobs' rows (:func:`projections.rules.queue.queue_row`) into jl_queue."""
-    columns = tuple(QUEUE_TYPES)
+def copy_queue_rows(cursor: psycopg.Cursor[DictRow], rows: list[tuple[Any, ...]]) -> None:
+    """COPY new jobs' rows (:func:`projections.rules.queue.queue_values`) into jl_queue."""
     types = tuple(QUEUE_TYPES.values())
     for start in range(0, len(rows), COPY_ROWS):
-        part = rows[start : start + COPY_ROWS]
-        copy_values(
-            cursor, QUEUE_TABLE, columns, types, ([row[c] for c in columns] for row in part)
-        )
+        copy_values(cursor, QUEUE_TABLE, COLUMNS, types, rows[start : start + COPY_ROWS])

@@ -14,7 +14,7 @@ Each appending transaction sends one ``NOTIFY jl_events`` (the tailing readers' 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from eventsourcing.persistence import StoredEvent
@@ -22,6 +22,9 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 from psycopg.rows import DictRow
 
 from ledger.store.schema import EVENTS_TABLE
+
+if TYPE_CHECKING:
+    from ledger.store.unit_of_work import EventRow
 
 
 class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # untyped base
@@ -46,7 +49,7 @@ class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # unty
     def _insert_stored_events(
         self,
         curs: psycopg.Cursor[DictRow],
-        stored_events: Sequence[StoredEvent],
+        stored_events: Sequence[StoredEvent] | Sequence[EventRow],
         **kwargs: Any,
     ) -> None:
         self._notify_channel(curs)

@@ -24,7 +24,6 @@ from uuid import UUID
 
 import msgspec
 import psycopg
-from eventsourcing.persistence import StoredEvent
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Literal
 
@@ -34,7 +33,8 @@ from ledger.store.postgres.bulk_writes import COPY_THRESHOLD, copy_events, copy_
 from ledger.store.postgres.errors import from_postgres
 from ledger.store.postgres.pipeline import synced_pipeline
 from ledger.store.postgres.recorder import LedgerRecorder
-from ledger.store.unit_of_work import UnitOfWork
+from ledger.store.unit_of_work import EventRow, UnitOfWork
+from projections.rules.queue import COLUMNS
 from projections.rules.writes import ViewWrite
 
 
@@ -62,9 +62,9 @@ class StoreParts(Protocol):
 _json_encoder = msgspec.json.Encoder()
 
 
-def _columns(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Row dicts to one list per column, for ``unnest`` statements."""
-    return {name: [row[name] for row in rows] for name in rows[0]}
+def _columns(rows: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """Queue rows (values in ``COLUMNS`` order) to one list per column, for ``unnest``."""
+    return dict(zip(COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
 
 
 def lock_timeout(cursor: psycopg.Cursor[DictRow], seconds: float) -> None:
@@ -90,7 +90,7 @@ class PostgresUnitOfWork(UnitOfWork):
         return self._cursor.fetchall()
 
     def _insert_stored_events(
-        self, stored: list[StoredEvent], *, positions_needed: bool
+        self, stored: list[EventRow], *, positions_needed: bool
     ) -> Sequence[int] | None:
         if self._bulk:
             recorder = self._store.recorder
@@ -121,7 +121,7 @@ class PostgresUnitOfWork(UnitOfWork):
         with synced_pipeline(self._cursor.connection):
             yield
 
-    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+    def _write_queue(self, inserts: list[tuple[Any, ...]], updates: list[dict[str, Any]]) -> None:
         # One statement per batch (an array per column for inserts, one JSON array of the
         # rows for updates, see queue_update): one row per statement (executemany) costs a
         # server round of parse/plan/index upkeep per row.

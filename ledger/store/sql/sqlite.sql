@@ -240,17 +240,12 @@ SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE source_id = :source_id AND uri = :uri AND status IN ('pending', 'leased')
 
 -- name: queue_insert
--- A new job's row.
+-- A new job's row, its values in this column order (projections.rules.queue.COLUMNS).
 INSERT INTO jl_queue (
     job_id, job_type, queue, org, status, stage, priority, run_at, enqueue_seq,
     lease_expires_at, run_number, attempt, worker_id, idempotency_key, source_id, uri,
     version, updated_at, state
-) VALUES (
-    :job_id, :job_type, :queue, :org, :status, :stage, :priority,
-    :run_at, :enqueue_seq, :lease_expires_at, :run_number, :attempt,
-    :worker_id, :idempotency_key, :source_id, :uri, :version, :updated_at,
-    :state
-)
+) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: queue_update
 -- A job's row after more events (primary key); enqueue_seq never changes.

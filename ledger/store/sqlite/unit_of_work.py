@@ -14,13 +14,12 @@ from itertools import groupby
 from typing import Any, Protocol
 from uuid import UUID
 
-from eventsourcing.persistence import StoredEvent
 from eventsourcing.sqlite import SQLiteCursor
 
 from ledger.core.codec import EventCodec
 from ledger.store.ids import IdAdapter
 from ledger.store.sqlite.errors import from_sqlite
-from ledger.store.unit_of_work import UnitOfWork
+from ledger.store.unit_of_work import EventRow, UnitOfWork
 from projections.rules.writes import ViewWrite
 
 
@@ -57,7 +56,7 @@ class SQLiteUnitOfWork(UnitOfWork):
         return rows
 
     def _insert_stored_events(
-        self, stored: list[StoredEvent], *, positions_needed: bool
+        self, stored: list[EventRow], *, positions_needed: bool
     ) -> Sequence[int] | None:
         # One executemany instead of the recorder's execute per event. The positions are
         # consecutive rowids: BEGIN IMMEDIATE excludes other writers, and jl_events rows are
@@ -72,8 +71,9 @@ class SQLiteUnitOfWork(UnitOfWork):
         last = int(self._cursor.fetchone()[0])
         return list(range(last - len(stored) + 1, last + 1))
 
-    def _write_queue(self, inserts: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+    def _write_queue(self, inserts: list[tuple[Any, ...]], updates: list[dict[str, Any]]) -> None:
         if inserts:
+            # queue_insert's placeholders are positional, in COLUMNS order.
             self._cursor.executemany(self._sql["queue_insert"], inserts)
         if updates:
             self._cursor.executemany(self._sql["queue_update"], updates)
