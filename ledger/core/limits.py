@@ -241,6 +241,8 @@ def encode_json(value: Any, what: str, *, max_bytes: int = MAX_JSON_BYTES) -> by
         encoded = msgspec.json.encode(value)
     except UnicodeEncodeError:
         raise InvalidRequestError(f"{what} holds a lone surrogate (not UTF-8)") from None
+    except TypeError as error:  # a subclass of str, int or float the walk let by
+        raise InvalidRequestError(f"{what} is not JSON-serialisable: {error}") from None
     if len(encoded) > max_bytes:
         raise InvalidRequestError(f"{what} is {len(encoded)} bytes; the limit is {max_bytes}")
     return encoded

@@ -88,6 +88,10 @@ def test_requests_normalise_as_the_general_path(request_: EnqueueRequest) -> Non
     assert_same(request_)
 
 
+class _Text(str):
+    """A str subclass: the walk takes it for a string, msgspec's encoder does not."""
+
+
 def test_fast_path_copies_the_payload() -> None:
     """The normalised payload is not the caller's dict (mutating it later changes nothing)."""
     payload = {"i": 1}
@@ -107,6 +111,8 @@ def test_fast_path_copies_the_payload() -> None:
         (EnqueueRequest("t", {"k\x00": 1}), "NUL"),
         (EnqueueRequest("t", {"k": "\ud800"}), "lone surrogate"),
         (EnqueueRequest("t", {"k": object()}), "not JSON-serialisable"),
+        (EnqueueRequest("t", {"k": _Text("x")}), "not JSON-serialisable"),
+        (EnqueueRequest("t", {"k": [_Text("x")]}), "not JSON-serialisable"),
         (EnqueueRequest("t", {"k": "x" * MAX_PAYLOAD_BYTES}), "the limit is"),
         (EnqueueRequest("t", {}, priority=True), "enqueue request"),
         (EnqueueRequest("t", {}, priority=2**31), "32 bits"),
