@@ -62,19 +62,19 @@ def test_submit_releases_the_roots_at_once_and_blocks_the_rest_with_no_job() -> 
     assert run.state.status is RunStatus.RUNNING
 
 
-def test_a_job_step_follows_its_job_claimed_retried_handed_back_and_succeeded() -> None:
-    """enqueued -> running on claim, -> enqueued on a retry (with the error) or a hand-back,
-    -> succeeded with the job's output."""
+def test_claims_retries_and_hand_backs_of_a_steps_job_leave_the_run_as_it_is() -> None:
+    """Only an end moves a job step: claimed, retried (with the error) and handed back, it
+    stays enqueued in the run with no run event (the job's own history says running and
+    retried), then -> succeeded with the job's output."""
     run = Driver(request(job("a"), result_step="a"))
+    before = len(run.history)
     run.start("a")
-    assert run.statuses()["a"] == "running"
-    assert run.state.steps["a"].attempt == 1
+    assert run.statuses()["a"] == "enqueued"
     run.fail("a", RETRYABLE)
-    step = run.state.steps["a"]
-    assert (step.status, step.retries, step.failure) == ("enqueued", 1, RETRYABLE)
+    assert run.job_of("a").retries == 1
     run.hand_back("a")
     assert run.statuses()["a"] == "enqueued"
-    assert run.state.steps["a"].retries == 1
+    assert len(run.history) == before
     run.succeed("a", {"n": 1})
     assert run.state.steps["a"].output == {"n": 1}
     assert (run.state.status, run.state.result) == (RunStatus.SUCCEEDED, {"n": 1})
@@ -392,13 +392,11 @@ def test_the_fold_refuses_histories_no_decision_writes() -> None:
     say, a step event for another job, an unsatisfied cancel of a satisfiable step."""
     run = Driver(request(job("a"), job("b", "a")))
     state, at = run.state, T0
-    a_job = state.steps["a"].job_id
-    assert a_job is not None
     bad = [
         WorkflowStepReleased(at=at, step_key="b", job_id=uuid4()),
         run.history[0],
         WorkflowStatusChanged(at=at, status=RunStatus.SUCCEEDED),
-        WorkflowStepSucceeded(at=at, step_key="a", job_id=a_job),  # not running yet
+        WorkflowStepSucceeded(at=at, step_key="a", job_id=uuid4()),  # another job
         WorkflowStepCancelled(
             at=at, step_key="b", job_id=None, code=DEPENDENCY_UNSATISFIED, reason="x"
         ),
