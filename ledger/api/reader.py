@@ -30,6 +30,7 @@ from ledger.core.exchange import Selection
 from ledger.core.facts import history_prefix
 from ledger.core.replay_findings import JobReplay
 from ledger.core.state import JobState
+from ledger.core.workflows.events import WorkflowEvent
 from ledger.store import replay_reads, workflow_reads
 from ledger.store.audit_reads import read_page
 from ledger.store.config import open_replica_store
@@ -287,6 +288,13 @@ class Reader:
     def workflow_run(self, run_id: UUID) -> RunView | None:
         """A run's header as the workflow view holds it (``None``: no such run)."""
         return workflow_reads.run_view(self.store, run_id)
+
+    def workflow_history(self, run_id: UUID) -> list[Record]:
+        """Every event of a run's own stream, in order (empty if there is no such run)."""
+        records = self.store.history(run_id)
+        if records and not isinstance(records[0].event, WorkflowEvent):
+            return []
+        return records
 
     def workflow_steps(self, run_id: UUID) -> list[StepView]:
         """A run's steps in order, each with its job's progress (running, attempt, retries)."""

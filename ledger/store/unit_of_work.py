@@ -305,16 +305,20 @@ class UnitOfWork(RunReads, ABC):
         writes = []
         for run_id, state in runs.items():
             key = self._ids.key(run_id)
-            writes.append(ViewWrite("workflow_run_upsert", run_row(state, key)))
             known = self._runs.get(run_id)
+            submitted = known.submitted if known is not None else len(state.request.steps)
+            writes.append(ViewWrite("workflow_run_upsert", run_row(state, key, submitted)))
             read = known.steps if known is not None else {}
+            read_dependents = known.state.dependents if known is not None else {}
             for step_key, step in state.steps.items():
-                if read.get(step_key) is step:
+                # An append adds dependents to steps it does not otherwise change.
+                if read.get(step_key) is step and (
+                    read_dependents.get(step_key) == state.dependents[step_key]
+                ):
                     continue
                 job_key = None if step.job_id is None else self._ids.key(step.job_id)
                 row = step_row(key, step, state.dependents[step_key], job_key)
                 writes.append(ViewWrite("workflow_step_upsert", row))
-            submitted = known.submitted if known is not None else len(state.request.steps)
             self._runs[run_id] = LoadedRun(state, dict(state.steps), submitted)
         self._execute_writes(writes)
 

@@ -123,8 +123,13 @@ def header_of(state: RunState) -> RunState:
     )
 
 
-def run_row(state: RunState, run_key: Any) -> dict[str, Any]:
-    """The run's row; ``run_key`` is the backend's spelling of the run id."""
+def run_row(state: RunState, run_key: Any, submitted_steps: int | None = None) -> dict[str, Any]:
+    """The run's row; ``run_key`` is the backend's spelling of the run id, and
+    ``submitted_steps`` how many steps its submit gave (read from the request when the
+    state is complete)."""
+    if submitted_steps is None:
+        assert state.complete, "a partial run's row needs its submitted step count"
+        submitted_steps = len(state.request.steps)
     recovered = state.recovered
     return {
         "run_id": run_key,
@@ -134,7 +139,7 @@ def run_row(state: RunState, run_key: Any) -> dict[str, Any]:
         "status": state.status.value,
         "result_step": state.request.result_step,
         "step_count": sum(state.counts.values()),
-        "submitted_steps": len(state.request.steps),
+        "submitted_steps": submitted_steps,
         "counts": _encoder.encode(dict(sorted(state.counts.items()))),
         "recovered_from": None if recovered is None else recovered.source_run_id,
         "submitted_at": to_us(state.submitted_at),
