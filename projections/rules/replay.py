@@ -266,7 +266,7 @@ class Replay:
     @property
     def views(self) -> tuple[str, ...]:
         """The views this replay derives rows for, in catalogue order."""
-        return ("queue", "definitions", *self._tables, "workflow_runs", "workflow_steps", "audit")
+        return ("queue", "definitions", "workflow_runs", "workflow_steps", *self._tables, "audit")
 
     def _rows_by_key(self, name: str) -> dict[Any, Any]:
         if name == "queue":
