@@ -103,6 +103,9 @@ class Policy(ABC):
 
     name: ClassVar[str]
     """A stable name: part of the ids of the jobs it enqueues."""
+    events: ClassVar[tuple[type[JobEvent], ...] | None] = None
+    """The job events it may react to (``None``: any). A store builds no trigger for an
+    event no policy names, so a policy of a few event types costs the others nothing."""
 
     @abstractmethod
     def needs(self, trigger: Trigger) -> Needs | None:
@@ -112,6 +115,16 @@ class Policy(ABC):
     def react(self, trigger: Trigger, facts: Facts) -> Sequence[Change]:
         """The follow-up changes ``trigger`` causes (may be none). A decision on a run
         loaded in part may raise StepsNotLoadedError: the cascade loads more and asks again."""
+
+
+def trigger_types(policies: Sequence[Policy]) -> tuple[type[JobEvent], ...] | None:
+    """The job event types some policy may react to (``None``: any event)."""
+    found: list[type[JobEvent]] = []
+    for policy in policies:
+        if policy.events is None:
+            return None
+        found += [cls for cls in policy.events if cls not in found]
+    return tuple(found)
 
 
 def follow_up_id(policy: Policy, trigger: Trigger, n: int = 0) -> UUID:

@@ -45,6 +45,8 @@ class AppendFold:
     makes_claimable: bool = False
     triggers: list[Trigger] | None = None
     """Each job event with the state after it, for the policies (``None``: there are none)."""
+    trigger_types: tuple[type[JobEvent], ...] | None = None
+    """The events the policies may react to (``None``: any): only these become triggers."""
     loaded_run: Callable[[UUID], RunState | None] = lambda run_id: None
     """The state the unit of work read for a run (``None``: not read, or new)."""
     runs: dict[UUID, RunState] = field(default_factory=dict)
@@ -83,7 +85,9 @@ class AppendFold:
                 state = evolve(state, job_event)
                 self.records.append((job_id, state.version, job_event))
                 self.view_writes += view_writes(job_event, state)
-                if self.triggers is not None:
+                if self.triggers is not None and (
+                    self.trigger_types is None or isinstance(job_event, self.trigger_types)
+                ):
                     self.triggers.append(Trigger(job_id, job_event, state))
                 if isinstance(job_event, MAKES_CLAIMABLE):
                     self.makes_claimable = True

@@ -46,7 +46,9 @@ class JobReads(Protocol):
         self, wanted: Mapping[UUID, Iterable[str]], *, whole: bool = ..., fail_fast: bool = ...
     ) -> dict[UUID, RunState]: ...
 
-    def more_steps(self, run_id: UUID, keys: Iterable[str], *, whole: bool = ...) -> RunState: ...
+    def more_steps(
+        self, run_id: UUID, keys: Iterable[str], *, whole: bool = ..., expand: bool = ...
+    ) -> RunState: ...
 
 
 class _UnitRuns:
@@ -64,18 +66,22 @@ class _UnitRuns:
         )
         for run_id, keys in wanted.items():
             if run_id in self._fold.runs:
-                found[run_id] = self._with(run_id, keys, whole=False)
+                found[run_id] = self._with(run_id, keys, whole=False, expand=True)
         return found
 
     def more(self, missing: StepsNotLoadedError) -> RunState:
         return self._with(missing.run_id, missing.keys, whole=missing.whole)
 
-    def _with(self, run_id: UUID, keys: Iterable[str], *, whole: bool) -> RunState:
+    def _with(
+        self, run_id: UUID, keys: Iterable[str], *, whole: bool, expand: bool = False
+    ) -> RunState:
         """The run with ``keys`` loaded (``whole``: all); the append's own state keeps the
         steps it holds, and gets the others from the rows (nothing in this unit changed
         a step it did not load)."""
-        loaded = self._unit.more_steps(run_id, keys, whole=whole)
         current = self._fold.runs.get(run_id)
+        if current is not None and current.complete:
+            return current  # a run this unit submitted, or loaded whole
+        loaded = self._unit.more_steps(run_id, keys, whole=whole, expand=expand)
         if current is None:
             return loaded
         steps = {key: current.steps.get(key, step) for key, step in loaded.steps.items()}

@@ -149,12 +149,17 @@ class RunReads:
         }
         return self._load(run_id, prerequisites)
 
-    def more_steps(self, run_id: UUID, keys: Iterable[str], *, whole: bool = False) -> RunState:
-        """The run with ``keys`` loaded too (``whole``: every step)."""
+    def more_steps(
+        self, run_id: UUID, keys: Iterable[str], *, whole: bool = False, expand: bool = False
+    ) -> RunState:
+        """The run (already read in this unit) with ``keys`` loaded too (``whole``: every
+        step; ``expand``: and what a step's end reads, as :meth:`lock_runs` loads)."""
         if whole:
             state = self._run_state(run_id, set(), whole=True)
             assert state is not None
             return state
+        if expand:
+            return self._expand(run_id, set(keys))
         return self._load(run_id, set(keys))
 
     def _load(self, run_id: UUID, keys: set[str]) -> RunState:

@@ -28,7 +28,7 @@ from ledger.core.events import (
     Event,
     JobEvent,
 )
-from ledger.core.policy import Policy, RunEvents
+from ledger.core.policy import Policy, RunEvents, trigger_types
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import to_us
 from ledger.core.workflows.state import RunState
@@ -250,6 +250,7 @@ class UnitOfWork(RunReads, ABC):
         fold = AppendFold(
             self._loaded_state,
             triggers=[] if self.policies else None,
+            trigger_types=trigger_types(self.policies),
             loaded_run=self._loaded_run,
         )
         new_definitions = fold.fold_definitions(definition_changes, self._definitions)

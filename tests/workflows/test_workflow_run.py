@@ -40,7 +40,7 @@ from ledger.core.workflows.events import (
     WorkflowStepSucceeded,
 )
 from ledger.core.workflows.ids import recovery_run_id, step_job_id
-from ledger.core.workflows.state import evolve
+from ledger.core.workflows.state import RunState, StepsNotLoadedError, evolve
 from ledger.core.workflows.status import RunStatus
 
 DIAMOND = (job("a"), job("b", "a"), job("c", "a"), job("d", "b", "c"))
@@ -485,3 +485,58 @@ def test_a_recovered_run_runs_its_rerun_steps_to_a_result_and_replays() -> None:
         "workflow_recovered",
         "workflow_step_released",
     ]
+
+
+# --- partial loads ---------------------------------------------------------------------------
+
+
+def _partial(state: RunState, keys: set[str]) -> RunState:
+    """``state`` as a store would resume it holding only ``keys``."""
+    return replace(
+        state,
+        request=replace(state.request, steps=()),
+        steps={k: s for k, s in state.steps.items() if k in keys},
+        dependents={k: d for k, d in state.dependents.items() if k in keys},
+        complete=False,
+    )
+
+
+def test_a_decision_on_a_partial_run_asks_for_the_steps_it_lacks_then_decides_the_same() -> None:
+    """An end needs its step's dependents, a dependent's release its prerequisites: each
+    lookup of a step not loaded raises StepsNotLoadedError naming it; with those loaded the
+    events are the ones decided on the whole run."""
+    run = Driver(request(*DIAMOND, result_step="d"))
+    run.succeed("a")
+    run.succeed("b")
+    c = run.job_of("c")
+    now = run.tick()
+    leased = evolve_job(c, decide.decide_lease(c, "w", 30, now))
+    assert leased.lease is not None
+    succeeded = decide.decide_succeed(leased, leased.lease, now, output="c")
+    after = evolve_job(leased, succeeded)
+    whole = wf.decide_job_event(run.state, "c", c.job_id, succeeded, after)
+    loaded = {"c"}
+    asked = []
+    while True:
+        try:
+            partial = wf.decide_job_event(
+                _partial(run.state, loaded), "c", c.job_id, succeeded, after
+            )
+            break
+        except StepsNotLoadedError as missing:
+            asked.append(set(missing.keys))
+            loaded |= set(missing.keys)
+    assert asked[0] == {"d"}  # c's dependent, counted down
+    assert partial.events == whole.events and partial.enqueue == whole.enqueue
+    assert loaded == {"b", "c", "d"}  # a, done long ago, is never looked at
+
+
+def test_walking_commands_refuse_a_partial_run() -> None:
+    """Cancel, append and an idempotent repeat walk every step: a partial run asks for all."""
+    run = Driver(request(*DIAMOND))
+    partial = _partial(run.state, {"a"})
+    with pytest.raises(StepsNotLoadedError) as raised:
+        wf.decide_cancel(partial, "stop", T0)
+    assert raised.value.whole
+    with pytest.raises(StepsNotLoadedError):
+        wf.decide_append(partial, "k", [job("e", "a")], DEFINITIONS, T0)

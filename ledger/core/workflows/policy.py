@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ledger.core.events import JobCancelled, JobDeadLettered, JobRequeued, JobSucceeded
 from ledger.core.policy import Change, Facts, Needs, Policy, RunEvents, Trigger
 from ledger.core.workflows.decide import decide_job_event
 from ledger.core.workflows.errors import WorkflowTransitionError
@@ -23,6 +24,8 @@ class WorkflowPolicy(Policy):
     """Mirror the end of a step's job on its run (see the module docstring)."""
 
     name = "workflows"
+    events = (JobSucceeded, JobDeadLettered, JobCancelled, JobRequeued)
+    """What :func:`~ledger.core.workflows.jobs.step_outcome` reads as an end or a requeue."""
 
     def needs(self, trigger: Trigger) -> Needs | None:
         link = trigger.state.workflow
