@@ -1,12 +1,14 @@
 """Policies inside a unit of work: follow-up events appended before COMMIT.
 
-``UnitOfWork.append`` folds the events it was given, then — only when the store has policies
-(:attr:`Store.policies <ledger.store.store.Store.policies>`, empty by default: then nothing
+``UnitOfWork.append`` folds the events it was given, then — only when one of its events is
+of a type a store policy reacts to (:attr:`Store.policies <ledger.store.store.Store.policies>`:
+by default the workflow policy, which reacts to a job's end or requeue; otherwise nothing
 here runs and no query is added) — calls :func:`follow_policies` before it writes anything.
 That runs the pure :func:`ledger.core.policy.cascade`: each round reads and locks the jobs the
-reacting policies need (in this transaction; jobs this append already changed are taken from
-its fold, not re-read), and folds their follow-ups into the same append, so they are appended,
-projected and committed with their trigger like any event — or rolled back with it.
+reacting policies need, then the runs (under their release locks, in run-id order; jobs and
+runs this append already changed are taken from its fold, not re-read), and folds their
+follow-ups into the same append, so they are appended, projected and committed with their
+trigger like any event — or rolled back with it.
 
 Locking order (PostgreSQL): the rounds read their jobs before the append takes the events-table
 lock, as every writer locks rows before that lock. A unit of work that already holds it (an
