@@ -170,6 +170,8 @@ def main() -> None:
                     f"{args.width + 2} plain jobs: {jobs_s:,.0f} jobs/s "
                     f"({bare_s:,.0f} jobs/s with policies off)"
                 )
+            report = ledger.projections().verify()
+            print(f"projections verify over {report.events:,} events: clean={report.clean}")
     finally:
         with psycopg.connect(args.admin, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

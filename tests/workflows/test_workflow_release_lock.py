@@ -91,17 +91,21 @@ def test_two_prerequisites_ending_at_once_release_the_fan_in_step_exactly_once(
         assert_history_holds(ledger)
 
 
-def test_complete_fails_fast_while_another_writer_holds_the_release_lock(
+def test_complete_and_append_fail_fast_while_another_writer_holds_the_release_lock(
     pg_url: str, clock: FakeClock
 ) -> None:
-    """``complete`` tries the lock: held elsewhere, it is workflow.release_conflict at once,
-    and succeeds once the lock is free."""
+    """``complete`` and ``append`` try the lock: held elsewhere, each is
+    workflow.release_conflict at once, and nothing is written; once free, they go through."""
     with Ledger.open(pg_url, clock=clock) as ledger:
         run = ledger.start_workflow(spec(ext("gate"))).run_id
+        version = ledger.workflow(run).view().version
         holder = _hold_release_lock(pg_url, run)
         with pytest.raises(ReleaseConflictError) as raised:
             ledger.complete_step(run, "gate", True)
         assert raised.value.code == "workflow.release_conflict"
+        with pytest.raises(ReleaseConflictError):
+            ledger.append_steps(run, [ext("later", "gate")], "grow")
+        assert ledger.workflow(run).view().version == version
         holder.rollback()
         holder.close()
         ledger.complete_step(run, "gate", True)
