@@ -16,12 +16,12 @@ the classes bind them to one store, clock, jitter source and id factory.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Self
+from typing import Any, Self
 from uuid import UUID, uuid4
 
-from ledger.api import definitions, operator_writes
+from ledger.api import definitions, operator_writes, workflows
 from ledger.api.enqueueing import enqueue_batch, sync_listing
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
@@ -29,6 +29,8 @@ from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
 from ledger.api.reaping import reap
 from ledger.api.turns import TurnResult
 from ledger.api.worker_commands import WorkerCommands
+from ledger.api.workflow_handle import WorkflowHandle
+from ledger.api.workflows import WorkflowStarted
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.events import JSON, BackoffPolicy, EnqueueRequest, JobDefinition, Subject
@@ -36,6 +38,8 @@ from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
 from ledger.core.sources import Listing, SourceSync
 from ledger.core.state import JobState
+from ledger.core.workflows.spec import StepRequest, WorkflowRequest
+from ledger.core.workflows.state import RunState
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
 from ledger.store.store import Store
@@ -195,6 +199,70 @@ class Ledger(WorkerCommands):
         """
         return sync_listing(
             self.store, self.enqueue_many, source_id, listing, job_type=job_type, org=org
+        )
+
+    # --- workflows ----------------------------------------------------------------------------
+
+    def start_workflow(self, request: WorkflowRequest | Mapping[str, Any]) -> WorkflowStarted:
+        """Submit a workflow run (a :class:`WorkflowRequest` or its JSON shape), releasing its
+        root steps' jobs in the same commit. With an idempotency key, the same request again
+        returns the same run (``created`` false); another is ``workflow.idempotency_conflict``."""
+        return workflows.start(self.store, self.clock, workflows.request_of(request), self._new_id)
+
+    def workflow(self, run_id: UUID) -> WorkflowHandle:
+        """A handle on a run: its status, steps, result, and ``wait``."""
+        return WorkflowHandle(self, run_id)
+
+    def complete_step(
+        self,
+        run_id: UUID,
+        step_key: str,
+        succeeded: bool,
+        output: JSON | None = None,
+        reason: str = "",
+    ) -> RunState:
+        """Complete a waiting external step (an approval gate). The identical completion
+        again changes nothing; another is ``workflow.completion_conflict``; a job step is
+        ``workflow.step_not_external``; a run being released by another writer is
+        ``workflow.release_conflict`` (retry)."""
+        return workflows.complete_step(
+            self.store,
+            self.clock,
+            run_id,
+            step_key,
+            succeeded=succeeded,
+            output=output,
+            reason=reason,
+        )
+
+    def cancel_workflow(self, run_id: UUID, reason: str = "cancelled by operator") -> RunState:
+        """Cancel a live run: its live steps and their jobs (whose workers' later writes are
+        fenced out). A cancelled run again: nothing; a finished one: refused."""
+        return workflows.cancel(self.store, self.clock, run_id, reason)
+
+    def append_steps(
+        self,
+        run_id: UUID,
+        steps: Sequence[StepRequest | Mapping[str, Any]],
+        mutation_key: str,
+    ) -> RunState:
+        """Add steps to a live run, idempotently per ``mutation_key``."""
+        return workflows.append_steps(
+            self.store, self.clock, run_id, workflows.steps_of(steps), mutation_key
+        )
+
+    def recover_workflow(
+        self, run_id: UUID, from_step: str, reason: str, request_key: str
+    ) -> WorkflowStarted:
+        """A new run of a finished run that re-runs ``from_step`` and what follows it,
+        reusing the other succeeded steps' outputs; idempotent per ``request_key``."""
+        return workflows.recover(
+            self.store,
+            self.clock,
+            run_id,
+            from_step=from_step,
+            reason=reason,
+            request_key=request_key,
         )
 
     # --- operators, the reaper and imports ----------------------------------------------------

@@ -30,7 +30,8 @@ from ledger.core.exchange import Selection
 from ledger.core.facts import history_prefix
 from ledger.core.replay_findings import JobReplay
 from ledger.core.state import JobState
-from ledger.store import replay_reads
+from ledger.core.workflows.events import WorkflowEvent
+from ledger.store import replay_reads, workflow_reads
 from ledger.store.audit_reads import read_page
 from ledger.store.config import open_replica_store
 from ledger.store.exporter import Exporter, ExportProgress, ExportReport, Write
@@ -38,6 +39,7 @@ from ledger.store.job_views import jobs_at, list_jobs
 from ledger.store.replica import ReplicaLag
 from ledger.store.store import Store
 from ledger.store.tail import HistoryFollower
+from ledger.store.workflow_reads import RunPage, RunView, StepView
 from projections.rules.audit_query import AuditPage, AuditQuery
 from projections.rules.catalog import AUDIT, tracked
 from projections.rules.dead_letters import DeadLetter
@@ -280,6 +282,43 @@ class Reader:
         return Exporter(self.store).export(write, selection or Selection(), progress)
 
     # --- wake-ups -----------------------------------------------------------------------------
+
+    # --- workflows ------------------------------------------------------------------------
+
+    def workflow_run(self, run_id: UUID) -> RunView | None:
+        """A run's header as the workflow view holds it (``None``: no such run)."""
+        return workflow_reads.run_view(self.store, run_id)
+
+    def workflow_history(self, run_id: UUID) -> list[Record]:
+        """Every event of a run's own stream, in order (empty if there is no such run)."""
+        records = self.store.history(run_id)
+        if records and not isinstance(records[0].event, WorkflowEvent):
+            return []
+        return records
+
+    def workflow_steps(self, run_id: UUID) -> list[StepView]:
+        """A run's steps in order, each with its job's progress (running, attempt, retries)."""
+        return workflow_reads.step_views(self.store, run_id)
+
+    def workflows(
+        self,
+        *,
+        workflow_type: str | None = None,
+        status: str | None = None,
+        org: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """Runs in submit order, filtered, a page at a time (``cursor``: the previous
+        page's ``next_cursor``)."""
+        return workflow_reads.run_page(
+            self.store,
+            workflow_type=workflow_type,
+            status=status,
+            org=org,
+            limit=limit,
+            cursor=cursor,
+        )
 
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after this process commits work that may be claimable."""

@@ -191,10 +191,19 @@ class JobEvent(Event, frozen=True):
     """Base of the events in a job's stream."""
 
 
+class WorkflowLink(_Value, frozen=True):
+    """The workflow step a job runs: set by the release that enqueued it, never by a caller."""
+
+    run_id: UUID
+    step_key: str
+
+
 class JobEnqueued(JobEvent, frozen=True):
-    """A job is accepted: (none) -> pending. Carries the request verbatim and its resolution."""
+    """A job is accepted: (none) -> pending. Carries the request verbatim and its resolution,
+    and (v2) the workflow step it runs, if a run's release enqueued it."""
 
     name = "job_enqueued"
+    version = 2
     job_id: UUID
     request: EnqueueRequest
     definition_version: int
@@ -203,6 +212,7 @@ class JobEnqueued(JobEvent, frozen=True):
     max_attempts: int
     timeout_s: float
     backoff: BackoffPolicy
+    workflow: WorkflowLink | None = None
 
 
 class JobLeased(JobEvent, frozen=True):

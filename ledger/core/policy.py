@@ -28,12 +28,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import ClassVar, NamedTuple
+from typing import ClassVar, NamedTuple, Protocol
 from uuid import UUID, uuid5
 
 from ledger.core.errors import LedgerError
 from ledger.core.events import JobDefinition, JobEvent
 from ledger.core.state import JobState, evolve
+from ledger.core.workflows.events import WorkflowEvent
+from ledger.core.workflows.state import RunState, StepsNotLoadedError
+from ledger.core.workflows.state import evolve as evolve_run
 
 MAX_CASCADE_DEPTH = 8
 """Rounds of follow-ups of follow-ups one append may cause."""
@@ -42,6 +45,17 @@ FOLLOW_UP_NAMESPACE = UUID("0b7f5e8a-3c2d-4e61-9a7b-5d1c8e2f4a90")
 
 JobChange = tuple[UUID, Sequence[JobEvent]]
 """One job's new events, as ``UnitOfWork.append`` takes them."""
+
+
+class RunEvents(NamedTuple):
+    """One workflow run's new events (a policy's change to a run's stream)."""
+
+    run_id: UUID
+    events: Sequence[WorkflowEvent]
+
+
+Change = JobChange | RunEvents
+"""What a policy's reaction changes: a job's stream or a run's."""
 
 
 class PolicyCascadeError(LedgerError):
@@ -61,10 +75,14 @@ class Trigger(NamedTuple):
 
 class Needs(NamedTuple):
     """What a policy must see before it decides: jobs (read and locked; absent ones are
-    simply missing from :attr:`Facts.jobs`) and job types' definitions (to enqueue)."""
+    simply missing from :attr:`Facts.jobs`), job types' definitions (to enqueue), and
+    workflow runs (locked by their release lock, then read: ``steps`` names the steps of
+    those runs the decision looks at first, so a store may load only those)."""
 
     jobs: tuple[UUID, ...] = ()
     job_types: tuple[str, ...] = ()
+    runs: tuple[UUID, ...] = ()
+    steps: tuple[tuple[UUID, str], ...] = ()
 
 
 class Facts(NamedTuple):
@@ -76,6 +94,8 @@ class Facts(NamedTuple):
     """The definition of each needed job type that exists."""
     now: datetime
     """The trigger event's time: the follow-ups' timestamp."""
+    runs: Mapping[UUID, RunState] = {}
+    """The current state of each needed run that exists (maybe loaded in part)."""
 
 
 class Policy(ABC):
@@ -83,14 +103,28 @@ class Policy(ABC):
 
     name: ClassVar[str]
     """A stable name: part of the ids of the jobs it enqueues."""
+    events: ClassVar[tuple[type[JobEvent], ...] | None] = None
+    """The job events it may react to (``None``: any). A store builds no trigger for an
+    event no policy names, so a policy of a few event types costs the others nothing."""
 
     @abstractmethod
     def needs(self, trigger: Trigger) -> Needs | None:
         """``None`` if ``trigger`` is none of this policy's business, else what it must see."""
 
     @abstractmethod
-    def react(self, trigger: Trigger, facts: Facts) -> list[JobChange]:
-        """The follow-up changes ``trigger`` causes (may be none)."""
+    def react(self, trigger: Trigger, facts: Facts) -> Sequence[Change]:
+        """The follow-up changes ``trigger`` causes (may be none). A decision on a run
+        loaded in part may raise StepsNotLoadedError: the cascade loads more and asks again."""
+
+
+def trigger_types(policies: Sequence[Policy]) -> tuple[type[JobEvent], ...] | None:
+    """The job event types some policy may react to (``None``: any event)."""
+    found: list[type[JobEvent]] = []
+    for policy in policies:
+        if policy.events is None:
+            return None
+        found += [cls for cls in policy.events if cls not in found]
+    return tuple(found)
 
 
 def follow_up_id(policy: Policy, trigger: Trigger, n: int = 0) -> UUID:
@@ -123,13 +157,26 @@ def react(
     asked: Sequence[Asked],
     jobs: Mapping[UUID, JobState],
     definitions: Mapping[str, JobDefinition],
-) -> list[JobChange]:
+    runs: Mapping[UUID, RunState] | None = None,
+) -> list[Change]:
     """Every asked policy's follow-ups, in order. Each decides on the states left by the
-    ones before it (their follow-ups folded in), so two reactions to one job compose."""
+    ones before it (their follow-ups folded in), so two reactions to one job (or run)
+    compose."""
     current = dict(jobs)
-    changes: list[JobChange] = []
+    current_runs = dict(runs or {})
+    changes: list[Change] = []
     for policy, trigger, _ in asked:
-        for job_id, events in policy.react(trigger, Facts(current, definitions, trigger.event.at)):
+        facts = Facts(current, definitions, trigger.event.at, current_runs)
+        for change in policy.react(trigger, facts):
+            if isinstance(change, RunEvents):
+                run = current_runs.get(change.run_id)
+                for run_event in change.events:
+                    run = evolve_run(run, run_event)
+                if run is not None:
+                    current_runs[change.run_id] = run
+                changes.append(change)
+                continue
+            job_id, events = change
             state = current.get(job_id)
             for event in events:
                 state = evolve(state, event)
@@ -141,8 +188,23 @@ def react(
 
 Read = Callable[[set[UUID], set[str]], tuple[Mapping[UUID, JobState], Mapping[str, JobDefinition]]]
 """``read(job_ids, job_types)``: the current states and definitions of those that exist."""
-Fold = Callable[[list[JobChange]], Sequence[Trigger]]
+Fold = Callable[[list[Change]], Sequence[Trigger]]
 """``fold(changes)``: append them to the unit of work; the triggers their events make."""
+
+
+class RunReads(Protocol):
+    """How the cascade reads runs (the store's, under their release locks)."""
+
+    def runs(self, wanted: Mapping[UUID, set[str]]) -> Mapping[UUID, RunState]:
+        """The current state of each wanted run that exists, with at least the named
+        steps (and what their decisions usually read) loaded."""
+
+    def more(self, missing: StepsNotLoadedError) -> RunState:
+        """The run ``missing`` names, with the steps it asked for loaded too."""
+
+
+MAX_LOADS = 64
+"""Loads of more steps one round may ask for before the cascade calls it a bug."""
 
 
 def cascade(
@@ -151,11 +213,15 @@ def cascade(
     read: Read,
     fold: Fold,
     *,
+    runs: RunReads | None = None,
     max_depth: int = MAX_CASCADE_DEPTH,
 ) -> int:
     """Run the policies over ``triggers``, fold their follow-ups, and again over those, until
     no policy reacts. Returns the number of rounds that produced follow-ups; raises
-    :class:`PolicyCascadeError` before folding a round past ``max_depth``."""
+    :class:`PolicyCascadeError` before folding a round past ``max_depth``.
+
+    Jobs are read (and locked) before runs, so a unit of work holds its jobs' rows before it
+    waits for a run's release lock, as every writer does."""
     rounds = 0
     while triggers:
         asked = ask(policies, triggers)
@@ -164,7 +230,27 @@ def cascade(
         job_ids = {job_id for item in asked for job_id in item.needs.jobs}
         job_types = {job_type for item in asked for job_type in item.needs.job_types}
         jobs, definitions = read(job_ids, job_types)
-        changes = [change for change in react(asked, jobs, definitions) if change[1]]
+        wanted: dict[UUID, set[str]] = {}
+        for item in asked:
+            for run_id in item.needs.runs:
+                wanted.setdefault(run_id, set())
+            for run_id, step_key in item.needs.steps:
+                wanted.setdefault(run_id, set()).add(step_key)
+        states: dict[UUID, RunState] = {}
+        if wanted:
+            if runs is None:
+                raise TypeError("a policy needs runs, and this cascade reads none")
+            states = dict(runs.runs(wanted))
+        for _ in range(MAX_LOADS):
+            try:
+                reacted = react(asked, jobs, definitions, states)
+                break
+            except StepsNotLoadedError as missing:
+                assert runs is not None  # only a run loaded in part raises it
+                states[missing.run_id] = runs.more(missing)
+        else:
+            raise PolicyCascadeError(f"policies kept asking for more steps ({MAX_LOADS} loads)")
+        changes = [change for change in reacted if change[1]]
         if not changes:
             break
         if rounds == max_depth:

@@ -45,6 +45,7 @@ from ledger.core.reaping import decide_reap_deferral
 from ledger.core.replay_findings import MismatchError, compare, describe, describe_value
 from ledger.core.requests import normalise_request
 from ledger.core.state import JobState, Lease
+from ledger.core.workflows.ids import step_job_id
 
 DELAY_TOLERANCE_S = 1e-6
 """Slack on the backoff bounds: delays are floats, times are whole microseconds."""
@@ -59,6 +60,9 @@ def check_group(
     """Check the events one command recorded (``events``) against the current decision,
     given the state before them and the events before them (``prefix``)."""
     first = events[0]
+    if isinstance(first, JobEnqueued) and first.workflow is not None:
+        _check_step_enqueue(first)
+        return
     if isinstance(first, JobEnqueued):
         _check_enqueue(first, definitions)
         return
@@ -147,6 +151,22 @@ def _check_enqueue(
             first = first or mismatch
     assert first is not None
     raise first
+
+
+def _check_step_enqueue(event: JobEnqueued) -> None:
+    """A step's job is enqueued by its run's release, with the settings frozen at the run's
+    submit (not the definitions at the time): here only its id is checked, derived from the
+    run and the step. (The release itself is the run's; re-running the workflow decisions
+    over the run's stream is part of issue 14's replay work, not yet built.)"""
+    link = event.workflow
+    assert link is not None
+    expected = step_job_id(link.run_id, link.step_key)
+    if event.job_id != expected:
+        raise MismatchError(
+            "decision.differs",
+            f"job_enqueued job_id={expected} (step {link.step_key!r} of run {link.run_id})",
+            f"job_enqueued job_id={event.job_id}",
+        )
 
 
 def _enqueue_decision(

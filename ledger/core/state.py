@@ -41,6 +41,7 @@ from ledger.core.events import (
     JobTypeUpdated,
     Stage,
     Subject,
+    WorkflowLink,
 )
 
 
@@ -94,6 +95,9 @@ class JobState(msgspec.Struct, frozen=True, gc=False):
     result_content_hash: str | None = None
     finished_at: datetime | None = None
     reason: str | None = None
+    workflow: WorkflowLink | None = None
+    """The workflow step this job runs (from its ``job_enqueued``); last, so the queue view's
+    packed blobs written before it still decode."""
 
     @property
     def job_type(self) -> str:
@@ -160,6 +164,7 @@ def evolve(state: JobState | None, event: JobEvent) -> JobState:
             run_at=event.run_at,
             updated_at=event.at,
             version=1,
+            workflow=event.workflow,
         )
 
     version = (state.version + 1) if state is not None else 0

@@ -19,7 +19,13 @@ def retry_scheduled_v1_to_v2(fields: dict[str, Any]) -> dict[str, Any]:
     return {**fields, "not_before": fields["next_run_at"]}
 
 
+def enqueued_v1_to_v2(fields: dict[str, Any]) -> dict[str, Any]:
+    """v1 had no workflow link: a v1 job was enqueued by a caller, so it runs no step."""
+    return {**fields, "workflow": None}
+
+
 UPCASTERS: dict[tuple[str, int], Upcaster] = {
     ("job_retry_scheduled", 1): retry_scheduled_v1_to_v2,
+    ("job_enqueued", 1): enqueued_v1_to_v2,
 }
 """``(event name, from version)`` → the upcaster to the next version."""

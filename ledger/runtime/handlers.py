@@ -22,7 +22,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
-from ledger.core.events import JSON, BackoffPolicy, Subject
+from ledger.core.events import JSON, BackoffPolicy, Subject, WorkflowLink
 from ledger.core.state import JobState, Lease
 
 PERMANENT_ERROR_CODE = "job.permanent_error"
@@ -118,6 +118,12 @@ class _JobView:
     @property
     def checkpoint(self) -> JSON | None:
         return self.job.checkpoint
+
+    @property
+    def workflow(self) -> WorkflowLink | None:
+        """The workflow step this job runs (``run_id``, ``step_key``), ``None`` for a plain
+        job. Its prerequisites' outputs: ``Ledger.workflow(run_id).steps()``."""
+        return self.job.workflow
 
     def _report_and_wait(self, kind: str, fields: dict[str, Any]) -> None:
         """Run one report on the loop from another thread and wait until it is written.

@@ -21,8 +21,10 @@ from ledger.core.events import (
     JobRequeued,
     JobRetryScheduled,
 )
-from ledger.core.policy import Trigger
+from ledger.core.policy import Change, RunEvents, Trigger
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.core.workflows.state import RunState
+from ledger.core.workflows.state import evolve as evolve_run
 from ledger.store.streams import job_type_stream_id
 from projections.rules.registry import view_writes
 from projections.rules.writes import ViewWrite
@@ -43,6 +45,33 @@ class AppendFold:
     makes_claimable: bool = False
     triggers: list[Trigger] | None = None
     """Each job event with the state after it, for the policies (``None``: there are none)."""
+    trigger_types: tuple[type[JobEvent], ...] | None = None
+    """The events the policies may react to (``None``: any): only these become triggers."""
+    loaded_run: Callable[[UUID], RunState | None] = lambda run_id: None
+    """The state the unit of work read for a run (``None``: not read, or new)."""
+    runs: dict[UUID, RunState] = field(default_factory=dict)
+    """Each changed run's new state."""
+
+    def fold_changes(self, changes: Sequence[Change]) -> None:
+        """Fold a policy round's changes, in order: runs' and jobs' alike."""
+        for change in changes:
+            if isinstance(change, RunEvents):
+                self.fold_runs([change])
+            else:
+                self.fold_jobs([change])
+
+    def fold_runs(self, run_changes: Sequence[RunEvents]) -> None:
+        """Fold each run's events onto its latest state, stamping each with the run's next
+        version (the events table's unique (stream, version) holds for runs as for jobs)."""
+        for run_id, run_events in run_changes:
+            state = self.runs.get(run_id)
+            if state is None:
+                state = self.loaded_run(run_id)
+            for run_event in run_events:
+                state = evolve_run(state, run_event)
+                self.records.append((run_id, state.version, run_event))
+            if state is not None:
+                self.runs[run_id] = state
 
     def fold_jobs(self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]]) -> None:
         """Fold each job's events onto its latest state (this append's, else the loaded one)."""
@@ -56,7 +85,9 @@ class AppendFold:
                 state = evolve(state, job_event)
                 self.records.append((job_id, state.version, job_event))
                 self.view_writes += view_writes(job_event, state)
-                if self.triggers is not None:
+                if self.triggers is not None and (
+                    self.trigger_types is None or isinstance(job_event, self.trigger_types)
+                ):
                     self.triggers.append(Trigger(job_id, job_event, state))
                 if isinstance(job_event, MAKES_CLAIMABLE):
                     self.makes_claimable = True

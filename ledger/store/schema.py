@@ -29,6 +29,8 @@ EXPECTED_TABLES = frozenset(
         "jl_dead_letters",
         "jl_tracking",
         "jl_audit",
+        "jl_workflow_runs",
+        "jl_workflow_steps",
     }
 )
 

@@ -30,6 +30,7 @@ from ledger.core.events import JobEvent
 from ledger.core.policy import Policy
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
+from ledger.core.workflows.policy import WorkflowPolicy
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import IdAdapter
 from ledger.store.listeners import ListenerBus
@@ -68,9 +69,12 @@ class Store(ABC):
     """This backend's named queries."""
     recorder: Any
     """The eventsourcing application recorder that appends and reads the events table."""
-    policies: tuple[Policy, ...] = ()
+    policies: tuple[Policy, ...] = (WorkflowPolicy(),)
     """Rules that append follow-up events in the unit of work of their trigger
-    (:mod:`ledger.core.policy`); none by default, and then appends pay nothing for them."""
+    (:mod:`ledger.core.policy`): by default the workflow policy, whose ``needs`` answers
+    ``None`` from the event alone for every job that runs no step (and for every event of a
+    step's job but its end), so a plain append reads and locks nothing more. An empty tuple
+    turns policies off altogether (then no trigger is even built)."""
 
     def __init__(self) -> None:
         self._committed = ListenerBus()

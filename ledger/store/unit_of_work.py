@@ -26,15 +26,18 @@ from ledger.core.events import (
     Event,
     JobEvent,
 )
-from ledger.core.policy import Policy
+from ledger.core.policy import Policy, RunEvents, trigger_types
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import to_us
+from ledger.core.workflows.state import RunState
 from ledger.store.fold import AppendFold
 from ledger.store.ids import IdAdapter
 from ledger.store.policies import follow_policies
+from ledger.store.run_reads import LoadedRun, RunReads
 from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
 from projections.rules.queue import decode_state, queue_update_row, queue_values
+from projections.rules.workflows import run_row, step_row
 from projections.rules.writes import ViewWrite
 
 
@@ -56,7 +59,7 @@ class LoadedJob(NamedTuple):
     enqueue_seq: int
 
 
-class UnitOfWork(ABC):
+class UnitOfWork(RunReads, ABC):
     """One transaction: read what will change, decide elsewhere, then :meth:`append`."""
 
     policies: tuple[Policy, ...] = ()
@@ -67,6 +70,8 @@ class UnitOfWork(ABC):
         self._ids = ids
         self._jobs: dict[UUID, LoadedJob] = {}
         self._definitions: dict[str, DefinitionState] = {}
+        self._runs: dict[UUID, LoadedRun] = {}
+        self._run_locks: set[UUID] = set()
         self.jobs_became_available = False
 
     # --- backend hooks ---------------------------------------------------------------------
@@ -197,6 +202,8 @@ class UnitOfWork(ABC):
         return {
             "_jobs": dict(self._jobs),
             "_definitions": dict(self._definitions),
+            "_runs": dict(self._runs),
+            "_run_locks": set(self._run_locks),
             "jobs_became_available": self.jobs_became_available,
         }
 
@@ -207,7 +214,7 @@ class UnitOfWork(ABC):
     @abstractmethod
     def _savepoint(self) -> AbstractContextManager[None]: ...
 
-    def set_lock_timeout(self, seconds: float) -> None:  # noqa: B027 - optional hook
+    def set_lock_timeout(self, seconds: float) -> None:
         """Wait at most ``seconds`` for any lock from now until commit, where the backend
         supports it (SQLite: no; its writers are already serialised by BEGIN IMMEDIATE)."""
 
@@ -238,19 +245,30 @@ class UnitOfWork(ABC):
         self,
         job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]] = (),
         definition_changes: Sequence[tuple[str, Sequence[Event]]] = (),
+        run_changes: Sequence[RunEvents] = (),
     ) -> dict[UUID, JobState]:
-        """Fold, append and project ``job_changes`` (and job-type changes) in this transaction.
+        """Fold, append and project ``job_changes`` (and job-type and run changes) in this
+        transaction.
 
         Every job in ``job_changes`` must have been read in this unit of work, unless its first
-        event is ``job_enqueued``. Returns the jobs' new states.
+        event is ``job_enqueued``; every run in ``run_changes`` read under its release lock
+        (:meth:`lock_runs`), unless its first event is ``workflow_submitted``. Runs are folded
+        before jobs: a released step's ``workflow_step_released`` precedes its job's
+        ``job_enqueued``. Returns the jobs' new states.
         """
-        fold = AppendFold(self._loaded_state, triggers=[] if self.policies else None)
+        fold = AppendFold(
+            self._loaded_state,
+            triggers=[] if self.policies else None,
+            trigger_types=trigger_types(self.policies),
+            loaded_run=self._loaded_run,
+        )
         new_definitions = fold.fold_definitions(definition_changes, self._definitions)
+        fold.fold_runs(run_changes)
         fold.fold_jobs(job_changes)
         asked: list[UUID] | None = None
         if fold.triggers:
             asked = list(fold.states)  # follow-ups' jobs are not the caller's to see
-            follow_policies(self.policies, fold.triggers, fold.states, self, fold.fold_jobs)
+            follow_policies(self.policies, fold.triggers, fold, self)
         if not fold.records:
             return {}
         encode = self._codec.encode
@@ -280,11 +298,40 @@ class UnitOfWork(ABC):
                 self.jobs_became_available = True
             if new_definitions:
                 self._write_definition_rows(new_definitions)
+            if fold.runs:
+                self._write_run_rows(fold.runs)
         return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
 
     def _loaded_state(self, job_id: UUID) -> JobState | None:
         loaded = self._jobs.get(job_id)
         return loaded.state if loaded is not None else None
+
+    def _loaded_run(self, run_id: UUID) -> RunState | None:
+        loaded = self._runs.get(run_id)
+        return loaded.state if loaded is not None else None
+
+    def _write_run_rows(self, runs: dict[UUID, RunState]) -> None:
+        """Each changed run's row, and the rows of the steps whose state changed (a step's
+        end writes the run, that step and the dependents it counted down or released)."""
+        writes = []
+        for run_id, state in runs.items():
+            key = self._ids.key(run_id)
+            known = self._runs.get(run_id)
+            submitted = known.submitted if known is not None else len(state.request.steps)
+            writes.append(ViewWrite("workflow_run_upsert", run_row(state, key, submitted)))
+            read = known.steps if known is not None else {}
+            read_dependents = known.state.dependents if known is not None else {}
+            for step_key, step in state.steps.items():
+                # An append adds dependents to steps it does not otherwise change.
+                if read.get(step_key) is step and (
+                    read_dependents.get(step_key) == state.dependents[step_key]
+                ):
+                    continue
+                job_key = None if step.job_id is None else self._ids.key(step.job_id)
+                row = step_row(key, step, state.dependents[step_key], job_key)
+                writes.append(ViewWrite("workflow_step_upsert", row))
+            self._runs[run_id] = LoadedRun(state, dict(state.steps), submitted)
+        self._execute_writes(writes)
 
     def _write_queue_rows(
         self, states: dict[UUID, JobState], first_positions: dict[UUID, int]

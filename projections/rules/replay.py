@@ -27,12 +27,16 @@ from ledger.core.state import (
     evolve,
     evolve_definition,
 )
+from ledger.core.workflows.events import WorkflowEvent
+from ledger.core.workflows.state import RunState
+from ledger.core.workflows.state import evolve as evolve_run
 from projections.rules.audit import audit_row
 from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
 from projections.rules.registry import APPLIES, WRITTEN, view_writes
 from projections.rules.view import Key, MemoryTable, Row
+from projections.rules.workflows import run_row, step_row
 from projections.rules.writes import ViewWrite
 
 __all__ = ["Key", "Replay", "Row", "StreamEvent", "TailPosition"]
@@ -77,6 +81,8 @@ class Replay:
         self._jobs: dict[int, JobState] = {}
         self._enqueue_seq: dict[int, int] = {}
         self._definitions: dict[str, DefinitionState] = {}
+        self._runs: dict[UUID, RunState] = {}
+        """Workflow runs, folded from nothing (complete): the workflow view's rows."""
         self._tables: dict[str, MemoryTable] = {
             view.projection.name: view.new_table() for view in WRITTEN
         }
@@ -102,6 +108,9 @@ class Replay:
             if isinstance(item.event, JobEvent):
                 if not self._apply_job(item, item.event):
                     continue  # re-delivered: already folded
+            elif isinstance(item.event, WorkflowEvent):
+                if not self._apply_run(item, item.event):
+                    continue
             elif not self._apply_definition(item, item.event):
                 continue
             self.position = max(self.position, item.position)
@@ -134,6 +143,33 @@ class Replay:
         for write in view_writes(event, state):
             self._apply_write(write)
         return True
+
+    def _apply_run(self, item: StreamEvent, event: WorkflowEvent) -> bool:
+        run_id = item.originator_id
+        previous = self._runs.get(run_id)
+        if previous is not None and item.version <= previous.version:
+            return False
+        state = evolve_run(previous, event)
+        if state.version != item.version:
+            raise IllegalTransitionError(
+                f"event at position {item.position} is version {item.version} of run "
+                f"{run_id}, but folds to version {state.version}"
+            )
+        self._runs[run_id] = state
+        if self.track_dirty:
+            self._dirty["workflow_runs"].add((run_id,))
+            before = previous.steps if previous is not None else {}
+            self._dirty["workflow_steps"].update(
+                (run_id, key) for key, step in state.steps.items() if before.get(key) is not step
+            )
+        return True
+
+    def _step_row(self, run_id: UUID, key: str) -> Row | None:
+        state = self._runs.get(run_id)
+        step = state.steps.get(key) if state is not None else None
+        if state is None or step is None:
+            return None
+        return step_row(run_id, step, state.dependents[key], step.job_id)
 
     def _apply_definition(self, item: StreamEvent, event: Event) -> bool:
         if not isinstance(event, JobTypeDefined | JobTypeUpdated):
@@ -180,6 +216,11 @@ class Replay:
             return None if definition is None else definition_row(definition)
         if name == "audit":
             return self._audit.get(key[0])
+        if name == "workflow_runs":
+            run = self._runs.get(key[0])
+            return None if run is None else run_row(run, run.run_id)
+        if name == "workflow_steps":
+            return self._step_row(key[0], key[1])
         return self._tables[name].rows.get(key)
 
     def keys(self, name: str) -> list[Key]:
@@ -190,6 +231,10 @@ class Replay:
             return [(job_type,) for job_type in self._definitions]
         if name == "audit":
             return [(position,) for position in self._audit]
+        if name == "workflow_runs":
+            return [(run_id,) for run_id in self._runs]
+        if name == "workflow_steps":
+            return [(run_id, key) for run_id, run in self._runs.items() for key in run.steps]
         return list(self._tables[name].rows)
 
     def rows(self, name: str) -> Iterator[Row]:
@@ -203,16 +248,25 @@ class Replay:
                 yield definition_row(definition)
         elif name == "audit":
             yield from self._audit.values()
+        elif name == "workflow_runs":
+            for run in self._runs.values():
+                yield run_row(run, run.run_id)
+        elif name == "workflow_steps":
+            for run_id, run in self._runs.items():
+                for key, step in run.steps.items():
+                    yield step_row(run_id, step, run.dependents[key], step.job_id)
         else:
             yield from self._tables[name].rows.values()
 
     def count(self, name: str) -> int:
+        if name == "workflow_steps":
+            return sum(len(run.steps) for run in self._runs.values())
         return len(self._rows_by_key(name))
 
     @property
     def views(self) -> tuple[str, ...]:
         """The views this replay derives rows for, in catalogue order."""
-        return ("queue", "definitions", *self._tables, "audit")
+        return ("queue", "definitions", "workflow_runs", "workflow_steps", *self._tables, "audit")
 
     def _rows_by_key(self, name: str) -> dict[Any, Any]:
         if name == "queue":
@@ -221,6 +275,8 @@ class Replay:
             return self._definitions
         if name == "audit":
             return self._audit
+        if name == "workflow_runs":
+            return self._runs
         return self._tables[name].rows
 
     def take_dirty(self, name: str) -> set[Key]:

@@ -126,7 +126,7 @@ def test_auto_defined_types_are_recorded_before_their_jobs(db_url: str) -> None:
         ledger.enqueue("fresh")
         notifications = ledger.store.recorder.select_notifications(start=1, limit=10)
         topics = [n.topic for n in notifications]
-    assert topics == ["job_type_defined.v1", "job_enqueued.v1"]
+    assert topics == ["job_type_defined.v1", "job_enqueued.v2"]
     assert JobEnqueued.name == "job_enqueued"
 
 

@@ -72,12 +72,12 @@ def _request(event: dict[str, Any]) -> dict[str, Any]:
 
 
 EDITS: dict[str, tuple[str, Callable[[dict[str, Any]], None]]] = {
-    "NUL in org": ("job_enqueued.v1", lambda e: _request(e).update(org="acme\u0000")),
-    "empty org": ("job_enqueued.v1", lambda e: _request(e).update(org="")),
-    "2 MB payload": ("job_enqueued.v1", lambda e: _request(e).update(payload={"x": "y" * 2**21})),
-    "payload too deep": ("job_enqueued.v1", lambda e: _request(e).update(payload=TOO_DEEP)),
-    "big integer": ("job_enqueued.v1", lambda e: _request(e).update(payload={"n": 2**64})),
-    "lone surrogate": ("job_enqueued.v1", lambda e: _request(e).update(queue="q\udc00")),
+    "NUL in org": ("job_enqueued.v2", lambda e: _request(e).update(org="acme\u0000")),
+    "empty org": ("job_enqueued.v2", lambda e: _request(e).update(org="")),
+    "2 MB payload": ("job_enqueued.v2", lambda e: _request(e).update(payload={"x": "y" * 2**21})),
+    "payload too deep": ("job_enqueued.v2", lambda e: _request(e).update(payload=TOO_DEEP)),
+    "big integer": ("job_enqueued.v2", lambda e: _request(e).update(payload={"n": 2**64})),
+    "lone surrogate": ("job_enqueued.v2", lambda e: _request(e).update(queue="q\udc00")),
     "lease until 9999-12-31": (
         "job_leased.v1",
         lambda e: e.update(lease_expires_at="9999-12-31T00:00:00.000000Z"),
@@ -108,7 +108,7 @@ def test_import_commits_nothing_when_a_late_batch_fails(
     """Two jobs 600 lines apart sharing an idempotency key: the clash in the second batch
     leaves the first uncommitted (one transaction for the whole file)."""
     lines = json.loads(json.dumps(source_lines))
-    for index in (_line(lines, "job_enqueued.v1", 3), _line(lines, "job_enqueued.v1", 603)):
+    for index in (_line(lines, "job_enqueued.v2", 3), _line(lines, "job_enqueued.v2", 603)):
         _request(lines[index]["event"])["idempotency_key"] = "same-key"
     result = invoke(target_url, "import", write_file(tmp_path / "clash.jsonl", lines))
     assert result.exit_code == 1, result.output

@@ -131,3 +131,23 @@ def test_definitions_round_trip() -> None:
 
     event = JobTypeDefined(at=AT, definition=JobDefinition(job_type="t", enabled=False))
     assert DEFAULT_CODEC.decode(*DEFAULT_CODEC.encode(event)) == event
+
+
+def test_a_v1_job_enqueued_reads_as_v2_with_no_workflow_link() -> None:
+    """Jobs enqueued before workflows existed run no step: ``workflow`` is ``None``."""
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    event = JobEnqueued(
+        at=at,
+        job_id=uuid4(),
+        request=EnqueueRequest(job_type="email", payload={}),
+        definition_version=1,
+        priority=100,
+        run_at=at,
+        max_attempts=3,
+        timeout_s=60.0,
+        backoff=BackoffPolicy(),
+    )
+    fields = msgspec.msgpack.decode(DEFAULT_CODEC.encode(event)[1])
+    del fields["workflow"]
+    decoded = DEFAULT_CODEC.decode("job_enqueued.v1", msgspec.msgpack.encode(fields))
+    assert decoded == event and decoded.workflow is None  # type: ignore[attr-defined]

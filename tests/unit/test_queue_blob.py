@@ -17,6 +17,7 @@ from ledger.core.events import (
     JobStatus,
     Subject,
     SubjectOp,
+    WorkflowLink,
 )
 from ledger.core.state import JobState
 from projections.rules.queue import decode_state, encode_state, queue_row, queue_update_row
@@ -78,6 +79,7 @@ def full_job() -> JobState:
         result_content_hash="h1",
         finished_at=later,
         reason="gave up",
+        workflow=WorkflowLink(run_id=uuid4(), step_key="load"),
     )
 
 
@@ -94,6 +96,16 @@ def test_map_form_blobs_of_view_version_1_still_decode() -> None:
     """Rows written before the packed form (and old dead letters' snapshots) stay readable."""
     for state in (small_job(), full_job()):
         assert decode_state(msgspec.msgpack.encode(state)) == state
+
+
+def test_packed_blobs_written_before_the_workflow_link_decode_with_none() -> None:
+    """A row packed before ``JobState.workflow`` existed (one field fewer) reads as a job
+    that runs no step: the field is last, with a default, so the queue needs no rebuild."""
+    state = full_job()
+    blob = encode_state(state)
+    values = msgspec.msgpack.decode(blob)
+    old = msgspec.msgpack.encode(values[:-1])
+    assert decode_state(old) == replace(state, workflow=None)
 
 
 def test_a_small_jobs_blob_is_under_a_third_of_the_map_form() -> None:

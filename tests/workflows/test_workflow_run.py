@@ -40,7 +40,7 @@ from ledger.core.workflows.events import (
     WorkflowStepSucceeded,
 )
 from ledger.core.workflows.ids import recovery_run_id, step_job_id
-from ledger.core.workflows.state import evolve
+from ledger.core.workflows.state import RunState, StepsNotLoadedError, evolve
 from ledger.core.workflows.status import RunStatus
 
 DIAMOND = (job("a"), job("b", "a"), job("c", "a"), job("d", "b", "c"))
@@ -62,19 +62,19 @@ def test_submit_releases_the_roots_at_once_and_blocks_the_rest_with_no_job() -> 
     assert run.state.status is RunStatus.RUNNING
 
 
-def test_a_job_step_follows_its_job_claimed_retried_handed_back_and_succeeded() -> None:
-    """enqueued -> running on claim, -> enqueued on a retry (with the error) or a hand-back,
-    -> succeeded with the job's output."""
+def test_claims_retries_and_hand_backs_of_a_steps_job_leave_the_run_as_it_is() -> None:
+    """Only an end moves a job step: claimed, retried (with the error) and handed back, it
+    stays enqueued in the run with no run event (the job's own history says running and
+    retried), then -> succeeded with the job's output."""
     run = Driver(request(job("a"), result_step="a"))
+    before = len(run.history)
     run.start("a")
-    assert run.statuses()["a"] == "running"
-    assert run.state.steps["a"].attempt == 1
+    assert run.statuses()["a"] == "enqueued"
     run.fail("a", RETRYABLE)
-    step = run.state.steps["a"]
-    assert (step.status, step.retries, step.failure) == ("enqueued", 1, RETRYABLE)
+    assert run.job_of("a").retries == 1
     run.hand_back("a")
     assert run.statuses()["a"] == "enqueued"
-    assert run.state.steps["a"].retries == 1
+    assert len(run.history) == before
     run.succeed("a", {"n": 1})
     assert run.state.steps["a"].output == {"n": 1}
     assert (run.state.status, run.state.result) == (RunStatus.SUCCEEDED, {"n": 1})
@@ -392,13 +392,11 @@ def test_the_fold_refuses_histories_no_decision_writes() -> None:
     say, a step event for another job, an unsatisfied cancel of a satisfiable step."""
     run = Driver(request(job("a"), job("b", "a")))
     state, at = run.state, T0
-    a_job = state.steps["a"].job_id
-    assert a_job is not None
     bad = [
         WorkflowStepReleased(at=at, step_key="b", job_id=uuid4()),
         run.history[0],
         WorkflowStatusChanged(at=at, status=RunStatus.SUCCEEDED),
-        WorkflowStepSucceeded(at=at, step_key="a", job_id=a_job),  # not running yet
+        WorkflowStepSucceeded(at=at, step_key="a", job_id=uuid4()),  # another job
         WorkflowStepCancelled(
             at=at, step_key="b", job_id=None, code=DEPENDENCY_UNSATISFIED, reason="x"
         ),
@@ -487,3 +485,58 @@ def test_a_recovered_run_runs_its_rerun_steps_to_a_result_and_replays() -> None:
         "workflow_recovered",
         "workflow_step_released",
     ]
+
+
+# --- partial loads ---------------------------------------------------------------------------
+
+
+def _partial(state: RunState, keys: set[str]) -> RunState:
+    """``state`` as a store would resume it holding only ``keys``."""
+    return replace(
+        state,
+        request=replace(state.request, steps=()),
+        steps={k: s for k, s in state.steps.items() if k in keys},
+        dependents={k: d for k, d in state.dependents.items() if k in keys},
+        complete=False,
+    )
+
+
+def test_a_decision_on_a_partial_run_asks_for_the_steps_it_lacks_then_decides_the_same() -> None:
+    """An end needs its step's dependents, a dependent's release its prerequisites: each
+    lookup of a step not loaded raises StepsNotLoadedError naming it; with those loaded the
+    events are the ones decided on the whole run."""
+    run = Driver(request(*DIAMOND, result_step="d"))
+    run.succeed("a")
+    run.succeed("b")
+    c = run.job_of("c")
+    now = run.tick()
+    leased = evolve_job(c, decide.decide_lease(c, "w", 30, now))
+    assert leased.lease is not None
+    succeeded = decide.decide_succeed(leased, leased.lease, now, output="c")
+    after = evolve_job(leased, succeeded)
+    whole = wf.decide_job_event(run.state, "c", c.job_id, succeeded, after)
+    loaded = {"c"}
+    asked = []
+    while True:
+        try:
+            partial = wf.decide_job_event(
+                _partial(run.state, loaded), "c", c.job_id, succeeded, after
+            )
+            break
+        except StepsNotLoadedError as missing:
+            asked.append(set(missing.keys))
+            loaded |= set(missing.keys)
+    assert asked[0] == {"d"}  # c's dependent, counted down
+    assert partial.events == whole.events and partial.enqueue == whole.enqueue
+    assert loaded == {"b", "c", "d"}  # a, done long ago, is never looked at
+
+
+def test_walking_commands_refuse_a_partial_run() -> None:
+    """Cancel, append and an idempotent repeat walk every step: a partial run asks for all."""
+    run = Driver(request(*DIAMOND))
+    partial = _partial(run.state, {"a"})
+    with pytest.raises(StepsNotLoadedError) as raised:
+        wf.decide_cancel(partial, "stop", T0)
+    assert raised.value.whole
+    with pytest.raises(StepsNotLoadedError):
+        wf.decide_append(partial, "k", [job("e", "a")], DEFINITIONS, T0)

@@ -36,9 +36,7 @@ from ledger.core.workflows.events import (
     WorkflowRecovered,
     WorkflowStepCancelled,
     WorkflowStepFailed,
-    WorkflowStepRetrying,
     WorkflowStepsAppended,
-    WorkflowStepStarted,
     WorkflowStepSucceeded,
     WorkflowSubmitted,
 )
@@ -84,6 +82,7 @@ def decide_submit(
 def check_repeat(existing: RunState, request: WorkflowRequest) -> None:
     """A submit whose idempotency key names ``existing``: the same run if ``request`` asks
     the same (canonically), else WorkflowIdempotencyConflictError."""
+    existing.require_complete()
     if not same_request(existing.request, normalise_request(request)):
         raise WorkflowIdempotencyConflictError(
             f"idempotency key {request.idempotency_key!r} was used for run {existing.run_id} "
@@ -111,6 +110,7 @@ def decide_recover(
         raise WorkflowTransitionError(
             f"run {source.run_id} is {source.status}; recover a finished run"
         )
+    source.require_complete()
     if from_step not in source.steps:
         raise StepNotFoundError(f"run {source.run_id} has no step {from_step!r}")
     rerun = descendants(source.dependents, [from_step]) | {from_step}
@@ -170,10 +170,10 @@ def check_recovery_repeat(
 def decide_job_event(
     state: RunState, step_key: str, job_id: UUID, event: JobEvent, job: JobState
 ) -> Decision:
-    """Mirror a job event on the step the job runs (``job``: its state after ``event``):
-    claimed -> started, retried or handed back -> retrying, succeeded, dead-lettered ->
-    failed, cancelled; an ended step then releases or cancels its dependents. A job
-    cancelled because its step already was (a run cancel) changes nothing."""
+    """Record the end of the job a step runs (``job``: its state after ``event``):
+    succeeded, dead-lettered -> failed, cancelled; the ended step then releases or cancels
+    its dependents. Any other job event (a claim, a retry, a hand-back) changes nothing in
+    the run. A job cancelled because its step already was (a run cancel) changes nothing."""
     step = _step(state, step_key)
     if step.job_id != job_id:
         raise WorkflowTransitionError(f"job {job_id} does not run step {step_key!r}")
@@ -189,17 +189,7 @@ def decide_job_event(
             "from the step instead of requeueing its job"
         )
     at = event.at
-    if read.outcome is Outcome.STARTED:
-        change.emit(
-            WorkflowStepStarted(at=at, step_key=step_key, job_id=job_id, attempt=read.attempt)
-        )
-    elif read.outcome is Outcome.RETRYING:
-        change.emit(
-            WorkflowStepRetrying(
-                at=at, step_key=step_key, job_id=job_id, attempt=read.attempt, failure=read.failure
-            )
-        )
-    elif read.outcome is Outcome.SUCCEEDED:
+    if read.outcome is Outcome.SUCCEEDED:
         change.emit(
             WorkflowStepSucceeded(at=at, step_key=step_key, job_id=job_id, output=read.output)
         )
@@ -269,11 +259,12 @@ def decide_cancel(state: RunState, reason: str, now: datetime) -> Decision:
         return change.decision()
     if state.status.is_finished:
         raise WorkflowTransitionError(f"run {state.run_id} is {state.status}; nothing to cancel")
+    state.require_complete()
     change.emit(WorkflowCancelled(at=now, reason=reason))
     for key, step in state.steps.items():
         if step.status.is_terminal:
             continue
-        if step.job_id is not None and step.status in (StepStatus.ENQUEUED, StepStatus.RUNNING):
+        if step.job_id is not None and step.status is StepStatus.ENQUEUED:
             change.cancel_jobs.append(step.job_id)
         change.emit(
             WorkflowStepCancelled(
@@ -295,6 +286,7 @@ def decide_append(
     ``workflow.append_conflicting_retry``. New steps whose prerequisites have all ended are
     released (or cancelled as unsatisfied) at once."""
     check_name(mutation_key, "mutation_key")
+    state.require_complete()
     change = RunChange(state, now)
     recorded = state.appends.get(mutation_key)
     existing = {key: [d.step for d in step.request.depends_on] for key, step in state.steps.items()}
@@ -322,7 +314,7 @@ def _keys(steps: Sequence[StepRequest]) -> set[str]:
 
 
 def _step(state: RunState, key: str) -> StepState:
-    step = state.steps.get(key)
+    step = state.step(key)
     if step is None:
         raise StepNotFoundError(f"run {state.run_id} has no step {key!r}")
     return step

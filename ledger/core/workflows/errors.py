@@ -79,3 +79,9 @@ class ReleaseConflictError(LedgerError):
     """The run's release lock is held by another writer (raised by the store)."""
 
     code = "workflow.release_conflict"
+
+
+class WorkflowNotFoundError(LedgerError):
+    """No run with this id."""
+
+    code = "workflow.not_found"

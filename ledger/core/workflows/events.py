@@ -64,28 +64,10 @@ class WorkflowStepReleased(WorkflowEvent, frozen=True):
     job_id: UUID | None
 
 
-class WorkflowStepStarted(WorkflowEvent, frozen=True):
-    """The step's job was claimed: enqueued -> running."""
-
-    name = "workflow_step_started"
-    step_key: str
-    job_id: UUID
-    attempt: int
-
-
-class WorkflowStepRetrying(WorkflowEvent, frozen=True):
-    """The step's job goes back to its queue: running -> enqueued. ``failure``: the failed
-    attempt's (a retry); ``None``: the worker handed the job back unfinished."""
-
-    name = "workflow_step_retrying"
-    step_key: str
-    job_id: UUID
-    attempt: int
-    failure: Failure | None
-
-
 class WorkflowStepSucceeded(WorkflowEvent, frozen=True):
-    """The step's job succeeded: running -> succeeded, with its output."""
+    """The step's job succeeded: enqueued -> succeeded, with its output. (The run's stream
+    records only what can release or end something: a claim, a retry or a hand-back of the
+    step's job is the job's own history, read from it when the step is shown.)"""
 
     name = "workflow_step_succeeded"
     step_key: str
@@ -94,7 +76,7 @@ class WorkflowStepSucceeded(WorkflowEvent, frozen=True):
 
 
 class WorkflowStepFailed(WorkflowEvent, frozen=True):
-    """The step's job was dead-lettered: running -> failed."""
+    """The step's job was dead-lettered: enqueued -> failed."""
 
     name = "workflow_step_failed"
     step_key: str
@@ -103,7 +85,7 @@ class WorkflowStepFailed(WorkflowEvent, frozen=True):
 
 
 class WorkflowStepCancelled(WorkflowEvent, frozen=True):
-    """The step will not run (on): blocked | enqueued | running | waiting_for_external ->
+    """The step will not run (on): blocked | enqueued | waiting_for_external ->
     cancelled. ``code`` says why: ``workflow.dependency_unsatisfied``,
     ``workflow.run_cancelled`` or ``workflow.job_cancelled``."""
 
@@ -155,8 +137,6 @@ WORKFLOW_EVENTS: tuple[type[WorkflowEvent], ...] = (
     WorkflowSubmitted,
     WorkflowRecovered,
     WorkflowStepReleased,
-    WorkflowStepStarted,
-    WorkflowStepRetrying,
     WorkflowStepSucceeded,
     WorkflowStepFailed,
     WorkflowStepCancelled,

@@ -18,3 +18,16 @@ def recovery_run_id(source_run_id: UUID, request_key: str) -> UUID:
     """The id of the run that recovers ``source_run_id`` under ``request_key``: a repeat of
     the same recovery finds the run it made."""
     return uuid5(WORKFLOW_NAMESPACE, f"recover:{source_run_id}:{request_key}")
+
+
+RELEASE_LOCK_NAMESPACE = 0x6A6C_7766_7265_6C73
+"""Folded into every run's release-lock key ("jlwfrels"), so it cannot collide with keys
+other code takes from the same uuids."""
+
+
+def release_lock_key(run_id: UUID) -> int:
+    """The run's release-lock key: a signed 64-bit integer (PostgreSQL's advisory-lock key),
+    the high half of the run id xor its low half xor :data:`RELEASE_LOCK_NAMESPACE`."""
+    value = run_id.int
+    folded = (value >> 64) ^ (value & 0xFFFF_FFFF_FFFF_FFFF) ^ RELEASE_LOCK_NAMESPACE
+    return folded - (1 << 64) if folded >= 1 << 63 else folded

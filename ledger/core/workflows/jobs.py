@@ -16,19 +16,19 @@ from ledger.core.events import (
     JobDeadLettered,
     JobEnqueued,
     JobEvent,
-    JobLeased,
-    JobReleased,
     JobRequeued,
-    JobRetryScheduled,
     JobSucceeded,
+    WorkflowLink,
 )
 from ledger.core.state import JobState
 from ledger.core.workflows.spec import JobStep, StepResolution
 
 
 def step_enqueued(
+    run_id: UUID,
     job_id: UUID,
     step: JobStep,
+    *,
     resolution: StepResolution,
     org: str | None,
     now: datetime,
@@ -55,14 +55,13 @@ def step_enqueued(
         max_attempts=resolution.max_attempts,
         timeout_s=resolution.timeout_s,
         backoff=resolution.backoff,
+        workflow=WorkflowLink(run_id=run_id, step_key=step.key),
     )
 
 
 class Outcome(StrEnum):
     """What a job event does to its step."""
 
-    STARTED = "started"
-    RETRYING = "retrying"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
@@ -81,14 +80,10 @@ class StepOutcome(NamedTuple):
 
 def step_outcome(event: JobEvent, job: JobState) -> StepOutcome | None:
     """The step outcome of ``event`` (``job``: the job's state after it), or ``None`` for
-    events that leave the step as it is (heartbeats, stages, progress, a ``job_failed``
-    whose outcome follows it, a deferred reap)."""
-    if isinstance(event, JobLeased):
-        return StepOutcome(Outcome.STARTED, attempt=event.attempt)
-    if isinstance(event, JobRetryScheduled):
-        return StepOutcome(Outcome.RETRYING, attempt=event.attempt, failure=job.last_error)
-    if isinstance(event, JobReleased):
-        return StepOutcome(Outcome.RETRYING, attempt=event.attempt)
+    events that leave the run as it is: all but an end or a requeue. A claim, heartbeat,
+    stage, progress, ``job_failed``, retry or hand-back changes no step in the run's stream
+    (the step shows ``running``, its attempt and retries from its job), so a claim of a
+    step's job costs what a plain job's claim costs: no run is read, locked or appended to."""
     if isinstance(event, JobSucceeded):
         return StepOutcome(Outcome.SUCCEEDED, attempt=event.attempt, output=event.output)
     if isinstance(event, JobDeadLettered):

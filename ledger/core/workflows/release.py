@@ -78,12 +78,17 @@ class RunChange:
 
     def release(self, key: str) -> None:
         """Release a ready step: its job (a job step) or its wait (an external step)."""
-        step = self.state.steps[key]
+        step = self.state.need(key)
         job_id: UUID | None = None
         if isinstance(step.request, JobStep) and step.resolution is not None:
             job_id = step_job_id(self.state.run_id, key)
             enqueued = step_enqueued(
-                job_id, step.request, step.resolution, self.state.request.org, self.now
+                self.state.run_id,
+                job_id,
+                step.request,
+                resolution=step.resolution,
+                org=self.state.request.org,
+                now=self.now,
             )
             self.enqueue.append(StepJob(key, job_id, enqueued))
         self.emit(WorkflowStepReleased(at=self.now, step_key=key, job_id=job_id))
@@ -94,7 +99,7 @@ class RunChange:
         todo = deque(keys)
         while todo:
             key = todo.popleft()
-            step = self.state.steps[key]
+            step = self.state.need(key)
             if step.status is not StepStatus.BLOCKED:
                 continue
             ready = readiness(self.state, key)
@@ -128,10 +133,12 @@ class RunChange:
             self.emit(WorkflowStatusChanged(at=self.now, status=status, result=result))
 
     def _unsatisfied_by(self, key: str) -> str:
+        depends_on = self.state.need(key).request.depends_on
+        prerequisites = self.state.need_all(dependency.step for dependency in depends_on)
         failed = [
-            f"{dependency.step} {self.state.steps[dependency.step].status}"
-            for dependency in self.state.steps[key].request.depends_on
-            if self.state.steps[dependency.step].status is not StepStatus.SUCCEEDED
+            f"{dependency.step} {prerequisite.status}"
+            for dependency, prerequisite in zip(depends_on, prerequisites, strict=True)
+            if prerequisite.status is not StepStatus.SUCCEEDED
             and dependency.mode is ReleaseMode.ON_SUCCESS
         ]
         return "prerequisite " + ", ".join(failed)

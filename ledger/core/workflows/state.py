@@ -16,6 +16,7 @@ from uuid import UUID
 import msgspec
 from msgspec.structs import replace
 
+from ledger.core.errors import LedgerError
 from ledger.core.events import JSON, Failure
 from ledger.core.state import IllegalTransitionError
 from ledger.core.workflows.errors import DEPENDENCY_UNSATISFIED, RUN_CANCELLED
@@ -28,9 +29,7 @@ from ledger.core.workflows.events import (
     WorkflowStepCancelled,
     WorkflowStepFailed,
     WorkflowStepReleased,
-    WorkflowStepRetrying,
     WorkflowStepsAppended,
-    WorkflowStepStarted,
     WorkflowStepSucceeded,
     WorkflowSubmitted,
 )
@@ -56,9 +55,10 @@ class StepState(msgspec.Struct, frozen=True, kw_only=True):
     pending: int = 0
     """How many prerequisites have not ended (derived: counted down as they end, so a
     fan-in step is looked at once, when its last prerequisite ends)."""
+    position: int = 0
+    """Where the step stands in the run (submit order, then appends'): the order the
+    decisions walk the steps in, kept so a store can load them back in it."""
     job_id: UUID | None = None
-    attempt: int = 0
-    retries: int = 0
     output: JSON | None = None
     failure: Failure | None = None
     code: str | None = None
@@ -67,7 +67,6 @@ class StepState(msgspec.Struct, frozen=True, kw_only=True):
     reused_from: UUID | None = None
     """The run whose output a recovery reused for this step."""
     released_at: datetime | None = None
-    started_at: datetime | None = None
     finished_at: datetime | None = None
 
     @property
@@ -79,9 +78,29 @@ class StepState(msgspec.Struct, frozen=True, kw_only=True):
         return kind_of(self.request)
 
 
+class StepsNotLoadedError(LedgerError):
+    """A decision or a fold on a partly loaded run (:attr:`RunState.complete` false) needs
+    steps the store did not load: it loads them (``keys``; ``whole``: every step) and
+    decides again. Decisions are pure, so deciding again on more of the run is safe."""
+
+    code = "workflow.steps_not_loaded"
+
+    def __init__(self, run_id: UUID, keys: Iterable[str] = (), *, whole: bool = False) -> None:
+        self.run_id = run_id
+        self.keys = tuple(keys)
+        self.whole = whole
+        wanted = "every step" if whole else ", ".join(self.keys)
+        super().__init__(f"run {run_id} was loaded in part; the decision needs {wanted}")
+
+
 class RunState(msgspec.Struct, frozen=True, kw_only=True):
     """A workflow run after ``version`` events. ``steps`` keep the order they were given in
-    (submit, then appends); ``dependents`` is derived from them and kept for the releases."""
+    (submit, then appends); ``dependents`` is derived from them and kept for the releases.
+
+    A store may load a run in part (``complete`` false): the header and counts, and only
+    the steps a decision will look at (``steps`` and ``dependents`` then hold those). A
+    lookup of any other step raises :class:`StepsNotLoadedError`, so a partial load can
+    be wrong only by being slower, never by deciding on a step it did not see."""
 
     run_id: UUID
     request: WorkflowRequest
@@ -99,9 +118,36 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     appends: dict[str, tuple[StepRequest, ...]] = {}
     """Each mutation key's appended steps, to tell a repeat from a conflict."""
     recovered: WorkflowRecovered | None = None
+    complete: bool = True
+    """Every step is in ``steps`` (a fold from nothing); false: a partial load."""
 
     def step(self, key: str) -> StepState | None:
-        return self.steps.get(key)
+        """Step ``key``, ``None`` if the run has none; raises StepsNotLoadedError if the
+        run was loaded in part without it."""
+        step = self.steps.get(key)
+        if step is None and not self.complete:
+            raise StepsNotLoadedError(self.run_id, (key,))
+        return step
+
+    def need(self, key: str) -> StepState:
+        """Step ``key``, which the run is known to have (a dependent, a prerequisite)."""
+        step = self.step(key)
+        if step is None:
+            raise IllegalTransitionError(f"run {self.run_id} has no step {key!r}")
+        return step
+
+    def need_all(self, keys: Iterable[str]) -> list[StepState]:
+        """Steps ``keys``; a partial load lacking some raises for all of them at once."""
+        keys = list(keys)
+        missing = [key for key in keys if key not in self.steps]
+        if missing and not self.complete:
+            raise StepsNotLoadedError(self.run_id, missing)
+        return [self.need(key) for key in keys]
+
+    def require_complete(self) -> None:
+        """Refuse a partial load: the decision walks every step."""
+        if not self.complete:
+            raise StepsNotLoadedError(self.run_id, whole=True)
 
 
 class Readiness:
@@ -115,11 +161,12 @@ class Readiness:
 def readiness(state: RunState, key: str) -> str:
     """``PENDING`` while a prerequisite has not ended; else ``UNSATISFIED`` if an
     ``on_success`` prerequisite did not succeed; else ``READY``."""
-    step = state.steps[key]
+    step = state.need(key)
     if step.pending:
         return Readiness.PENDING
-    for dependency in step.request.depends_on:
-        status = state.steps[dependency.step].status
+    prerequisites = state.need_all(dependency.step for dependency in step.request.depends_on)
+    for dependency, prerequisite in zip(step.request.depends_on, prerequisites, strict=True):
+        status = prerequisite.status
         if dependency.mode is ReleaseMode.ON_SUCCESS and status is not StepStatus.SUCCEEDED:
             return Readiness.UNSATISFIED
     return Readiness.READY
@@ -128,7 +175,7 @@ def readiness(state: RunState, key: str) -> str:
 def expected_result(state: RunState) -> JSON | None:
     """The run's result once it succeeded: its result step's output (``None`` if none)."""
     key = state.request.result_step
-    return state.steps[key].output if key is not None else None
+    return state.need(key).output if key is not None else None
 
 
 def _add_steps(
@@ -152,7 +199,9 @@ def _add_steps(
                 raise IllegalTransitionError(f"step {step.key!r} depends on unknown step")
             pending += not prerequisite.status.is_terminal
             dependents[dependency.step] += (step.key,)
-        steps[step.key] = StepState(request=step, resolution=resolution, pending=pending)
+        steps[step.key] = StepState(
+            request=step, resolution=resolution, pending=pending, position=len(steps)
+        )
         dependents[step.key] = ()
         counts[StepStatus.BLOCKED] = counts.get(StepStatus.BLOCKED, 0) + 1
     if by_key:
@@ -177,7 +226,7 @@ def _submitted(event: WorkflowSubmitted) -> RunState:
 
 
 def _step(state: RunState, event: WorkflowEvent, key: str, *allowed: StepStatus) -> StepState:
-    step = state.steps.get(key)
+    step = state.step(key)
     if step is None:
         raise IllegalTransitionError(f"{event.name} of unknown step {key!r}")
     if step.status not in allowed:
@@ -191,29 +240,34 @@ def _job(step: StepState, event: WorkflowEvent, job_id: UUID) -> None:
 
 
 def _set(
+    state: RunState,
     steps: dict[str, StepState],
     counts: dict[StepStatus, int],
-    dependents: dict[str, tuple[str, ...]],
     step: StepState,
     **changes: object,
 ) -> None:
-    """Replace ``step`` in ``steps`` (copies, owned by the caller), keeping the derived
-    counts: statuses, and each dependent's pending prerequisites once ``step`` ends."""
+    """Replace ``step`` in ``steps`` (copies of ``state``'s, owned by the caller), keeping
+    the derived counts: statuses, and each dependent's pending prerequisites once ``step``
+    ends (so a partial load must hold the dependents of a step that ends)."""
     new = replace(step, **changes)
+    if new.status is not step.status and new.status.is_terminal and not step.status.is_terminal:
+        keys = state.dependents[new.key]
+        missing = [key for key in keys if key not in steps]
+        if missing and not state.complete:
+            raise StepsNotLoadedError(state.run_id, missing)
+        for key in keys:
+            dependent = steps[key]
+            steps[key] = replace(dependent, pending=dependent.pending - 1)
     steps[new.key] = new
     if new.status is step.status:
         return
     counts[step.status] -= 1
     counts[new.status] = counts.get(new.status, 0) + 1
-    if new.status.is_terminal and not step.status.is_terminal:
-        for key in dependents[new.key]:
-            dependent = steps[key]
-            steps[key] = replace(dependent, pending=dependent.pending - 1)
 
 
 def _with(state: RunState, step: StepState, at: datetime, **changes: object) -> RunState:
     steps, counts = dict(state.steps), dict(state.counts)
-    _set(steps, counts, state.dependents, step, **changes)
+    _set(state, steps, counts, step, **changes)
     return replace(state, steps=steps, counts=counts, updated_at=at, version=state.version + 1)
 
 
@@ -242,6 +296,7 @@ def evolve(state: RunState | None, event: WorkflowEvent) -> RunState:
     if isinstance(event, WorkflowRecovered):
         return _recovered(state, event)
     if isinstance(event, WorkflowStepsAppended):
+        state.require_complete()
         if state.status.is_finished or event.mutation_key in state.appends:
             raise IllegalTransitionError(f"append to run {state.run_id}, {state.status}")
         steps, dependents = dict(state.steps), dict(state.dependents)
@@ -267,26 +322,14 @@ def evolve(state: RunState | None, event: WorkflowEvent) -> RunState:
             raise IllegalTransitionError(f"release of step {step.key!r}: a job iff a job step")
         status = StepStatus.WAITING_FOR_EXTERNAL if event.job_id is None else StepStatus.ENQUEUED
         return _with(state, step, at, status=status, job_id=event.job_id, released_at=at)
-    if isinstance(event, WorkflowStepStarted):
-        step = _step(state, event, event.step_key, StepStatus.ENQUEUED)
-        _job(step, event, event.job_id)
-        return _with(
-            state, step, at, status=StepStatus.RUNNING, attempt=event.attempt, started_at=at
-        )
-    if isinstance(event, WorkflowStepRetrying):
-        step = _step(state, event, event.step_key, StepStatus.RUNNING)
-        _job(step, event, event.job_id)
-        retries = step.retries + (event.failure is not None)
-        failure = event.failure if event.failure is not None else step.failure
-        return _with(state, step, at, status=StepStatus.ENQUEUED, retries=retries, failure=failure)
     if isinstance(event, WorkflowStepSucceeded):
-        step = _step(state, event, event.step_key, StepStatus.RUNNING)
+        step = _step(state, event, event.step_key, StepStatus.ENQUEUED)
         _job(step, event, event.job_id)
         return _with(
             state, step, at, status=StepStatus.SUCCEEDED, output=event.output, finished_at=at
         )
     if isinstance(event, WorkflowStepFailed):
-        step = _step(state, event, event.step_key, StepStatus.RUNNING)
+        step = _step(state, event, event.step_key, StepStatus.ENQUEUED)
         _job(step, event, event.job_id)
         return _with(
             state, step, at, status=StepStatus.FAILED, failure=event.failure, finished_at=at
@@ -305,12 +348,7 @@ def evolve(state: RunState | None, event: WorkflowEvent) -> RunState:
 
 
 def _step_cancelled(state: RunState, event: WorkflowStepCancelled) -> RunState:
-    live = (
-        StepStatus.BLOCKED,
-        StepStatus.ENQUEUED,
-        StepStatus.RUNNING,
-        StepStatus.WAITING_FOR_EXTERNAL,
-    )
+    live = (StepStatus.BLOCKED, StepStatus.ENQUEUED, StepStatus.WAITING_FOR_EXTERNAL)
     step = _step(state, event, event.step_key, *live)
     if step.job_id != event.job_id:
         raise IllegalTransitionError(f"{event.name} of step {step.key!r} names another job")
@@ -336,15 +374,16 @@ def _recovered(state: RunState, event: WorkflowRecovered) -> RunState:
         raise IllegalTransitionError(
             f"workflow_recovered not right after run {state.run_id}'s submit"
         )
+    state.require_complete()
     steps, counts = dict(state.steps), dict(state.counts)
     for reused in event.reused:
         step = steps.get(reused.key)
         if step is None or reused.key == event.from_step or step.status.is_terminal:
             raise IllegalTransitionError(f"recovery reuses step {reused.key!r}")
         _set(
+            state,
             steps,
             counts,
-            state.dependents,
             step,
             status=StepStatus.SUCCEEDED,
             output=reused.output,

@@ -165,6 +165,19 @@ class PostgresUnitOfWork(UnitOfWork):
     def set_lock_timeout(self, seconds: float) -> None:
         lock_timeout(self._cursor, seconds)
 
+    def _lock_run(self, key: int, *, wait: bool) -> bool:
+        """A run's release lock: a transaction advisory lock, released at commit or
+        rollback. Waiting is bounded by the transaction's ``lock_timeout`` (55P03 then)."""
+        try:
+            if wait:
+                self._cursor.execute(self._sql["workflow_run_lock"], {"key": key}, prepare=True)
+                return True
+            self._cursor.execute(self._sql["workflow_run_try_lock"], {"key": key}, prepare=True)
+            row = self._cursor.fetchone()
+        except psycopg.Error as exc:
+            raise from_postgres(exc, self._store.where) from exc
+        return bool(row is not None and row["locked"])
+
     def serialise_appends(self) -> None:
         """Take the events-table lock now, so reads that decide an append cannot race (it
         waits for every transaction that has appended, and holds off every other append)."""

@@ -117,6 +117,60 @@ CREATE TABLE IF NOT EXISTS jl_dead_letters (
 CREATE INDEX IF NOT EXISTS jl_dead_letters_subject_idx
     ON jl_dead_letters (source_id, uri) WHERE source_id IS NOT NULL
 
+-- name: schema_workflow_runs
+-- The workflow view's runs (projections/rules/workflows.py): one row per run, its header.
+CREATE TABLE IF NOT EXISTS jl_workflow_runs (
+    run_id uuid PRIMARY KEY,
+    workflow_type text NOT NULL,
+    org text,
+    idempotency_key text,
+    status text NOT NULL,
+    result_step text,
+    step_count integer NOT NULL,
+    submitted_steps integer NOT NULL,
+    counts bytea NOT NULL,
+    recovered_from uuid,
+    submitted_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    finished_at bigint,
+    version integer NOT NULL,
+    header bytea NOT NULL
+)
+
+-- name: schema_workflow_runs_idempotency_idx
+-- One run per (type, org, idempotency key): a submit's repeat finds it.
+CREATE UNIQUE INDEX IF NOT EXISTS jl_workflow_runs_idempotency_idx
+    ON jl_workflow_runs (workflow_type, coalesce(org, ''), idempotency_key)
+    WHERE idempotency_key IS NOT NULL
+
+-- name: schema_workflow_runs_listing_idx
+-- Listing runs in submit order, a page at a time.
+CREATE INDEX IF NOT EXISTS jl_workflow_runs_listing_idx ON jl_workflow_runs (submitted_at, run_id)
+
+-- name: schema_workflow_steps
+-- The workflow view's steps: one row per (run, step), what a step's end loads.
+CREATE TABLE IF NOT EXISTS jl_workflow_steps (
+    run_id uuid NOT NULL,
+    step_key text NOT NULL,
+    position integer NOT NULL,
+    kind text NOT NULL,
+    stage text,
+    status text NOT NULL,
+    pending integer NOT NULL,
+    job_id uuid,
+    code text,
+    released_at bigint,
+    finished_at bigint,
+    dependents bytea NOT NULL,
+    state bytea NOT NULL,
+    PRIMARY KEY (run_id, step_key)
+)
+
+-- name: schema_workflow_steps_job_idx
+-- A step by its job (a job's run and step, the job context's prerequisites).
+CREATE INDEX IF NOT EXISTS jl_workflow_steps_job_idx
+    ON jl_workflow_steps (job_id) WHERE job_id IS NOT NULL
+
 -- name: schema_events_transaction
 -- Each event's writing transaction: tailing readers read the history in (transaction_id,
 -- notification_id) order, below the oldest transaction in flight (docs/architecture.md, "The
@@ -612,3 +666,76 @@ SELECT s.job_type, s.at - l.at AS micros FROM jl_audit AS s
 JOIN jl_audit AS l ON l.job_id = s.job_id AND l.event = 'job_leased'
     AND l.run_number = s.run_number AND l.attempt = s.attempt AND l.position < s.position
 WHERE s.event = 'job_succeeded' AND s.at >= %(since)s
+
+-- name: workflow_run_get
+-- A run's row (primary key); its release lock is already held.
+SELECT submitted_steps, header FROM jl_workflow_runs WHERE run_id = %(run_id)s
+
+-- name: workflow_steps_get
+-- Some steps of a run (primary key).
+SELECT state, dependents FROM jl_workflow_steps
+WHERE run_id = %(run_id)s AND step_key IN (SELECT unnest(%(step_keys)s::text[]))
+
+-- name: workflow_steps_of_run
+-- Every step of a run, in its order (primary key prefix).
+SELECT state, dependents FROM jl_workflow_steps WHERE run_id = %(run_id)s ORDER BY position
+
+-- name: workflow_run_upsert
+-- A run's row after its events.
+INSERT INTO jl_workflow_runs (run_id, workflow_type, org, idempotency_key, status, result_step, step_count, submitted_steps, counts, recovered_from, submitted_at, updated_at, finished_at, version, header)
+VALUES (%(run_id)s, %(workflow_type)s, %(org)s, %(idempotency_key)s, %(status)s, %(result_step)s, %(step_count)s, %(submitted_steps)s, %(counts)s, %(recovered_from)s, %(submitted_at)s, %(updated_at)s, %(finished_at)s, %(version)s, %(header)s)
+ON CONFLICT (run_id) DO UPDATE SET
+    status = EXCLUDED.status, step_count = EXCLUDED.step_count, submitted_steps = EXCLUDED.submitted_steps, counts = EXCLUDED.counts, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at, version = EXCLUDED.version, header = EXCLUDED.header
+
+-- name: workflow_step_upsert
+-- A step's row after its run's events.
+INSERT INTO jl_workflow_steps (run_id, step_key, position, kind, stage, status, pending, job_id, code, released_at, finished_at, dependents, state)
+VALUES (%(run_id)s, %(step_key)s, %(position)s, %(kind)s, %(stage)s, %(status)s, %(pending)s, %(job_id)s, %(code)s, %(released_at)s, %(finished_at)s, %(dependents)s, %(state)s)
+ON CONFLICT (run_id, step_key) DO UPDATE SET
+    status = EXCLUDED.status, pending = EXCLUDED.pending, job_id = EXCLUDED.job_id, code = EXCLUDED.code, released_at = EXCLUDED.released_at, finished_at = EXCLUDED.finished_at, dependents = EXCLUDED.dependents, state = EXCLUDED.state
+
+-- name: workflow_run_find_idempotent
+-- The run of an idempotency key (jl_workflow_runs_idempotency_idx).
+SELECT run_id FROM jl_workflow_runs
+WHERE workflow_type = %(workflow_type)s AND coalesce(org, '') = %(org)s
+    AND idempotency_key = %(idempotency_key)s
+
+-- name: workflow_run_exists
+-- Whether a run exists (primary key).
+SELECT run_id FROM jl_workflow_runs WHERE run_id = %(run_id)s
+
+-- name: workflow_runs_page
+-- A page of runs in submit order after a cursor, filtered (jl_workflow_runs_listing_idx).
+SELECT run_id, workflow_type, org, idempotency_key, status, result_step, step_count,
+    counts, recovered_from, submitted_at, updated_at, finished_at, version, header
+FROM jl_workflow_runs
+WHERE (%(workflow_type)s::text IS NULL OR workflow_type = %(workflow_type)s::text)
+    AND (%(status)s::text IS NULL OR status = %(status)s::text)
+    AND (%(org)s::text IS NULL OR org = %(org)s::text)
+    AND (submitted_at, run_id) > (%(after_at)s::bigint, %(after_id)s::uuid)
+ORDER BY submitted_at, run_id
+LIMIT %(limit)s
+
+-- name: workflow_run_row
+-- One run's row, for the reader (primary key).
+SELECT run_id, workflow_type, org, idempotency_key, status, result_step, step_count,
+    counts, recovered_from, submitted_at, updated_at, finished_at, version, header
+FROM jl_workflow_runs WHERE run_id = %(run_id)s
+
+-- name: workflow_step_of_job
+-- The step a job runs (jl_workflow_steps_job_idx).
+SELECT run_id, step_key FROM jl_workflow_steps WHERE job_id = %(job_id)s
+
+-- name: workflow_run_lock
+-- A run's release lock, until commit: waits (under the transaction's lock_timeout).
+SELECT pg_advisory_xact_lock(%(key)s::bigint)
+
+-- name: workflow_run_try_lock
+-- A run's release lock, until commit, if free now (complete, append: fail fast).
+SELECT pg_try_advisory_xact_lock(%(key)s::bigint) AS locked
+
+-- name: workflow_live_step_jobs
+-- The jobs of a run's enqueued steps (primary key prefix).
+SELECT job_id FROM jl_workflow_steps
+WHERE run_id = %(run_id)s AND status = 'enqueued' AND job_id IS NOT NULL
+ORDER BY job_id

@@ -112,6 +112,60 @@ CREATE TABLE IF NOT EXISTS jl_dead_letters (
 CREATE INDEX IF NOT EXISTS jl_dead_letters_subject_idx
     ON jl_dead_letters (source_id, uri) WHERE source_id IS NOT NULL
 
+-- name: schema_workflow_runs
+-- The workflow view's runs (projections/rules/workflows.py): one row per run, its header.
+CREATE TABLE IF NOT EXISTS jl_workflow_runs (
+    run_id text PRIMARY KEY,
+    workflow_type text NOT NULL,
+    org text,
+    idempotency_key text,
+    status text NOT NULL,
+    result_step text,
+    step_count integer NOT NULL,
+    submitted_steps integer NOT NULL,
+    counts blob NOT NULL,
+    recovered_from text,
+    submitted_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    finished_at bigint,
+    version integer NOT NULL,
+    header blob NOT NULL
+)
+
+-- name: schema_workflow_runs_idempotency_idx
+-- One run per (type, org, idempotency key): a submit's repeat finds it.
+CREATE UNIQUE INDEX IF NOT EXISTS jl_workflow_runs_idempotency_idx
+    ON jl_workflow_runs (workflow_type, coalesce(org, ''), idempotency_key)
+    WHERE idempotency_key IS NOT NULL
+
+-- name: schema_workflow_runs_listing_idx
+-- Listing runs in submit order, a page at a time.
+CREATE INDEX IF NOT EXISTS jl_workflow_runs_listing_idx ON jl_workflow_runs (submitted_at, run_id)
+
+-- name: schema_workflow_steps
+-- The workflow view's steps: one row per (run, step), what a step's end loads.
+CREATE TABLE IF NOT EXISTS jl_workflow_steps (
+    run_id text NOT NULL,
+    step_key text NOT NULL,
+    position integer NOT NULL,
+    kind text NOT NULL,
+    stage text,
+    status text NOT NULL,
+    pending integer NOT NULL,
+    job_id text,
+    code text,
+    released_at bigint,
+    finished_at bigint,
+    dependents blob NOT NULL,
+    state blob NOT NULL,
+    PRIMARY KEY (run_id, step_key)
+)
+
+-- name: schema_workflow_steps_job_idx
+-- A step by its job (a job's run and step, the job context's prerequisites).
+CREATE INDEX IF NOT EXISTS jl_workflow_steps_job_idx
+    ON jl_workflow_steps (job_id) WHERE job_id IS NOT NULL
+
 -- name: schema_tracking
 -- Tracked projections' positions: the notification id each has applied, written in the same
 -- transaction as its rows (projections/runners/tracked.py).
@@ -464,3 +518,68 @@ SELECT s.job_type, s.at - l.at AS micros FROM jl_audit AS s
 JOIN jl_audit AS l ON l.job_id = s.job_id AND l.event = 'job_leased'
     AND l.run_number = s.run_number AND l.attempt = s.attempt AND l.position < s.position
 WHERE s.event = 'job_succeeded' AND s.at >= :since
+
+-- name: workflow_run_get
+-- A run's row (primary key); its release lock is already held.
+SELECT submitted_steps, header FROM jl_workflow_runs WHERE run_id = :run_id
+
+-- name: workflow_steps_get
+-- Some steps of a run (primary key).
+SELECT state, dependents FROM jl_workflow_steps
+WHERE run_id = :run_id AND step_key IN (SELECT value FROM json_each(:step_keys))
+
+-- name: workflow_steps_of_run
+-- Every step of a run, in its order (primary key prefix).
+SELECT state, dependents FROM jl_workflow_steps WHERE run_id = :run_id ORDER BY position
+
+-- name: workflow_run_upsert
+-- A run's row after its events.
+INSERT INTO jl_workflow_runs (run_id, workflow_type, org, idempotency_key, status, result_step, step_count, submitted_steps, counts, recovered_from, submitted_at, updated_at, finished_at, version, header)
+VALUES (:run_id, :workflow_type, :org, :idempotency_key, :status, :result_step, :step_count, :submitted_steps, :counts, :recovered_from, :submitted_at, :updated_at, :finished_at, :version, :header)
+ON CONFLICT (run_id) DO UPDATE SET
+    status = EXCLUDED.status, step_count = EXCLUDED.step_count, submitted_steps = EXCLUDED.submitted_steps, counts = EXCLUDED.counts, updated_at = EXCLUDED.updated_at, finished_at = EXCLUDED.finished_at, version = EXCLUDED.version, header = EXCLUDED.header
+
+-- name: workflow_step_upsert
+-- A step's row after its run's events.
+INSERT INTO jl_workflow_steps (run_id, step_key, position, kind, stage, status, pending, job_id, code, released_at, finished_at, dependents, state)
+VALUES (:run_id, :step_key, :position, :kind, :stage, :status, :pending, :job_id, :code, :released_at, :finished_at, :dependents, :state)
+ON CONFLICT (run_id, step_key) DO UPDATE SET
+    status = EXCLUDED.status, pending = EXCLUDED.pending, job_id = EXCLUDED.job_id, code = EXCLUDED.code, released_at = EXCLUDED.released_at, finished_at = EXCLUDED.finished_at, dependents = EXCLUDED.dependents, state = EXCLUDED.state
+
+-- name: workflow_run_find_idempotent
+-- The run of an idempotency key (jl_workflow_runs_idempotency_idx).
+SELECT run_id FROM jl_workflow_runs
+WHERE workflow_type = :workflow_type AND coalesce(org, '') = :org
+    AND idempotency_key = :idempotency_key
+
+-- name: workflow_run_exists
+-- Whether a run exists (primary key).
+SELECT run_id FROM jl_workflow_runs WHERE run_id = :run_id
+
+-- name: workflow_runs_page
+-- A page of runs in submit order after a cursor, filtered (jl_workflow_runs_listing_idx).
+SELECT run_id, workflow_type, org, idempotency_key, status, result_step, step_count,
+    counts, recovered_from, submitted_at, updated_at, finished_at, version, header
+FROM jl_workflow_runs
+WHERE (:workflow_type IS NULL OR workflow_type = :workflow_type)
+    AND (:status IS NULL OR status = :status)
+    AND (:org IS NULL OR org = :org)
+    AND (submitted_at, run_id) > (:after_at, :after_id)
+ORDER BY submitted_at, run_id
+LIMIT :limit
+
+-- name: workflow_run_row
+-- One run's row, for the reader (primary key).
+SELECT run_id, workflow_type, org, idempotency_key, status, result_step, step_count,
+    counts, recovered_from, submitted_at, updated_at, finished_at, version, header
+FROM jl_workflow_runs WHERE run_id = :run_id
+
+-- name: workflow_step_of_job
+-- The step a job runs (jl_workflow_steps_job_idx).
+SELECT run_id, step_key FROM jl_workflow_steps WHERE job_id = :job_id
+
+-- name: workflow_live_step_jobs
+-- The jobs of a run's enqueued steps (primary key prefix).
+SELECT job_id FROM jl_workflow_steps
+WHERE run_id = :run_id AND status = 'enqueued' AND job_id IS NOT NULL
+ORDER BY job_id

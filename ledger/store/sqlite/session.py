@@ -17,6 +17,10 @@ LIVE_ROWS_BATCH = 10_000
 """Rows fetched per call when reading a whole view."""
 
 
+_ID_COLUMNS = frozenset({"job_id", "run_id", "recovered_from"})
+"""Columns holding ids (32-hex text here, ``UUID`` in the replay's rows)."""
+
+
 class SQLiteRunner:
     """:class:`~ledger.store.reads.StatementRunner` on one eventsourcing SQLite cursor."""
 
@@ -43,8 +47,9 @@ class SQLiteRunner:
         while batch := cursor.fetchmany(LIVE_ROWS_BATCH):
             for row in batch:
                 values = dict(zip(projection.columns, row, strict=True))
-                if "job_id" in values:
-                    values["job_id"] = self._ids.uuid(values["job_id"])
+                for column in _ID_COLUMNS.intersection(values):
+                    if values[column] is not None:
+                        values[column] = self._ids.uuid(values[column])
                 if "enabled" in values:
                     values["enabled"] = bool(values["enabled"])
                 yield values

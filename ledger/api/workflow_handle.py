@@ -1,0 +1,56 @@
+"""A handle on one workflow run (:meth:`Ledger.workflow <ledger.api.ledger.Ledger.workflow>`):
+its status, steps and result as the workflow view holds them, and :meth:`WorkflowHandle.wait`
+for it to finish."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from ledger.core.events import JSON
+from ledger.core.workflows.errors import WorkflowNotFoundError
+from ledger.core.workflows.status import RunStatus
+from ledger.store.workflow_reads import RunView, StepView
+
+if TYPE_CHECKING:
+    from ledger.api.reader import Reader
+
+WAIT_POLL_S = 0.05
+"""How often :meth:`WorkflowHandle.wait` looks again (a run's end sends no notification)."""
+
+
+class WorkflowHandle:
+    """One run, read through a reader on each call (a handle holds no state of its own)."""
+
+    def __init__(self, reader: Reader, run_id: UUID) -> None:
+        self._reader = reader
+        self.run_id = run_id
+
+    def view(self) -> RunView:
+        found = self._reader.workflow_run(self.run_id)
+        if found is None:
+            raise WorkflowNotFoundError(f"no workflow run {self.run_id}")
+        return found
+
+    def status(self) -> RunStatus:
+        return self.view().status
+
+    def steps(self) -> list[StepView]:
+        return self._reader.workflow_steps(self.run_id)
+
+    def result(self) -> JSON | None:
+        """The result step's output once the run succeeded (``None`` before, or without)."""
+        return self.view().result
+
+    def wait(self, timeout: float) -> RunStatus:
+        """Wait up to ``timeout`` seconds (of real time: the run is worked by real
+        workers) for the run to finish; its status then, finished or not."""
+        deadline = time.monotonic() + timeout
+        pause = threading.Event()
+        while True:
+            status = self.status()
+            if status.is_finished or time.monotonic() >= deadline:
+                return status
+            pause.wait(min(WAIT_POLL_S, max(0.0, deadline - time.monotonic())))
