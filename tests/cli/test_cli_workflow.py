@@ -10,7 +10,7 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from cli_helpers import Run, assert_one_error_line, event_count
+from cli_helpers import Run, assert_one_error_line, event_count, invoke
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflows"))
 from store_helpers import assert_history_holds, ext, job, spec
@@ -259,3 +259,25 @@ def test_graph_in_three_formats(run: Run, defined: Ledger) -> None:
         "  s0 --> s1\n"
         "  s1 -->|on_terminal| s2\n"
     )
+
+
+def test_the_demo_runs_its_workflow_to_succeeded(db_url: str) -> None:
+    """demo runs its fan-out, fan-in and approval gate to succeeded on its own worker, the
+    gate completed by the demo, and the history holds afterwards."""
+    result = invoke(db_url, "demo", "--jobs", "20", "--json")
+    assert result.exit_code == 0, result.stderr
+    run = json.loads(result.stdout)["workflow"]
+    assert run["status"] == "succeeded"
+    assert run["result"] == {"published": "daily-sales"}
+    with Ledger.open(db_url) as ledger:
+        steps = ledger.workflow(UUID(run["run_id"])).steps()
+        assert [(s.key, s.status.value) for s in steps] == [
+            ("fetch-eu", "succeeded"),
+            ("fetch-us", "succeeded"),
+            ("fetch-apac", "succeeded"),
+            ("merge", "succeeded"),
+            ("approve", "succeeded"),
+            ("publish", "succeeded"),
+        ]
+        assert steps[4].output == {"approved_by": "demo"}
+        assert_history_holds(ledger)
