@@ -2,12 +2,15 @@
 its steps' job streams and the workflow view (for :class:`~ledger.api.reader.Reader`).
 
 The timeline interleaves streams. Each stream keeps its own order; across streams the merge
-follows the causes the unit of work records (a step's release before its job's
-``job_enqueued``; a job's end before the step end that it triggers; a run's cancel before
-its steps' jobs' ``job_cancelled``) and otherwise the events' times, the run's event first
-on a tie (a policy's follow-ups carry their trigger's time). The store's read of several
-streams returns no notification ids, so this is the recorded order wherever a cause links
-two events, and the time order elsewhere.
+follows the causes a unit of work records (a step's release before its job's
+``job_enqueued``; a job's end before the step end that it triggers; a run's cancel of a step
+before its job's ``job_cancelled``), then the events' times, and on a tie the order in which
+a unit of work records them: the jobs' own events first (a batch of jobs' ends is the
+trigger), then the run's events (which carry their trigger's time), then the jobs' events
+those caused (an enqueue, a run cancel's ``job_cancelled``). The store's read of several
+streams returns no notification ids, so this is the recorded order wherever a cause, a time
+or a unit of work's layout tells two events apart (a test compares it with the log); two
+unrelated events of one time and rank show in step order.
 """
 
 from __future__ import annotations
@@ -98,6 +101,13 @@ def interleave(
     in the order of ``step_of_job``."""
     order = list(step_of_job)
     heads = {job_id: 0 for job_id in order}
+    cancelled_by_run = {
+        record.event.job_id: index
+        for index, record in enumerate(run_records)
+        if isinstance(record.event, WorkflowStepCancelled)
+        and record.event.code == RUN_CANCELLED
+        and record.event.job_id is not None
+    }
     released: set[UUID] = set()
     merged: list[TimelineEntry] = []
     run_at = 0
@@ -111,12 +121,16 @@ def interleave(
             record = run_records[run_at]
             waits_for = _ends_job(record)
             if waits_for is None or waits_for not in heads or ended(waits_for):
-                candidates.append(((record.event.at, 0, 0), None))
+                candidates.append(((record.event.at, 1, 0), None))
         for rank, job_id in enumerate(order):
             records = job_records.get(job_id, ())
+            last = heads[job_id] == len(records) - 1
+            if last and cancelled_by_run.get(job_id, -1) >= run_at:
+                continue  # its job_cancelled follows the run's cancel of its step
             if heads[job_id] < len(records) and job_id in released:
                 at = records[heads[job_id]].event.at
-                candidates.append(((at, 1, rank), job_id))
+                effect = heads[job_id] == 0 or (last and job_id in cancelled_by_run)
+                candidates.append(((at, 2 if effect else 0, rank), job_id))
         if not candidates:  # a history no decision writes: fall back to the run's order
             released.update(order)
             continue

@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflows"))
 from store_helpers import assert_history_holds, ext, job, spec
 
 from ledger import Ledger
+from ledger.api.outcomes import Completion
 from ledger.clock import SystemClock
 from ledger.testing import FakeClock
 
@@ -281,3 +282,34 @@ def test_the_demo_runs_its_workflow_to_succeeded(db_url: str) -> None:
         ]
         assert steps[4].output == {"approved_by": "demo"}
         assert_history_holds(ledger)
+
+
+def _recorded_order(ledger: Ledger, streams: set[UUID]) -> list[tuple[UUID, int]]:
+    """The streams' events in notification order, read from the whole log (the truth the
+    timeline's merge must agree with)."""
+    with ledger.store.read_snapshot() as tables:
+        events = tables.events_after(0, 100_000)
+    return [(e.originator_id, e.version) for e in events if e.originator_id in streams]
+
+
+def test_timeline_order_is_the_recorded_order_for_a_batch_and_a_cancel(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """Two steps' jobs ended in one batch (their step ends follow both), a fan-in released
+    by them, then a run cancel (its step cancels before the job's job_cancelled): the
+    timeline lists exactly the order the log recorded."""
+    started = defined.start_workflow(spec(job("a"), job("b"), job("c", "a", "b"), job("d", "c")))
+    clock.advance(1)
+    first = defined.claim("worker-1", limit=2)
+    clock.advance(1)
+    defined.succeed_many([Completion(claimed.lease, output={"n": 1}) for claimed in first])
+    clock.advance(1)
+    defined.claim("worker-1", limit=1)  # c, leased when the run is cancelled
+    clock.advance(1)
+    defined.cancel_workflow(started.run_id, "stop")
+    entries = defined.workflow_timeline(started.run_id)
+    streams = {entry.record.originator_id for entry in entries}
+    merged = [(e.record.originator_id, e.record.originator_version) for e in entries]
+    assert merged == _recorded_order(defined, streams)
+    names = [e.record.event.name for e in entries]
+    assert names.index("workflow_cancelled") < names.index("job_cancelled")
