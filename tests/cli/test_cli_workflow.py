@@ -229,6 +229,10 @@ def test_timeline_interleaves_run_and_job_events_in_recorded_order(
         (None, "workflow_step_succeeded"),
         (None, "workflow_status_changed"),
     ]
+    first = json.loads(result.stdout)[0]
+    assert set(first) == {"stream", "step", "version", "event", "at", "fields"}
+    assert first["stream"] == str(started.run_id)
+    assert first["fields"]["request"]["workflow_type"] == "test"
     text = run("workflow", "timeline", str(started.run_id)).stdout.splitlines()
     assert text[0].split() == ["AT", "STREAM", "VERSION", "EVENT", "DETAIL"]
     assert text[3].split()[1:4] == ["a", "1", "job_enqueued"]
@@ -313,3 +317,29 @@ def test_timeline_order_is_the_recorded_order_for_a_batch_and_a_cancel(
     assert merged == _recorded_order(defined, streams)
     names = [e.record.event.name for e in entries]
     assert names.index("workflow_cancelled") < names.index("job_cancelled")
+
+
+def test_reads_of_an_unknown_run_and_a_failed_completion_with_an_output_are_refused(
+    run: Run, defined: Ledger, clock: FakeClock, tmp_path: Path
+) -> None:
+    """timeline and graph of no run are workflow.not_found; a failed completion with an
+    output is request.invalid; a failed gate ends the run completed_with_errors."""
+    missing = "00000000-0000-4000-8000-000000000000"
+    for command in ("timeline", "graph", "cancel"):
+        assert_one_error_line(run("workflow", command, missing), "error: workflow.not_found")
+    run_id = _start(run, spec(job("a"), ext("gate", "a"), job("b", "gate")), tmp_path)
+    _work_all(defined, clock)
+    with_output = run("workflow", "complete", str(run_id), "gate", "--status", "failed",
+                      "--output", "{}")  # fmt: skip
+    assert_one_error_line(with_output, "error: request.invalid")
+    failed = run("workflow", "complete", str(run_id), "gate", "--status", "failed",
+                 "--reason", "numbers wrong")  # fmt: skip
+    assert failed.stdout.strip() == (
+        f"completed gate (failed); run {run_id} is completed_with_errors"
+    )
+    steps = json.loads(run("workflow", "show", str(run_id), "--json").stdout)["steps"]
+    assert [(s["key"], s["status"], s["code"], s["reason"]) for s in steps[1:]] == [
+        ("gate", "failed", None, "numbers wrong"),
+        ("b", "cancelled", "workflow.dependency_unsatisfied", steps[2]["reason"]),
+    ]
+    assert_history_holds(defined)
