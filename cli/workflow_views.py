@@ -73,6 +73,8 @@ def _run_fields(run: RunView) -> list[tuple[str, str]]:
     ]
     if run.recovered_from is not None:
         pairs.append(("recovered from", str(run.recovered_from)))
+    if run.reason:
+        pairs.append(("cancel reason", run.reason))
     return pairs
 
 

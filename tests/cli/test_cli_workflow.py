@@ -343,3 +343,24 @@ def test_reads_of_an_unknown_run_and_a_failed_completion_with_an_output_are_refu
         ("b", "cancelled", "workflow.dependency_unsatisfied", steps[2]["reason"]),
     ]
     assert_history_holds(defined)
+
+
+def test_graph_and_show_include_appended_steps_and_a_recovery_names_its_source(
+    run: Run, defined: Ledger, clock: FakeClock
+) -> None:
+    """Steps appended to a live run are drawn with their edges; a recovered run's show
+    names the run it recovered, a cancelled one's the cancel's reason."""
+    started = defined.start_workflow(spec(job("a"), ext("gate", "a")))
+    defined.append_steps(started.run_id, [job("late", "gate:t")], "grow-1")
+    assert run("workflow", "graph", str(started.run_id)).stdout.splitlines()[-1] == (
+        "late (job, blocked) <- gate [on_terminal]"
+    )
+    _work_all(defined, clock)
+    defined.complete_step(started.run_id, "gate", True)
+    _work_all(defined, clock)
+    recovered = defined.recover_workflow(started.run_id, "late", "again", "k")
+    lines = run("workflow", "show", str(recovered.run_id)).stdout.splitlines()
+    assert f"recovered from  {started.run_id}" in lines
+    defined.cancel_workflow(recovered.run_id, "not today")
+    lines = run("workflow", "show", str(recovered.run_id)).stdout.splitlines()
+    assert "cancel reason   not today" in lines
