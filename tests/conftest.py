@@ -4,11 +4,16 @@ PostgreSQL: one template database with the ledger schema is built per test sessi
 gets ``CREATE DATABASE … TEMPLATE`` of it and drops it (``WITH (FORCE)``) afterwards. The
 server comes from ``$JOBLEDGER_TEST_PG`` (default: 127.0.0.1:5432 as ``postgres``). If it is
 not reachable the PostgreSQL tests fail; they are never skipped.
+
+SQLite: one ledger file is initialised per session; each test gets a byte copy of it in its
+own ``tmp_path`` (initialising writes the schema deterministically, so a copy is the same
+file a fresh ``Ledger.open(create=True)`` writes, at a fraction of the cost).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,11 +73,20 @@ def empty_pg_url() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An initialised SQLite ledger file, closed (its WAL checkpointed into it) and never
+    opened again: what every test's ledger file is a byte copy of."""
+    path = tmp_path_factory.mktemp("template") / "ledger.db"
+    Ledger.open(str(path), create=True).close()
+    return path
+
+
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
+def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
     """A fresh, initialised SQLite ledger file for one test."""
     path = tmp_path / "ledger.db"
-    Ledger.open(str(path), create=True).close()
+    shutil.copyfile(sqlite_template, path)
     return f"sqlite:///{path}"
 
 
