@@ -26,10 +26,12 @@ as after a drop), and a spare with any session on it is dropped, not handed out.
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import psycopg
 from psycopg import sql
@@ -189,7 +191,10 @@ class TestDatabases:
         self._reference: list[str] | None = None
         self._rows: dict[str, bytes] = {}
         self._sizes: dict[str, int] = {}
-        self._session: psycopg.Connection[tuple[object, ...]] | None = None
+        self._local = threading.local()  # an admin session per thread
+        self._sessions: list[psycopg.Connection[tuple[object, ...]]] = []
+        self._resets = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jl-db-reset")
+        self._pending: deque[Future[None]] = deque()
         self.created = 0
         self.reused = 0
         self.dropped = 0
@@ -201,9 +206,13 @@ class TestDatabases:
         self, query: sql.Composable | str, params: list[object] | None = None
     ) -> list[tuple[object, ...]]:
         """Run ``query`` on the admin session (one for the whole session, reopened if lost)."""
-        if self._session is None or self._session.closed or self._session.broken:
-            self._session = self._admin("postgres")
-        cursor = self._session.execute(query, params)
+        session: psycopg.Connection[tuple[object, ...]] | None = getattr(
+            self._local, "session", None
+        )
+        if session is None or session.closed or session.broken:
+            session = self._local.session = self._admin("postgres")
+            self._sessions.append(session)
+        cursor = session.execute(query, params)
         return cursor.fetchall() if cursor.description is not None else []
 
     def _create(self) -> str:
@@ -226,13 +235,19 @@ class TestDatabases:
 
     def take(self) -> str:
         """A database in the template's state that no other test is using."""
-        while self._spare:
-            name = self._spare.popleft()
-            if self._sessions_on(name) == 0:
-                self.reused += 1
-                return name
-            self._drop(name)  # something connected to it after its reset
-        return self._create()
+        while True:
+            while self._pending and self._pending[0].done():
+                self._pending.popleft().result()
+            while self._spare:
+                name = self._spare.popleft()
+                if self._sessions_on(name) == 0:
+                    self.reused += 1
+                    return name
+                self._drop(name)  # something connected to it after its reset
+            # Two databases take turns: one is reset while the other serves the next test.
+            if not self._pending or self.created - self.dropped < 2:
+                return self._create()
+            self._pending.popleft().result()
 
     def _sessions_on(self, name: str) -> int:
         [(count,)] = self._execute(
@@ -241,7 +256,11 @@ class TestDatabases:
         return int(str(count))
 
     def give_back(self, name: str) -> None:
-        """Reset ``name`` for reuse if that restores the template's state exactly; else drop."""
+        """Reset ``name`` for reuse if that restores the template's state exactly, else drop
+        it, on a thread of its own while the next test runs."""
+        self._pending.append(self._resets.submit(self._recycle, name))
+
+    def _recycle(self, name: str) -> None:
         try:
             if self._reset(name):
                 # Renamed, so that whatever still holds the old name (a pool or listener the
@@ -309,11 +328,14 @@ class TestDatabases:
     def close(self) -> None:
         """Drop the spare databases; end the admin session."""
         try:
+            self._resets.shutdown(wait=True)
+            while self._pending:
+                self._pending.popleft().result()
             while self._spare:
                 self._drop(self._spare.popleft())
         finally:
-            if self._session is not None:
-                self._session.close()
+            for session in self._sessions:
+                session.close()
 
     def summary(self) -> str:
         return (
