@@ -1,5 +1,6 @@
-"""The demo's workflow: three regional fetches fanned out, a merge as their fan-in, an
-approval gate the demo completes itself, then a publish whose output is the run's result.
+"""The demo's workflow: three regional fetches fanned out, a merge as their fan-in (it
+reads their outputs from its context), an approval gate the demo completes itself, then a
+publish whose output is the run's result.
 
 Its job steps run on the demo's own worker pool with the mix; the gate, an external step,
 waits until :func:`approve_when_waiting` completes it (what a person would do with
@@ -35,8 +36,9 @@ def register(registry: Registry) -> None:
 
     @registry.handler("demo.merge", max_attempts=3)
     async def merge(ctx: JobContext) -> dict[str, Any]:
-        await asyncio.sleep(0.002)
-        return {"regions": len(REGIONS)}
+        fetched = await ctx.prerequisite_outputs()  # {"fetch-eu": {"region": …, "rows": …}, …}
+        rows = sum(int(output["rows"]) for output in fetched.values() if isinstance(output, dict))
+        return {"regions": len(fetched), "rows": rows}
 
     @registry.handler("demo.publish", max_attempts=3)
     async def publish(ctx: JobContext) -> dict[str, Any]:

@@ -284,6 +284,7 @@ def test_the_demo_runs_its_workflow_to_succeeded(db_url: str) -> None:
             ("approve", "succeeded"),
             ("publish", "succeeded"),
         ]
+        assert steps[3].output == {"regions": 3, "rows": 600}  # read its fetches' outputs
         assert steps[4].output == {"approved_by": "demo"}
         assert_history_holds(ledger)
 
