@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Self
 from uuid import UUID
 
-from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of, interleave
+from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
 from ledger.core.diagnostics import current_state
@@ -322,8 +322,8 @@ class Reader:
         )
 
     def workflow_timeline(self, run_id: UUID) -> list[TimelineEntry]:
-        """Every event of a run's stream and of its steps' jobs' streams, interleaved (see
-        :mod:`ledger.api.workflow_views`), read in one snapshot (empty: no such run)."""
+        """Every event of a run's stream and of its steps' jobs' streams in the log's order,
+        read in one snapshot (empty: no such run)."""
         with self.store.read_snapshot() as tables:
             run_records = tables.histories([run_id])[run_id]
             if not run_records or not isinstance(run_records[0].event, WorkflowEvent):
@@ -333,8 +333,8 @@ class Reader:
                 for record in run_records
                 if isinstance(record.event, WorkflowStepReleased) and record.event.job_id
             }
-            job_records = tables.histories(step_of_job)
-        return interleave(run_records, job_records, step_of_job)
+            records = tables.in_log_order([run_id, *step_of_job])
+        return [TimelineEntry(step_of_job.get(record.originator_id), record) for record in records]
 
     def workflow_graph(self, run_id: UUID) -> WorkflowGraph | None:
         """A run's steps with their statuses and its dependencies (``None``: no such run)."""
