@@ -160,3 +160,28 @@ def test_a_run_stream_without_its_submit_is_a_bad_line(db_url: str, target_url: 
     assert "starts at version 2" in refused.stderr
     with Ledger.open(target_url, create=True) as target:
         assert target.store.head_position() == 0
+
+
+async def test_a_run_whose_idempotency_key_another_run_holds_is_refused(
+    db_url: str, target_url: str, clock: FakeClock
+) -> None:
+    """The target has another run under the file's run's idempotency key: the import is
+    refused before anything is written (the workflow view's unique index would refuse it
+    mid-import)."""
+    await _runs(db_url, clock)
+    data = export_bytes(db_url)
+    with Ledger.open(db_url) as source:
+        [plain] = [j.state.job_id for j in source.jobs(limit=100).jobs if j.state.workflow is None]
+    # The target gets the source's definition stream (with the plain job), then a run of its
+    # own under the key.
+    assert invoke(target_url, "import", "-", stdin=export_bytes(db_url, str(plain))).exit_code == 0
+    with Ledger.open(target_url) as target:
+        target.start_workflow(
+            {"workflow_type": "etl", "idempotency_key": "k1", "steps": [_job("other")]}
+        )
+        before = target.store.head_position()
+    refused = invoke(target_url, "import", "-", "--into-live", stdin=data)
+    assert refused.exit_code == 1
+    assert "import.conflict" in refused.stderr and "idempotency key 'k1'" in refused.stderr
+    with Ledger.open(target_url) as target:
+        assert target.store.head_position() == before

@@ -15,6 +15,7 @@ from cli.main import cli
 from ledger import AuditQuery, FakeClock, Ledger
 from ledger.core.workflows.ids import step_job_id
 from ledger.testing import drain
+from projections.runners.tracked import TrackedRunner
 
 
 @pytest.fixture
@@ -111,3 +112,20 @@ async def test_cli_audit_workflow_prints_json_and_jsonl(
     assert [json.loads(line) for line in lines] == rows
     table = runner.invoke(cli, ["--db", url, "audit", "--workflow", str(run), "--org", "x"])
     assert table.exit_code == 0 and "no audit rows match" in table.stdout
+
+
+async def test_the_runner_reads_origins_of_runs_and_step_jobs_from_the_views(
+    wf: Ledger, clock: FakeClock
+) -> None:
+    """Caught up one event per batch by a fresh runner each time (no cache, every stream's
+    first event in an earlier batch): a run's rows get its type and org from
+    ``jl_workflow_runs``, a step job's its link from its ``jl_queue`` state; the rows equal
+    the replay's."""
+    run = await _gated_run(wf, clock)
+    store = wf.store
+    while TrackedRunner(store, batch=1).run_once():
+        pass
+    assert wf.projections().verify(["audit"]).clean
+    rows = wf.audit(AuditQuery(workflow=run, order="oldest", limit=1000), catch_up=False).rows
+    assert {(r.job_type, r.org) for r in rows if r.job_id == run} == {("test", "acme")}
+    assert {r.step_key for r in rows if r.event == "job_succeeded"} == {"root"}
