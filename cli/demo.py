@@ -2,7 +2,9 @@
 
 Built-in handlers: ``demo.email`` succeeds; ``demo.flaky`` fails transiently before it
 succeeds; ``demo.broken`` fails permanently; ``demo.report`` is slow, reports its stages and
-progress, and heartbeats. Everything it does is in the ledger afterwards, to be explored with
+progress, and heartbeats. Beside the mix it runs a small workflow (:mod:`cli.demo_workflow`):
+a fan-out of fetches, a fan-in merge, an approval gate the demo completes, a publish.
+Everything it does is in the ledger afterwards, to be explored with
 ``history``, ``show`` and the rest.
 """
 
@@ -13,11 +15,12 @@ import io
 import random
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from uuid import UUID
 
 import click
 
+from cli import demo_workflow
 from cli.database import Settings, describe
 from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
@@ -26,6 +29,7 @@ from ledger.runtime.handlers import JobContext, PermanentError, Registry, Transi
 from ledger.runtime.pool import WorkerPool
 
 registry = Registry()
+demo_workflow.register(registry)
 
 QUICK_RETRY = BackoffPolicy(base_s=0.2, max_s=1.0, jitter=0.25)
 
@@ -93,9 +97,12 @@ class DemoSummary:
     example_retried: str | None
     example_dead: str | None
     example_report: str | None
+    workflow: demo_workflow.WorkflowSummary
 
 
-async def _work(ledger: Ledger, ids: list[UUID], concurrency: int, show: bool) -> None:
+async def _work(
+    ledger: Ledger, ids: list[UUID], run_id: UUID, concurrency: int, show: bool
+) -> None:
     # demo.flaky fails on purpose, often several times in a row: with the default breaker
     # (5 in a row pause the type for 60 s) the demo would sit out a cooldown, showing nothing.
     pool = WorkerPool(
@@ -103,20 +110,25 @@ async def _work(ledger: Ledger, ids: list[UUID], concurrency: int, show: bool) -
     )
     await pool.start()
     try:
+        total = len(ids) + demo_workflow.JOB_STEPS
         with click.progressbar(
-            length=len(ids),
+            length=total,
             label="working",
             file=sys.stderr if show else io.StringIO(),
             show_pos=True,
         ) as bar:
             finished = 0
-            while finished < len(ids):
+            run_finished = False
+            while finished < total or not run_finished:
                 await asyncio.sleep(0.1)
                 now_finished = pool.stats.succeeded + pool.stats.dead
                 bar.update(now_finished - finished)
                 finished = now_finished
-                if finished >= len(ids) and not await asyncio.to_thread(_all_done, ledger, ids):
-                    finished = len(ids) - 1  # another ledger user's jobs were counted
+                run_finished = await asyncio.to_thread(
+                    demo_workflow.approve_when_waiting, ledger, run_id
+                )
+                if finished >= total and not await asyncio.to_thread(_all_done, ledger, ids):
+                    finished = total - 1  # another ledger user's jobs were counted
     finally:
         await pool.stop()
 
@@ -157,18 +169,25 @@ def demo(settings: Settings, *, count: int, concurrency: int, seed: int, as_json
         before = ledger.store.head_position()
         started = time.perf_counter()
         ids = [i for i in ledger.enqueue_many(demo_requests(count, rng)) if i is not None]
+        run_id = ledger.start_workflow(demo_workflow.request()).run_id
         if not as_json:
             click.echo(f"enqueued {len(ids)} jobs in {describe(settings.url)}", err=True)
-        asyncio.run(_work(ledger, ids, concurrency, show=not as_json))
+            click.echo(f"started workflow {demo_workflow.WORKFLOW_TYPE} run {run_id}", err=True)
+        asyncio.run(_work(ledger, ids, run_id, concurrency, show=not as_json))
         elapsed = time.perf_counter() - started
-        summary = _summarise(ledger, ids, before, elapsed)
+        summary = _summarise(ledger, ids, run_id, before, elapsed)
     if as_json:
-        echo_json(summary.__dict__)
+        echo_json(asdict(summary))
         return
     click.echo(
         f"\n{summary.succeeded} succeeded, {summary.retried} retried on the way, "
         f"{summary.dead} dead — {summary.events_written} events written in "
         f"{summary.elapsed_s:.2f}s"
+    )
+    run = summary.workflow
+    click.echo(
+        f"workflow {demo_workflow.WORKFLOW_TYPE} {run.status}: {len(demo_workflow.REGIONS)} "
+        f"fetches fanned in to a merge, approved by the demo, published ({run.steps} steps)"
     )
     click.echo("\nNext, try:")
     db = f" --db {settings.url}" if settings.url != "./jobledger.db" else ""
@@ -178,9 +197,13 @@ def demo(settings: Settings, *, count: int, concurrency: int, seed: int, as_json
         click.echo(f"  jobledger{db} show {summary.example_dead}      # a dead letter")
     if summary.example_report:
         click.echo(f"  jobledger{db} history {summary.example_report}   # stages and heartbeats")
+    click.echo(f"  jobledger{db} workflow show {run.run_id}       # the workflow's steps")
+    click.echo(f"  jobledger{db} workflow timeline {run.run_id}   # run and step events")
 
 
-def _summarise(ledger: Ledger, ids: list[UUID], before: int, elapsed: float) -> DemoSummary:
+def _summarise(
+    ledger: Ledger, ids: list[UUID], run_id: UUID, before: int, elapsed: float
+) -> DemoSummary:
     succeeded = dead = retried = 0
     examples: dict[str, str] = {}
     for job_id in ids:
@@ -207,4 +230,5 @@ def _summarise(ledger: Ledger, ids: list[UUID], before: int, elapsed: float) -> 
         example_retried=examples.get("retried"),
         example_dead=examples.get("dead"),
         example_report=examples.get("report"),
+        workflow=demo_workflow.summarise(ledger, run_id),
     )

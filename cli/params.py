@@ -39,6 +39,14 @@ def job_id(ctx: click.Context, param: click.Parameter, value: str) -> UUID:
         raise click.BadParameter(f"{value!r} is not a job id (a UUID)") from None
 
 
+def run_id(ctx: click.Context, param: click.Parameter, value: str) -> UUID:
+    """A workflow run id: a UUID in any spelling :class:`uuid.UUID` accepts."""
+    try:
+        return UUID(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a run id (a UUID)") from None
+
+
 def optional_job_id(ctx: click.Context, param: click.Parameter, value: str | None) -> UUID | None:
     """A job id, or ``None`` when the argument or option was not given."""
     return None if value is None else job_id(ctx, param, value)

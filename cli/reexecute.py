@@ -19,10 +19,11 @@ import msgspec
 from cli.job_history import job_records
 from cli.render import MISSING, compact_json, echo_json, fields
 from cli.worker import load_registry
+from ledger.api.prerequisites import prerequisite_outputs
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain
 from ledger.core.diagnostics import current_state
-from ledger.core.events import Failure, JobStatus, Stage
+from ledger.core.events import JSON, Failure, JobStatus, Stage, WorkflowLink
 from ledger.core.state import JobState, Lease
 from ledger.runtime import executor
 from ledger.runtime.executor import Verdict
@@ -41,8 +42,12 @@ async def _report(kind: str, values: dict[str, Any]) -> None:
     click.echo(f"[replay] {kind} {detail}".rstrip() + " (not recorded)", err=True)
 
 
-async def _execute(spec: HandlerSpec, job: JobState, lease: Lease) -> Verdict:
-    context = executor.context_for(spec, job, lease, _report)
+async def _execute(reader: Reader, spec: HandlerSpec, job: JobState, lease: Lease) -> Verdict:
+    async def read_prerequisites(link: WorkflowLink) -> dict[str, JSON]:
+        # A read, as in a worker: a step's handler sees what its prerequisites recorded.
+        return await asyncio.to_thread(prerequisite_outputs, reader.store, link)
+
+    context = executor.context_for(spec, job, lease, _report, read_prerequisites=read_prerequisites)
     # The job's own timeout and the worker's own judgement of what the handler did.
     return await executor.run_handler(spec, context, job.timeout_s)
 
@@ -89,7 +94,7 @@ def run_handler(
     replayed, lease = _replay_job(state, attempt, checkpoint)
     started = time.perf_counter()
     # Ctrl-C and friends propagate unjudged: they stop the replay, as they stop a worker.
-    verdict = asyncio.run(_execute(spec, replayed, lease))
+    verdict = asyncio.run(_execute(reader, spec, replayed, lease))
     elapsed = time.perf_counter() - started
     if verdict.failure is not None and verdict.raised is not None:
         _print_raised(replayed, verdict.raised, verdict.failure, elapsed, as_json, tagged=tagged)

@@ -1,20 +1,28 @@
 """Shared fixtures: real SQLite files and real PostgreSQL databases, never mocks.
 
 PostgreSQL: one template database with the ledger schema is built per test session; each test
-gets ``CREATE DATABASE … TEMPLATE`` of it and drops it (``WITH (FORCE)``) afterwards. The
+gets a database of its own in the template's state: a ``CREATE DATABASE … TEMPLATE`` copy, or
+one an earlier test used that was reset to exactly the template's state (otherwise it is
+dropped ``WITH (FORCE)``; see tests/pg_databases.py for why and how). The
 server comes from ``$JOBLEDGER_TEST_PG`` (default: 127.0.0.1:5432 as ``postgres``). If it is
 not reachable the PostgreSQL tests fail; they are never skipped.
+
+SQLite: one ledger file is initialised per session; each test gets a byte copy of it in its
+own ``tmp_path`` (initialising writes the schema deterministically, so a copy is the same
+file a fresh ``Ledger.open(create=True)`` writes, at a fraction of the cost).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
+from pg_databases import TestDatabases
 
 from ledger import FakeClock, Ledger
 
@@ -42,17 +50,38 @@ def pg_template() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+_SESSION_DATABASES: list[TestDatabases] = []
+
+
+@pytest.fixture(scope="session")
+def pg_databases(pg_template: str) -> Iterator[TestDatabases]:
+    """The session's test databases: copies of the template, reset and reused when a reset
+    restores the template's exact state (see tests/pg_databases.py)."""
+    databases = TestDatabases(
+        pg_template,
+        lambda dbname: psycopg.connect(pg_url_for(dbname), autocommit=True, connect_timeout=5),
+        pg_url_for,
+    )
+    _SESSION_DATABASES.append(databases)
+    try:
+        yield databases
+    finally:
+        databases.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for databases in _SESSION_DATABASES:
+        terminalreporter.write_line(databases.summary())
+
+
 @pytest.fixture
-def pg_url(pg_template: str) -> Iterator[str]:
-    """A fresh, initialised PostgreSQL database for one test."""
-    name = f"jl_test_{uuid.uuid4().hex[:12]}"
-    with _admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+def pg_url(pg_databases: TestDatabases) -> Iterator[str]:
+    """An initialised PostgreSQL database in the template's state, for this test alone."""
+    name = pg_databases.take()
     try:
         yield pg_url_for(name)
     finally:
-        with _admin() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        pg_databases.give_back(name)
 
 
 @pytest.fixture
@@ -68,11 +97,20 @@ def empty_pg_url() -> Iterator[str]:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An initialised SQLite ledger file, closed (its WAL checkpointed into it) and never
+    opened again: what every test's ledger file is a byte copy of."""
+    path = tmp_path_factory.mktemp("template") / "ledger.db"
+    Ledger.open(str(path), create=True).close()
+    return path
+
+
 @pytest.fixture
-def sqlite_url(tmp_path: Path) -> str:
+def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
     """A fresh, initialised SQLite ledger file for one test."""
     path = tmp_path / "ledger.db"
-    Ledger.open(str(path), create=True).close()
+    shutil.copyfile(sqlite_template, path)
     return f"sqlite:///{path}"
 
 

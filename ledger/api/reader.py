@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Self
 from uuid import UUID
 
+from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
 from ledger.core.diagnostics import current_state
@@ -30,7 +31,7 @@ from ledger.core.exchange import Selection
 from ledger.core.facts import history_prefix
 from ledger.core.replay_findings import JobReplay
 from ledger.core.state import JobState
-from ledger.core.workflows.events import WorkflowEvent
+from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
 from ledger.store import replay_reads, workflow_reads
 from ledger.store.audit_reads import read_page
 from ledger.store.config import open_replica_store
@@ -322,6 +323,28 @@ class Reader:
             limit=limit,
             cursor=cursor,
         )
+
+    def workflow_timeline(self, run_id: UUID) -> list[TimelineEntry]:
+        """Every event of a run's stream and of its steps' jobs' streams in the log's order,
+        read in one snapshot (empty: no such run)."""
+        with self.store.read_snapshot() as tables:
+            run_records = tables.histories([run_id])[run_id]
+            if not run_records or not isinstance(run_records[0].event, WorkflowEvent):
+                return []
+            step_of_job = {
+                record.event.job_id: record.event.step_key
+                for record in run_records
+                if isinstance(record.event, WorkflowStepReleased) and record.event.job_id
+            }
+            records = tables.in_log_order([run_id, *step_of_job])
+        return [TimelineEntry(step_of_job.get(record.originator_id), record) for record in records]
+
+    def workflow_graph(self, run_id: UUID) -> WorkflowGraph | None:
+        """A run's steps with their statuses and its dependencies (``None``: no such run)."""
+        records = self.workflow_history(run_id)
+        if not records:
+            return None
+        return graph_of(self.workflow_steps(run_id), records)
 
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after this process commits work that may be claimable."""

@@ -19,12 +19,15 @@ from uuid import UUID
 
 import msgspec
 
+from ledger.api.workflow_views import TimelineEntry
+from ledger.api.workflows import WorkflowStarted
 from ledger.core import facts
 from ledger.core.codec import Record
 from ledger.core.diagnostics import Finding
 from ledger.core.events import JSON
 from ledger.core.facts import StateChange
 from ledger.core.state import JobState
+from ledger.store.workflow_reads import RunPage, RunView, StepView
 from projections.rules.audit_query import AuditRow
 from projections.rules.catalog import Projection
 from projections.rules.dead_letters import DeadLetter
@@ -223,3 +226,50 @@ def projection_json(projection: Projection) -> dict[str, JSON]:
 def verify_report_json(report: VerifyReport) -> dict[str, JSON]:
     """What a verify found, with its overall verdict (``projections verify --json``)."""
     return {**plain(report), "clean": report.clean}
+
+
+# --- workflows ------------------------------------------------------------------------------
+
+
+def workflow_started_json(started: WorkflowStarted) -> dict[str, JSON]:
+    """A started run (``workflow start --json``, ``workflow recover --json``): ``created``
+    false when an idempotent repeat found the existing run."""
+    return {"run_id": str(started.run_id), "created": started.created}
+
+
+def run_view_json(run: RunView) -> dict[str, JSON]:
+    """A run's header (each run of ``workflow list --json``)."""
+    values: dict[str, JSON] = plain(run._asdict())
+    values["counts"] = {str(status): count for status, count in run.counts.items()}
+    return values
+
+
+def step_view_json(step: StepView) -> dict[str, JSON]:
+    """A step as shown (``workflow show --json``): ``status`` is ``running`` while its job
+    is leased; ``attempt`` and ``retries`` are its job's."""
+    result: dict[str, JSON] = plain(step._asdict())
+    return result
+
+
+def workflow_json(run: RunView, steps: Sequence[StepView]) -> dict[str, JSON]:
+    """A run with its steps in order (``workflow show --json``)."""
+    return {**run_view_json(run), "steps": [step_view_json(step) for step in steps]}
+
+
+def run_page_json(page: RunPage) -> dict[str, JSON]:
+    """One page of runs (``workflow list --json``)."""
+    return {"runs": [run_view_json(run) for run in page.runs], "next_cursor": page.next_cursor}
+
+
+def workflow_timeline_json(entries: Sequence[TimelineEntry]) -> list[dict[str, JSON]]:
+    """A run's timeline (``workflow timeline --json``): each event with its stream (the run
+    id, or the step's job id), the step whose job wrote it (``null``: the run's own), its
+    version in its stream, its name, time and fields."""
+    return [
+        {
+            "stream": str(entry.record.originator_id),
+            "step": entry.step,
+            **record_json(entry.record),
+        }
+        for entry in entries
+    ]

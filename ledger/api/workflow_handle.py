@@ -9,7 +9,8 @@ import time
 from typing import TYPE_CHECKING
 from uuid import UUID
 
-from ledger.core.events import JSON
+from ledger.api.prerequisites import prerequisite_outputs
+from ledger.core.events import JSON, WorkflowLink
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.core.workflows.status import RunStatus
 from ledger.store.workflow_reads import RunView, StepView
@@ -39,6 +40,13 @@ class WorkflowHandle:
 
     def steps(self) -> list[StepView]:
         return self._reader.workflow_steps(self.run_id)
+
+    def prerequisite_outputs(self, step_key: str) -> dict[str, JSON]:
+        """``{key: output}`` of ``step_key``'s prerequisites that succeeded (a failed or
+        cancelled one is absent): what its job's handler reads as
+        ``ctx.prerequisite_outputs()``."""
+        link = WorkflowLink(run_id=self.run_id, step_key=step_key)
+        return prerequisite_outputs(self._reader.store, link)
 
     def result(self) -> JSON | None:
         """The result step's output once the run succeeded (``None`` before, or without)."""

@@ -204,12 +204,16 @@ def _decided(
     uow: UnitOfWork, state: RunState, decision: Callable[[RunState], Decision]
 ) -> Decision:
     """``decision`` on ``state``, loading the steps it asks for while it asks (pure, so
-    asking again on more of the run is safe)."""
+    asking again on more of the run is safe). A step asked for again was not in the run's
+    rows: the run is then loaded whole, so that the decision sees it has no such step."""
+    asked: set[str] = set()
     while True:
         try:
             return decision(state)
         except StepsNotLoadedError as missing:
-            state = uow.more_steps(state.run_id, missing.keys, whole=missing.whole)
+            whole = missing.whole or not asked.isdisjoint(missing.keys)
+            asked.update(missing.keys)
+            state = uow.more_steps(state.run_id, missing.keys, whole=whole)
 
 
 def _append(

@@ -27,7 +27,7 @@ from typing import Any
 from ledger.api.leases import lease_for
 from ledger.api.ledger import Completion, FailureReport, LeaseLength, Ledger, Outcome
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import Failure, FailureKind
+from ledger.core.events import JSON, Failure, FailureKind, WorkflowLink
 from ledger.core.limits import check_code
 from ledger.core.requests import check_output
 from ledger.core.state import JobState, Lease
@@ -36,6 +36,7 @@ from ledger.runtime.handlers import (
     HandlerSpec,
     JobContext,
     PermanentError,
+    ReadPrerequisites,
     Registry,
     Result,
     SyncJobContext,
@@ -176,11 +177,15 @@ def context_for(
     lease: Lease,
     report: Report,
     resources: Mapping[str, Any] | None = None,
+    *,
+    read_prerequisites: ReadPrerequisites | None = None,
 ) -> HandlerContext:
     """The context ``spec``'s handler gets (call on the running loop): awaitable reports for
-    an async handler, blocking ones for a sync handler."""
+    an async handler, blocking ones for a sync handler. Without ``read_prerequisites`` a
+    workflow step's ``ctx.prerequisite_outputs()`` raises (there is no ledger to read)."""
     context_type = JobContext if spec.is_async else SyncJobContext
-    return context_type(job, lease, report, asyncio.get_running_loop(), resources)
+    loop = asyncio.get_running_loop()
+    return context_type(job, lease, report, loop, resources, read_prerequisites=read_prerequisites)
 
 
 async def run_handler(
@@ -239,7 +244,7 @@ class Executor:
     batch it and a test can record it at once. If the running task is cancelled, the job is
     released (through the :class:`Releaser`, shielded) before the cancellation propagates.
     Sync handlers run on ``handler_threads``; their reports (progress, heartbeat) are written
-    on ``io_threads``.
+    and their prerequisites' outputs read on ``io_threads``.
     """
 
     def __init__(
@@ -264,6 +269,8 @@ class Executor:
         self.resources = resources
         self._longest: dict[str, timedelta] = {}
         """Per job type, how long a report's write is retried (its lease's length)."""
+        self._readers: dict[str, ReadPrerequisites] = {}
+        """Per job type, the prerequisites' reader its contexts get (it needs no lease)."""
 
     async def execute(self, job: JobState) -> Outcome:
         """Run ``job``'s handler (the job's own ``timeout_s``) and return its outcome."""
@@ -292,7 +299,9 @@ class Executor:
         return verdict.outcome(lease)
 
     async def _run(self, spec: HandlerSpec, job: JobState, lease: Lease) -> Verdict:
-        context = context_for(spec, job, lease, self._reporter(lease, job.job_type), self.resources)
+        report = self._reporter(lease, job.job_type)
+        reads = self._prerequisite_reader(job.job_type)
+        context = context_for(spec, job, lease, report, self.resources, read_prerequisites=reads)
         return await run_handler(spec, context, job.timeout_s, self._handler_threads)
 
     def _inform_breaker(self, job_type: str, verdict: Verdict) -> None:
@@ -306,13 +315,37 @@ class Executor:
         else:
             self._breaker.record_ended(job_type)
 
-    def _reporter(self, lease: Lease, job_type: str) -> Report:
-        # A database blip while a handler reports must not fail the handler: the write is
-        # retried (fenced, so safely) while the lease may live, as outcomes are.
+    def _retry_span(self, job_type: str) -> timedelta:
         longest = self._longest.get(job_type)
         if longest is None:
             longest = timedelta(seconds=lease_for(self._lease_s, job_type))
             self._longest[job_type] = longest
+        return longest
+
+    def _prerequisite_reader(self, job_type: str) -> ReadPrerequisites:
+        reader = self._readers.get(job_type)
+        if reader is None:
+            reader = self._readers[job_type] = self._new_prerequisite_reader(job_type)
+        return reader
+
+    def _new_prerequisite_reader(self, job_type: str) -> ReadPrerequisites:
+        # Reading is always safe to try again: a blip is retried as a report's write is.
+        longest = self._retry_span(job_type)
+
+        async def read_prerequisites(link: WorkflowLink) -> dict[str, JSON]:
+            async def read() -> dict[str, JSON]:
+                handle = self._ledger.workflow(link.run_id)
+                return await self._io.run(handle.prerequisite_outputs, link.step_key)
+
+            what = f"prerequisites of step {link.step_key!r} of run {link.run_id}"
+            return await written(read, what=what, clock=self._ledger.clock, lease=longest)
+
+        return read_prerequisites
+
+    def _reporter(self, lease: Lease, job_type: str) -> Report:
+        # A database blip while a handler reports must not fail the handler: the write is
+        # retried (fenced, so safely) while the lease may live, as outcomes are.
+        longest = self._retry_span(job_type)
 
         async def report(kind: str, fields: dict[str, Any]) -> None:
             async def write() -> None:

@@ -5,7 +5,8 @@ A handler is ``async def handler(ctx: JobContext) -> output`` or a plain
 ``def handler(ctx: SyncJobContext) -> output`` (run on one of the pool's handler threads so it
 cannot stall the event loop). Both report the same way: ``ctx.progress(...)`` and
 ``ctx.heartbeat()`` — awaited in an async handler, plain calls that block until written in a
-sync one. Its return value is the job's output; return a :class:`Result`
+sync one — and a workflow step's handler reads its prerequisites' outputs the same way
+(``ctx.prerequisite_outputs()``). Its return value is the job's output; return a :class:`Result`
 to also report the revision and content hash a sync subject's state should record. What a
 handler's return or exception becomes in the ledger is decided in
 :mod:`ledger.runtime.executor`.
@@ -24,6 +25,12 @@ from uuid import UUID
 
 from ledger.core.events import JSON, BackoffPolicy, Subject, WorkflowLink
 from ledger.core.state import JobState, Lease
+
+T = TypeVar("T")
+
+ReadPrerequisites = Callable[[WorkflowLink], Awaitable[dict[str, JSON]]]
+"""Reads a step's prerequisites' outputs (a coroutine the pool runs on the event loop, which
+hands the read to the pool's I/O threads)."""
 
 PERMANENT_ERROR_CODE = "job.permanent_error"
 TRANSIENT_ERROR_CODE = "job.transient_error"
@@ -69,7 +76,8 @@ class _JobView:
     """What every handler sees of its job: the job itself, its lease and the pool's resources.
 
     Reporting goes through ``report`` (a coroutine the pool runs on the event loop, which
-    hands the write to the pool's I/O threads).
+    hands the write to the pool's I/O threads), and reading the prerequisites' outputs
+    through ``read_prerequisites`` the same way.
     """
 
     def __init__(
@@ -79,6 +87,8 @@ class _JobView:
         report: Callable[[str, dict[str, Any]], Awaitable[None]],
         loop: asyncio.AbstractEventLoop,
         resources: Mapping[str, Any] | None = None,
+        *,
+        read_prerequisites: ReadPrerequisites | None = None,
     ) -> None:
         self.job = job
         self.lease = lease
@@ -86,6 +96,8 @@ class _JobView:
         """What the pool was given for its handlers (clients, configured sources…)."""
         self._report = report
         self._loop = loop
+        self._read_prerequisites = read_prerequisites
+        self._prerequisites: dict[str, JSON] | None = None
 
     @property
     def id(self) -> UUID:
@@ -122,11 +134,35 @@ class _JobView:
     @property
     def workflow(self) -> WorkflowLink | None:
         """The workflow step this job runs (``run_id``, ``step_key``), ``None`` for a plain
-        job. Its prerequisites' outputs: ``Ledger.workflow(run_id).steps()``."""
+        job. Its prerequisites' outputs: ``ctx.prerequisite_outputs()``."""
         return self.job.workflow
 
+    async def _prerequisite_outputs(self) -> dict[str, JSON]:
+        """Read once, when first asked (most handlers never ask), and kept: a step runs only
+        after every prerequisite ended, so their outputs no longer change. A copy each
+        time, so a handler that edits what it got cannot change what it gets next."""
+        link = self.job.workflow
+        if link is None:
+            return {}
+        if self._prerequisites is None:
+            if self._read_prerequisites is None:
+                raise RuntimeError("this job context was made without a ledger to read from")
+            self._prerequisites = await self._read_prerequisites(link)
+        return dict(self._prerequisites)
+
     def _report_and_wait(self, kind: str, fields: dict[str, Any]) -> None:
-        """Run one report on the loop from another thread and wait until it is written.
+        """Run one report on the loop from another thread and wait until it is written."""
+        self._wait_on_loop(kind, lambda: self._report(kind, fields))
+
+    def _prerequisite_outputs_and_wait(self) -> dict[str, JSON]:
+        if self.job.workflow is None:
+            return {}  # no read, so no trip to the loop either
+        if self._prerequisites is not None:
+            return dict(self._prerequisites)
+        return self._wait_on_loop("prerequisite_outputs", self._prerequisite_outputs)
+
+    def _wait_on_loop(self, method: str, call: Callable[[], Awaitable[T]]) -> T:
+        """``await call()`` on the loop from another thread, waiting for its result.
 
         Called on the loop's own thread this would wait for itself forever: that is a
         :class:`RuntimeError` instead."""
@@ -136,13 +172,11 @@ class _JobView:
             running = None
         if running is self._loop:
             raise RuntimeError(
-                f"ctx.{kind}_blocking() called on the event loop would deadlock it: "
-                f"in an async handler use `await ctx.{kind}(...)`"
+                f"ctx.{method}_blocking() called on the event loop would deadlock it: "
+                f"in an async handler use `await ctx.{method}(...)`"
             )
-        future: Future[None] = asyncio.run_coroutine_threadsafe(
-            _as_coroutine(self._report(kind, fields)), self._loop
-        )
-        future.result()
+        future: Future[T] = asyncio.run_coroutine_threadsafe(_as_coroutine(call()), self._loop)
+        return future.result()
 
 
 def _progress_fields(
@@ -190,6 +224,17 @@ class JobContext(_JobView):
         """:meth:`progress` from a thread other than the event loop's, waiting for it."""
         self._report_and_wait("progress", _progress_fields(done, total, stage, checkpoint))
 
+    async def prerequisite_outputs(self) -> dict[str, JSON]:
+        """``{step_key: output}`` of this workflow step's prerequisites that succeeded, in
+        the order the step lists them; a prerequisite that failed or was cancelled (only an
+        ``on_terminal`` dependent runs after one) is absent. Empty for a job that runs no
+        step. Read from the ledger on the pool's I/O threads when first asked, then kept."""
+        return await self._prerequisite_outputs()
+
+    def prerequisite_outputs_blocking(self) -> dict[str, JSON]:
+        """:meth:`prerequisite_outputs` from a thread other than the event loop's."""
+        return self._prerequisite_outputs_and_wait()
+
 
 class SyncJobContext(_JobView):
     """The context of a plain ``def`` handler (run on a handler thread): ``ctx.progress(...)``
@@ -216,12 +261,21 @@ class SyncJobContext(_JobView):
         """Record progress, a stage and/or a checkpoint. Does not renew the lease."""
         self._report_and_wait("progress", _progress_fields(done, total, stage, checkpoint))
 
+    def prerequisite_outputs(self) -> dict[str, JSON]:
+        """``{step_key: output}`` of this workflow step's prerequisites that succeeded, in
+        the order the step lists them; a prerequisite that failed or was cancelled (only an
+        ``on_terminal`` dependent runs after one) is absent. Empty for a job that runs no
+        step. Read from the ledger on the pool's I/O threads when first asked (this call
+        waits for it), then kept."""
+        return self._prerequisite_outputs_and_wait()
+
     heartbeat_blocking = heartbeat
     progress_blocking = progress
+    prerequisite_outputs_blocking = prerequisite_outputs
 
 
-async def _as_coroutine(awaitable: Awaitable[None]) -> None:
-    await awaitable
+async def _as_coroutine(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 def _is_async(function: Callable[..., Any]) -> bool:

@@ -219,6 +219,16 @@ class ReadSnapshot:
             found[record.originator_id].append(record)
         return found
 
+    def in_log_order(self, stream_ids: Iterable[UUID]) -> list[Record]:
+        """Every event of the streams, in the log's order (notification id)."""
+        wanted = list(stream_ids)
+        if not wanted:
+            return []
+        rows = self.fetch(
+            "events_of_streams_in_log_order", {"originator_ids": self.ids.keys(wanted)}
+        )
+        return self.records(rows)
+
     def _stored_after(
         self, position: int, limit: int, query: str = "events_after"
     ) -> list[StoredRow]:

@@ -21,7 +21,7 @@ PAGES: dict[str, dict[Kind, int]] = {
     "README.md": {Kind.PYTHON: 1},
     "docs/events.md": {Kind.PYTHON: 3},
     "docs/cli.md": {Kind.CONSOLE: 45, Kind.PYTHON: 20},
-    "docs/workflows.md": {Kind.PYTHON: 3},
+    "docs/workflows.md": {Kind.PYTHON: 4, Kind.CONSOLE: 9},
 }
 # Pages whose examples need a PostgreSQL database (``pg_url`` in their namespace).
 ON_POSTGRES = {"docs/cli.md"}

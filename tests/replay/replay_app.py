@@ -34,3 +34,9 @@ def blocking(ctx: JobContext) -> Any:
     ctx.progress_blocking(checkpoint={"page": 2})
     ctx.heartbeat_blocking()
     return {"checkpoint": ctx.checkpoint}
+
+
+@registry.handler("join")
+async def join(ctx: JobContext) -> Any:
+    """A workflow step: returns what its prerequisites recorded."""
+    return await ctx.prerequisite_outputs()

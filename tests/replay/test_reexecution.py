@@ -134,3 +134,30 @@ def test_run_needs_an_app_with_a_handler_for_the_type(db_url: str, jobs: dict[st
     result = invoke(db_url, "replay", str(jobs["plain"]), "--run", "--app", "replay_app:nothing")
     assert result.exit_code == 2
     assert "module 'replay_app' has no 'nothing'" in result.stderr
+
+
+def test_a_workflow_steps_handler_reads_its_prerequisites_outputs(db_url: str) -> None:
+    """A step's handler re-executed locally reads its prerequisites' recorded outputs, as
+    it does in a worker (it used to fail: the replay's context had no way to read them)."""
+    with Ledger.open(db_url) as ledger:
+        ledger.define("join")
+        started = ledger.start_workflow(
+            {
+                "workflow_type": "replayed",
+                "steps": [
+                    {"kind": "external", "key": "gate"},
+                    {
+                        "kind": "job",
+                        "key": "join",
+                        "job_type": "join",
+                        "depends_on": [{"step": "gate"}],
+                    },
+                ],
+            }
+        )
+        ledger.complete_step(started.run_id, "gate", True, {"approved": "yes"})
+        [step] = [s for s in ledger.workflow(started.run_id).steps() if s.key == "join"]
+    assert step.job_id is not None
+    code, out, err = run(db_url, step.job_id, "--json")
+    assert code == 0, err
+    assert json.loads(out)["output"] == {"gate": {"approved": "yes"}}

@@ -160,7 +160,7 @@ def check_recovery_repeat(
         reason,
     ):
         raise WorkflowIdempotencyConflictError(
-            f"request key made run {existing.run_id}, a recovery that asked otherwise"
+            f"request key made run {existing.run_id}, a recovery that asked for something else"
         )
 
 
@@ -237,7 +237,8 @@ def decide_complete_external(
         if previous == (succeeded, output, reason):
             return change.decision()
         raise CompletionConflictError(
-            f"step {step_key!r} was completed as {step.status} already, otherwise"
+            f"step {step_key!r} was completed as {step.status} already, with another "
+            "outcome, output or reason (a repeat must be the identical completion)"
         )
     if step.status is not StepStatus.WAITING_FOR_EXTERNAL:
         raise WorkflowTransitionError(f"step {step_key!r} is {step.status}, not waiting")

@@ -486,6 +486,15 @@ SELECT originator_id, originator_version, topic, state FROM jl_events
 WHERE originator_id = ANY(%(originator_ids)s::uuid[])
 ORDER BY originator_id, originator_version
 
+-- name: events_of_streams_in_log_order
+-- Every event of some streams, in the log's order (notification id): how a run's timeline
+-- interleaves its stream with its steps' jobs' streams. An event caused by another one
+-- committed before it always has the higher id (the cause committed before the effect's
+-- transaction could read it).
+SELECT notification_id, originator_id, originator_version, topic, state FROM jl_events
+WHERE originator_id = ANY(%(originator_ids)s::uuid[])
+ORDER BY notification_id
+
 -- name: queue_get_many
 -- Some jobs' folded states, read only (primary key).
 SELECT job_id, enqueue_seq, state FROM jl_queue WHERE job_id = ANY(%(job_ids)s::uuid[])

@@ -394,6 +394,15 @@ SELECT originator_id, originator_version, topic, state FROM jl_events
 WHERE originator_id IN (SELECT value FROM json_each(:originator_ids))
 ORDER BY originator_id, originator_version
 
+-- name: events_of_streams_in_log_order
+-- Every event of some streams, in the log's order (notification id): how a run's timeline
+-- interleaves its stream with its steps' jobs' streams. An event caused by another one
+-- committed before it always has the higher id (the cause committed before the effect's
+-- transaction could read it).
+SELECT rowid AS notification_id, originator_id, originator_version, topic, state FROM jl_events
+WHERE originator_id IN (SELECT value FROM json_each(:originator_ids))
+ORDER BY rowid
+
 -- name: events_insert
 -- Append stored events (jl_events primary key); the rowid is the notification id.
 INSERT INTO jl_events (originator_id, originator_version, topic, state) VALUES (?, ?, ?, ?)

@@ -1,0 +1,39 @@
+"""docs/cli.md is written by hand (not generated from click): its command table must still
+name every command the CLI has, and every ``workflow`` subcommand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cli.main import cli
+
+CLI_MD = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+
+
+def _table() -> str:
+    text = CLI_MD.read_text(encoding="utf-8")
+    return text[text.index("| Command |") : text.index("`jobledger --help`")]
+
+
+def test_the_command_table_names_every_command() -> None:
+    """Each top-level command appears in the table as `` `name``."""
+    context = click.Context(cli)
+    missing = [name for name in cli.list_commands(context) if f"`{name}" not in _table()]
+    assert missing == []
+
+
+def test_the_command_table_names_every_workflow_subcommand() -> None:
+    """Each ``jobledger workflow`` subcommand appears in a workflow row of the table, as
+    ``workflow name`` or after a slash (`` `name``)."""
+    context = click.Context(cli)
+    group = cli.get_command(context, "workflow")
+    assert isinstance(group, click.Group)
+    rows = [line for line in _table().splitlines() if line.startswith("| `workflow ")]
+    missing = [
+        name
+        for name in group.list_commands(context)
+        if not any(f"workflow {name}" in row or f"`{name}" in row for row in rows)
+    ]
+    assert missing == []
