@@ -1,5 +1,6 @@
-"""``jobledger audit``: search the whole history (the ``audit`` view) by job, type, event,
-worker, org, current status, failure code and time, a page at a time or every page."""
+"""``jobledger audit``: search the whole history (the ``audit`` view) by job, workflow run,
+type, event, worker, org, current status, failure code and time, a page at a time or every
+page."""
 
 from __future__ import annotations
 
@@ -33,7 +34,19 @@ from projections.rules.audit_query import (
 )
 
 Format = Literal["table", "json", "jsonl", "csv"]
-HEADERS = ("POSITION", "AT", "EVENT", "JOB", "TYPE", "ORG", "WORKER", "RUN", "ATTEMPT", "CODE")
+HEADERS = (
+    "POSITION",
+    "AT",
+    "EVENT",
+    "JOB",
+    "TYPE",
+    "ORG",
+    "WORKER",
+    "RUN",
+    "ATTEMPT",
+    "CODE",
+    "STEP",
+)
 PAGE = 50
 EXPORT_PAGE = 1000
 """Rows per read with ``--all`` when ``--limit`` is not given."""
@@ -52,6 +65,7 @@ def _cells(row: AuditRow) -> list[str]:
         scalar(row.run_number),
         scalar(row.attempt),
         scalar(row.code),
+        scalar(row.step_key),
     ]
 
 
@@ -60,6 +74,7 @@ def _next_command(query: AuditQuery, cursor: str) -> str:
     words = ["jobledger", "audit"]
     pairs: list[tuple[str, Any]] = [
         ("--job", query.job),
+        ("--workflow", query.workflow),
         ("--type", query.job_type),
         *(("--event", event) for event in query.events),
         ("--worker", query.worker),
@@ -102,6 +117,12 @@ def _pages(reader: Reader, query: AuditQuery, every: bool) -> Iterator[AuditPage
 
 @click.command()
 @click.option("--job", callback=params.optional_job_id, metavar="JOB_ID", help="One job's rows.")
+@click.option(
+    "--workflow",
+    callback=params.optional_job_id,
+    metavar="RUN_ID",
+    help="One workflow run's rows: its own events and its step jobs'.",
+)
 @click.option("--type", "job_type", metavar="TYPE", help="Rows of jobs of this type.")
 @click.option(
     "--event",
@@ -154,6 +175,7 @@ def audit(
     settings: Settings,
     *,
     job: UUID | None,
+    workflow: UUID | None,
     job_type: str | None,
     events: tuple[str, ...],
     worker: str | None,
@@ -169,10 +191,12 @@ def audit(
     fmt: Format,
     as_json: bool,
 ) -> None:
-    """Search every job event ever recorded, newest first, a page at a time.
+    """Search every job and workflow event ever recorded, newest first, a page at a time.
 
     Filters combine (AND); --event may repeat (any of them). --status is the job's status
-    now. The audit view is caught up to the head first, so every committed event is found
+    now. --workflow is a run's own events and its step jobs'; a run's own rows show the run
+    as JOB and its workflow type as TYPE. The audit view is caught up to the head first, so
+    every committed event is found
     (not on a --read-db replica: it is read as the primary's catch-up left it, and the lag
     line on stderr says how far behind that is).
     """
@@ -188,6 +212,7 @@ def audit(
         now = source.reader.clock.now()
         query = AuditQuery(
             job=job,
+            workflow=workflow,
             job_type=job_type,
             events=events,
             worker=worker,

@@ -103,8 +103,9 @@ def export(
             report = _export_to_file(source.reader, selection, output, progress)
     if as_json:
         echo_json(source.tagged({**plain(report), "output": str(output)}))
+    runs = f" and {_n(report.runs, 'workflow run')}" if report.runs else ""
     click.echo(
-        f"exported {_n(report.jobs, 'job')} ({_n(report.events, 'event')}, with "
+        f"exported {_n(report.jobs, 'job')}{runs} ({_n(report.events, 'event')}, with "
         f"{_n(report.definitions, 'job-type definition')})",
         err=True,
     )
@@ -195,10 +196,13 @@ def import_(
 
 def _summary(report: ImportReport, where: str) -> str:
     skipped = f"{_n(report.skipped_jobs, 'job')} and {_n(report.skipped_definitions, 'definition')}"
+    if report.skipped_runs:
+        skipped = f"{_n(report.skipped_runs, 'workflow run')}, {skipped}"
+    runs = f" and {_n(report.runs, 'workflow run')}" if report.runs else ""
     if report.events == 0 and report.skipped_events:
         return f"nothing to import into {where}: the file's {skipped} are already there, identical"
     text = (
-        f"imported {_n(report.jobs, 'job')} ({_n(report.events, 'event')}, with "
+        f"imported {_n(report.jobs, 'job')}{runs} ({_n(report.events, 'event')}, with "
         f"{_n(report.definitions, 'job-type definition')}) into {where}"
     )
     if report.skipped_events:

@@ -68,7 +68,8 @@ def _state_then(records: list[Record], to_event: int | None, at: datetime | None
 def _finding_text(finding: ReplayFinding) -> str:
     return "\n".join(
         [
-            f"job {finding.job_id} event {finding.version} {finding.topic}: {finding.rule}",
+            f"{'run' if finding.kind == 'workflow' else 'job'} {finding.job_id} event "
+            f"{finding.version} {finding.topic}: {finding.rule}",
             f"  expected  {finding.expected}",
             f"  recorded  {finding.recorded}",
         ]
@@ -76,8 +77,9 @@ def _finding_text(finding: ReplayFinding) -> str:
 
 
 def _summary_line(summary: ReplaySummary) -> str:
+    runs = f" and {summary.runs} workflow run(s)" if summary.runs else ""
     return (
-        f"checked {summary.jobs} job(s), {summary.events} event(s): "
+        f"checked {summary.jobs} job(s){runs}, {summary.events} event(s): "
         f"{len(summary.findings)} finding(s)"
     )
 

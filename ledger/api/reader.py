@@ -259,14 +259,16 @@ class Reader:
     # --- decision replay (jobledger replay --check; see ledger/core/decision_replay.py) -------
 
     def replay_check(self, job_id: UUID) -> JobReplay:
-        """Re-run the current decisions over one job's history and report what differs."""
+        """Re-run the current decisions over one job's history (or a workflow run's, given
+        its id) and report what differs."""
         return replay_reads.check_job(self.store, job_id)
 
     def replay_check_all(
         self, *, job_type: str | None = None, batch_size: int = 500
     ) -> Iterator[JobReplay]:
-        """:meth:`replay_check` for every job (or every job of ``job_type``), streamed from one
-        read snapshot, ``batch_size`` jobs at a time (see :mod:`ledger.store.replay_reads`)."""
+        """:meth:`replay_check` for every job (or every job of ``job_type``), then (without a
+        type) every workflow run (``kind`` ``workflow``), streamed from one read snapshot,
+        ``batch_size`` jobs or runs at a time (see :mod:`ledger.store.replay_reads`)."""
         return replay_reads.check_all(self.store, job_type=job_type, batch_size=batch_size)
 
     # --- export (ledger/core/exchange.py, docs/export-format.md) ------------------------------
@@ -279,7 +281,8 @@ class Reader:
         progress: ExportProgress | None = None,
     ) -> ExportReport:
         """Write the whole histories of the selected jobs (all by default), after the
-        definition streams they use, as exchange-format lines through ``write``; one snapshot."""
+        definition streams they use, and then their workflow runs' (every run by default),
+        as exchange-format lines through ``write``; one snapshot."""
         return Exporter(self.store).export(write, selection or Selection(), progress)
 
     # --- wake-ups -----------------------------------------------------------------------------

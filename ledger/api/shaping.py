@@ -195,6 +195,8 @@ AUDIT_FIELDS = (
     "run_number",
     "attempt",
     "code",
+    "workflow_run",
+    "step_key",
 )
 """An audit row's keys, in order (also the CSV export's columns)."""
 

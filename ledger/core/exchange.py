@@ -1,9 +1,10 @@
 """The history exchange format: versioned JSON Lines, read and written without I/O.
 
 A file is a header line (:func:`header_line`) and then one line per stored event
-(:func:`event_line`): definitions first, then jobs, each stream whole and contiguous, in version
-order. The bytes depend only on the events, never on when, where or by whom the export ran, so
-export -> import -> export is byte-identical. ``docs/export-format.md`` is the reference.
+(:func:`event_line`): definitions first, then jobs, then workflow runs, each stream whole and
+contiguous, in version order. The bytes depend only on the events, never on when, where or by
+whom the export ran, so export -> import -> export is byte-identical. ``docs/export-format.md``
+is the reference.
 
 Reading (:func:`read_streams`) validates as it goes and raises :class:`ImportBadLineError` with
 the line number: the header, the shape of each line, each event's fields (older topic versions
@@ -11,6 +12,11 @@ go through the codec's upcasters), the bounds the commands enforce on each event
 (:func:`ledger.core.recorded.check_recorded`: payload size and depth, names, NUL, leases…),
 the order of streams and versions, and the fold of every stream, so an import can check a
 whole file before it writes anything.
+
+A workflow run's stream (kind ``workflow``, after the jobs) is checked as a job's is: its
+first event is ``workflow_submitted`` with a request a submit would accept, and the run's
+fold (:func:`ledger.core.workflows.state.evolve`, which refuses what no decision writes)
+holds over the whole stream.
 
 This module is pure: no store, driver or clock.
 """
@@ -30,7 +36,10 @@ from ledger.core.errors import LedgerError
 from ledger.core.events import Event, JobEnqueued, JobEvent, JobTypeDefined, JobTypeUpdated
 from ledger.core.recorded import check_recorded
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
-from ledger.core.workflows.events import WorkflowEvent
+from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
+from ledger.core.workflows.state import RunState
+from ledger.core.workflows.state import evolve as evolve_run
+from ledger.core.workflows.validation import normalise_request
 
 FORMAT = "jobledger-history"
 FORMAT_VERSION = 1
@@ -42,6 +51,7 @@ class StreamKind(StrEnum):
 
     JOB = "job"
     JOB_TYPE = "job_type"
+    WORKFLOW = "workflow"
 
 
 class ImportBadLineError(LedgerError):
@@ -87,7 +97,8 @@ class Selection(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Stream(NamedTuple):
-    """One whole stream read from a file: its kind, id, job type, events and first line."""
+    """One whole stream read from a file: its kind, id, job type (a run's: its workflow
+    type), events and first line."""
 
     kind: StreamKind
     stream_id: UUID
@@ -170,7 +181,9 @@ def event_line(
 
 
 def kind_of(event: Event) -> StreamKind:
-    return StreamKind.JOB if isinstance(event, JobEvent) else StreamKind.JOB_TYPE
+    if isinstance(event, JobEvent):
+        return StreamKind.JOB
+    return StreamKind.WORKFLOW if isinstance(event, WorkflowEvent) else StreamKind.JOB_TYPE
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -230,14 +243,13 @@ def parse_line(codec: EventCodec, number: int, raw: bytes) -> tuple[StreamKind, 
         RecursionError,
     ) as exc:
         raise ImportBadLineError(number, f"{line.topic}: {exc}") from None
-    if isinstance(event, WorkflowEvent):
-        # The codec reads them; the format's stream kinds and checks do not cover runs yet.
-        raise ImportBadLineError(number, f"{line.topic}: workflow runs are not exchanged yet")
     naive = _naive_time(event)
     if naive is not None:
         raise ImportBadLineError(number, f"{line.topic}: `{naive}` has no time zone")
     try:
         check_recorded(event)
+        if isinstance(event, WorkflowSubmitted):
+            normalise_request(event.request)  # the bounds and the graph a submit checks
     except LedgerError as exc:
         raise ImportBadLineError(number, f"{line.topic}: {exc.message}") from None
     if kind_of(event) is not line.kind:
@@ -252,6 +264,14 @@ def _job_type_of(record: Record, number: int) -> str:
         return event.definition.job_type
     if isinstance(event, JobEnqueued):
         return event.request.job_type
+    if isinstance(event, WorkflowSubmitted):
+        return event.request.workflow_type
+    if isinstance(event, WorkflowEvent):
+        raise ImportBadLineError(
+            number,
+            f"workflow stream {record.originator_id} starts with {type(event).name}, "
+            "not workflow_submitted",
+        )
     raise ImportBadLineError(
         number,
         f"job stream {record.originator_id} starts with {type(event).name}, not job_enqueued",
@@ -266,8 +286,10 @@ class _Checker:
         self._seen: set[int] = set()
         self._types: set[str] = set()
         self._jobs_started = False
+        self._runs_started = False
         self._job: JobState | None = None
         self._definition: DefinitionState | None = None
+        self._run: RunState | None = None
 
     def start(self, kind: StreamKind, record: Record, number: int) -> Stream:
         stream_id = record.originator_id
@@ -279,7 +301,11 @@ class _Checker:
             raise ImportBadLineError(number, f"stream {stream_id} appears twice")
         self._seen.add(stream_id.int)
         job_type = _job_type_of(record, number)
-        if kind is StreamKind.JOB_TYPE:
+        if kind is StreamKind.WORKFLOW:
+            self._runs_started = True
+        elif self._runs_started:
+            raise ImportBadLineError(number, f"{kind} stream after the first workflow run")
+        elif kind is StreamKind.JOB_TYPE:
             if self._jobs_started:
                 raise ImportBadLineError(number, "definition after the first job")
             if stream_id != self._type_stream(job_type):
@@ -293,7 +319,7 @@ class _Checker:
                 raise ImportBadLineError(
                     number, f"job type {job_type!r} has no definition earlier in the file"
                 )
-        self._job, self._definition = None, None
+        self._job, self._definition, self._run = None, None, None
         return Stream(kind, stream_id, job_type, [], number)
 
     def add(self, stream: Stream, record: Record, number: int) -> None:
@@ -311,6 +337,12 @@ class _Checker:
                 if self._job.job_id != stream.stream_id:
                     raise ImportBadLineError(
                         number, f"job {self._job.job_id} in stream {stream.stream_id}"
+                    )
+            elif isinstance(event, WorkflowEvent):
+                self._run = evolve_run(self._run, event)
+                if self._run.run_id != stream.stream_id:
+                    raise ImportBadLineError(
+                        number, f"run {self._run.run_id} in stream {stream.stream_id}"
                     )
             else:
                 self._definition = evolve_definition(self._definition, event)

@@ -156,8 +156,8 @@ def _check_enqueue(
 def _check_step_enqueue(event: JobEnqueued) -> None:
     """A step's job is enqueued by its run's release, with the settings frozen at the run's
     submit (not the definitions at the time): here only its id is checked, derived from the
-    run and the step. (The release itself is the run's; re-running the workflow decisions
-    over the run's stream is part of issue 14's replay work, not yet built.)"""
+    run and the step. (The release itself is the run's, re-decided over the run's stream by
+    :mod:`ledger.core.workflow_replay`.)"""
     link = event.workflow
     assert link is not None
     expected = step_job_id(link.run_id, link.step_key)

@@ -15,15 +15,16 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core.events import Event, JobEvent
+from ledger.core.events import Event
 
 
 class ReplayFinding(msgspec.Struct, frozen=True):
     """One event the current code would not have recorded the same way."""
 
     job_id: UUID
+    """The stream's id: the job's, or a workflow run's (:mod:`ledger.core.workflow_replay`)."""
     version: int
-    """The event's version in the job's stream (as ``jobledger history`` numbers them)."""
+    """The event's version in the stream (as ``jobledger history`` numbers them)."""
     topic: str
     """The event's name, or ``diagnostics``."""
     rule: str
@@ -31,25 +32,32 @@ class ReplayFinding(msgspec.Struct, frozen=True):
     expected: str
     """What the current code would have produced (or refused)."""
     recorded: str
+    kind: str = "job"
+    """``job``, or ``workflow`` for a run's stream."""
 
 
 class JobReplay(msgspec.Struct, frozen=True):
-    """The result of checking one job's history."""
+    """The result of checking one job's history, or (``kind`` ``workflow``) one run's."""
 
     job_id: UUID
     events: int
     findings: list[ReplayFinding]
+    kind: str = "job"
 
 
 class ReplaySummary(msgspec.Struct):
-    """Jobs and events checked so far, and every finding."""
+    """Jobs, workflow runs and events checked so far, and every finding."""
 
     jobs: int = 0
     events: int = 0
     findings: list[ReplayFinding] = msgspec.field(default_factory=list)
+    runs: int = 0
 
     def add(self, checked: JobReplay) -> None:
-        self.jobs += 1
+        if checked.kind == "job":
+            self.jobs += 1
+        else:
+            self.runs += 1
         self.events += checked.events
         self.findings.extend(checked.findings)
 
@@ -89,7 +97,7 @@ def describe(event: Event, only: Iterable[str] | None = None) -> str:
     return " ".join([event.name, *(f"{key}={describe_value(values[key])}" for key in keys)])
 
 
-def compare(expected: Sequence[JobEvent], recorded: Sequence[JobEvent]) -> None:
+def compare(expected: Sequence[Event], recorded: Sequence[Event]) -> None:
     """Raise on the first recorded event that differs from the expected one."""
     if len(expected) != len(recorded):
         raise MismatchError(

@@ -73,6 +73,8 @@ def _one_shape(
 
     if query.job is not None:
         add("job", "job", ids.key(query.job))
+    if query.workflow is not None:
+        add("workflow", "workflow", ids.key(query.workflow))
     if query.job_type is not None:
         add("job_type", "job_type", query.job_type)
     if query.code is not None:
@@ -124,4 +126,6 @@ def _row(ids: IdAdapter, row: Any) -> AuditRow:
         attempt=row["attempt"],
         at=from_us(int(row["at"])),
         code=row["code"],
+        workflow_run=None if row["workflow_run"] is None else ids.uuid(row["workflow_run"]),
+        step_key=row["step_key"],
     )

@@ -6,7 +6,13 @@ consistent moment of the ledger even while workers write. Jobs are taken in page
 by position, :data:`WINDOW` positions at most per query); each page's histories are read in
 one query and written out before the next page is read, so memory holds one page, not the
 ledger. The selection is walked twice: first to learn
-which job types the jobs use (their definition streams come first in the file), then to write.
+which job types the jobs use (their definition streams come first in the file) and which
+workflow runs their steps belong to, then to write.
+
+Workflow runs come last, each whole, in the order of their first event: every run when the
+selection is everything, else the runs of the selected jobs that run a step. A run's step jobs
+come with it even when the selection leaves them out (after the selected jobs), so that an
+import never holds a run without its steps' histories.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.errors import JobNotFoundError
+from ledger.core.events import JobEnqueued
 from ledger.core.exchange import Selection, StreamKind, event_line, header_line, stored_fields
+from ledger.core.workflows.events import WorkflowStepReleased
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
@@ -39,12 +47,15 @@ class ExportReport(msgspec.Struct, frozen=True):
     definitions: int
     jobs: int
     events: int
+    runs: int = 0
 
 
 class _Job(msgspec.Struct, frozen=True):
     position: int
     job_id: UUID
     job_type: str
+    run_id: UUID | None
+    """The workflow run the job runs a step of (its enqueue's link)."""
 
 
 class Exporter:
@@ -65,22 +76,67 @@ class Exporter:
             if missing:
                 raise JobNotFoundError(f"no job {', '.join(missing)}")
         with self.store.read_snapshot() as tables:
-            job_types = sorted(
-                {job.job_type for page in self._pages(tables, selection) for job in page}
-            )
+            types: set[str] = set()
+            step_jobs: set[UUID] = set()
+            linked: set[UUID] = set()
+            for page in self._pages(tables, selection):
+                for job in page:
+                    types.add(job.job_type)
+                    if job.run_id is not None:
+                        step_jobs.add(job.job_id)
+                        linked.add(job.run_id)
+            runs = self._runs(tables, None if selection == Selection() else linked)
+            added = self._unselected_steps(tables, runs, step_jobs)
+            job_types = sorted(types | {job.job_type for job in added})
             write(header_line())
             events = self._write_streams(
                 tables, write, StreamKind.JOB_TYPE, [job_type_stream_id(t) for t in job_types]
             )
             jobs = 0
-            for page in self._pages(tables, selection):
+            pages = self._pages(tables, selection)
+            extra = (added[i : i + self.page] for i in range(0, len(added), self.page))
+            for page in (*pages, *extra):
                 events += self._write_streams(
                     tables, write, StreamKind.JOB, [job.job_id for job in page]
                 )
                 jobs += len(page)
                 if progress is not None:
                     progress(jobs, events)
-        return ExportReport(definitions=len(job_types), jobs=jobs, events=events)
+            for start in range(0, len(runs), self.page):
+                chunk = runs[start : start + self.page]
+                events += self._write_streams(tables, write, StreamKind.WORKFLOW, chunk)
+        return ExportReport(definitions=len(job_types), jobs=jobs, events=events, runs=len(runs))
+
+    def _runs(self, tables: ReadSnapshot, named: set[UUID] | None) -> list[UUID]:
+        """The runs to write (``None``: every run), in the order of their first event."""
+        if named is None:
+            rows = tables.fetch("exchange_runs_all")
+        elif named:
+            rows = tables.fetch("exchange_runs_named", {"run_ids": tables.ids.keys(named)})
+        else:
+            return []
+        return [tables.ids.uuid(row["run_id"]) for row in rows]
+
+    def _unselected_steps(
+        self, tables: ReadSnapshot, runs: list[UUID], selected: set[UUID]
+    ) -> list[_Job]:
+        """The step jobs of ``runs`` that the selection left out, in the order of their
+        first event."""
+        wanted: list[UUID] = []
+        for start in range(0, len(runs), self.page):
+            histories = tables.histories(runs[start : start + self.page])
+            for records in histories.values():
+                wanted += [
+                    r.event.job_id
+                    for r in records
+                    if isinstance(r.event, WorkflowStepReleased)
+                    and r.event.job_id is not None
+                    and r.event.job_id not in selected
+                ]
+        if not wanted:
+            return []
+        params = {"job_ids": tables.ids.keys(wanted), "job_type": None, "org": None, "status": None}
+        return self._admitted(tables, tables.fetch("exchange_jobs_named", params), Selection())
 
     def _pages(self, tables: ReadSnapshot, selection: Selection) -> Iterator[list[_Job]]:
         """The selected jobs, a page at a time, in the order of their first event."""
@@ -111,13 +167,18 @@ class Exporter:
     def _admitted(
         self, tables: ReadSnapshot, rows: Sequence[Any], selection: Selection
     ) -> list[_Job]:
-        timed = selection.since is not None or selection.until is not None
         decode = tables.decode
-        return [
-            _Job(int(row["position"]), tables.ids.uuid(row["job_id"]), row["job_type"])
-            for row in rows
-            if not timed or selection.admits_enqueue_time(decode(row["topic"], row["state"]).at)
-        ]
+        jobs = []
+        for row in rows:
+            first = decode(row["topic"], row["state"])
+            assert isinstance(first, JobEnqueued)
+            if not selection.admits_enqueue_time(first.at):
+                continue
+            link = first.workflow
+            job_id = tables.ids.uuid(row["job_id"])
+            run_id = None if link is None else link.run_id
+            jobs.append(_Job(int(row["position"]), job_id, row["job_type"], run_id))
+        return jobs
 
     def _write_streams(
         self, tables: ReadSnapshot, write: Write, kind: StreamKind, stream_ids: list[UUID]

@@ -16,7 +16,10 @@ Three passes over the file (which is why it is opened by a callable that can ope
    streams again, so a writer racing the import is refused rather than merged, and any
    failure (a conflict, a database refusal) rolls the whole file back.
 
-Job ids are global, so a stream present in both must be the same history. An import writes
+Job and run ids are global, so a stream present in both must be the same history. A
+workflow run's stream comes after the jobs and is appended as it stands, with the store's
+policies off for the import: the file already holds every follow-up they wrote (a step's
+end, the releases after it), so the same views follow as in the source. An import writes
 into a target that holds live work (pending or leased jobs) only when asked to
 (``into_live``): that target's workers would start claiming the imported jobs at once.
 """
@@ -40,7 +43,9 @@ from ledger.core.exchange import (
     read_streams,
     same_history,
 )
+from ledger.core.policy import RunEvents
 from ledger.core.state import fold
+from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
@@ -65,6 +70,8 @@ class ImportReport(msgspec.Struct, frozen=True):
     skipped_jobs: int
     skipped_events: int
     lines: int
+    runs: int = 0
+    skipped_runs: int = 0
 
 
 class Importer:
@@ -97,12 +104,15 @@ class Importer:
             skipped = self._check(open_lines, lambda done: report("check", done, lines))
             if not into_live:
                 self._refuse_live_work(open_lines, skipped)
-        counts = {"definitions": 0, "jobs": 0, "events": 0}
-        skipped_counts = {"definitions": 0, "jobs": 0, "events": 0}
+        counts = {"definitions": 0, "jobs": 0, "runs": 0, "events": 0}
+        skipped_counts = {"definitions": 0, "jobs": 0, "runs": 0, "events": 0}
         done = 0
         first_line = 0
         try:
             with self.store.unit_of_work() as uow:
+                # The file holds every follow-up a policy wrote (a step's end, the releases
+                # after it): running the policies again would write them twice.
+                uow.policies = ()
                 for batch in _batches(self._streams(open_lines)):
                     first_line = batch[0].first_line
                     _append(uow, [stream for stream in batch if stream.stream_id not in skipped])
@@ -128,6 +138,8 @@ class Importer:
             skipped_jobs=skipped_counts["jobs"],
             skipped_events=skipped_counts["events"],
             lines=lines,
+            runs=counts["runs"],
+            skipped_runs=skipped_counts["runs"],
         )
 
     def _check(self, open_lines: OpenLines, progress: Callable[[int], None]) -> set[UUID]:
@@ -143,6 +155,8 @@ class Importer:
                         present.add(stream.stream_id)
                     elif stream.kind is StreamKind.JOB:
                         self._check_unique(tables, stream)
+                    elif stream.kind is StreamKind.WORKFLOW:
+                        self._check_unique_run(tables, stream)
                     done += len(stream.records)
                 progress(done)
         return present
@@ -175,6 +189,28 @@ class Importer:
                         f"{_describe(stream)} has the {what}, which job {holder} "
                         "holds in the target; nothing imported"
                     )
+
+    def _check_unique_run(self, tables: ReadSnapshot, stream: Stream) -> None:
+        """Refuse a new run whose idempotency key another run of the target holds (the
+        workflow view's unique index would refuse it mid-import)."""
+        first = stream.records[0].event
+        assert isinstance(first, WorkflowSubmitted)
+        request = first.request
+        if request.idempotency_key is None:
+            return
+        params = {
+            "workflow_type": request.workflow_type,
+            "org": request.org or "",
+            "idempotency_key": request.idempotency_key,
+        }
+        for row in tables.fetch("workflow_run_find_idempotent", params):
+            holder = tables.ids.uuid(row["run_id"])
+            if holder != stream.stream_id:
+                raise ImportConflictError(
+                    f"{_describe(stream)} has the idempotency key "
+                    f"{request.idempotency_key!r}, which run {holder} holds in the target; "
+                    "nothing imported"
+                )
 
     def _refuse_live_work(self, open_lines: OpenLines, skipped: set[UUID]) -> None:
         """Refuse to add streams to a target with pending or leased jobs."""
@@ -211,7 +247,12 @@ def _append(uow: UnitOfWork, streams: list[Stream]) -> None:
         for stream in streams
         if stream.kind is StreamKind.JOB
     ]
-    uow.append(jobs, definitions)
+    runs = [
+        RunEvents(stream.stream_id, [_run_event(record) for record in stream.records])
+        for stream in streams
+        if stream.kind is StreamKind.WORKFLOW
+    ]
+    uow.append(jobs, definitions, runs)
 
 
 def validate(
@@ -231,13 +272,20 @@ def _job_event(record: Record) -> JobEvent:
     return record.event
 
 
+def _run_event(record: Record) -> WorkflowEvent:
+    assert isinstance(record.event, WorkflowEvent)
+    return record.event
+
+
 def _plural(kind: StreamKind) -> str:
-    return "jobs" if kind is StreamKind.JOB else "definitions"
+    return {StreamKind.JOB: "jobs", StreamKind.WORKFLOW: "runs"}.get(kind, "definitions")
 
 
 def _describe(stream: Stream) -> str:
     if stream.kind is StreamKind.JOB:
         return f"job {stream.stream_id} (line {stream.first_line})"
+    if stream.kind is StreamKind.WORKFLOW:
+        return f"workflow run {stream.stream_id} (line {stream.first_line})"
     return f"job type {stream.job_type!r} (line {stream.first_line})"
 
 

@@ -21,7 +21,9 @@ from uuid import UUID
 from ledger.core.codec import EventCodec, Record
 from ledger.core.events import Event
 from ledger.store.ids import IdAdapter
+from projections.rules.audit import Origin
 from projections.rules.catalog import Projection
+from projections.rules.queue import decode_state
 from projections.rules.replay import Row, StreamEvent, TailPosition
 
 StoredRow = (
@@ -274,10 +276,31 @@ class ReadSnapshot:
             for row in self.fetch("tracking_all")
         }
 
-    def job_origins(self, job_ids: Iterable[UUID]) -> dict[UUID, tuple[str, str | None]]:
-        """Each existing job's ``(job_type, org)`` from ``jl_queue``."""
+    def job_origins(self, job_ids: Iterable[UUID]) -> dict[UUID, Origin]:
+        """Each existing job's type, org and workflow link, from ``jl_queue``."""
         keys = list(job_ids)
         if not keys:
             return {}
-        rows = self.fetch("queue_origins", {"job_ids": self.ids.keys(keys)})
-        return {self.ids.uuid(row["job_id"]): (row["job_type"], row["org"]) for row in rows}
+        origins = {}
+        for row in self.fetch("queue_origins", {"job_ids": self.ids.keys(keys)}):
+            link = decode_state(row["state"]).workflow
+            origins[self.ids.uuid(row["job_id"])] = Origin(
+                row["job_type"],
+                row["org"],
+                None if link is None else link.run_id,
+                None if link is None else link.step_key,
+            )
+        return origins
+
+    def run_origins(self, run_ids: Iterable[UUID]) -> dict[UUID, Origin]:
+        """Each existing workflow run's type and org, from ``jl_workflow_runs``."""
+        keys = list(run_ids)
+        if not keys:
+            return {}
+        rows = self.fetch("workflow_run_origins", {"run_ids": self.ids.keys(keys)})
+        return {
+            (run_id := self.ids.uuid(row["run_id"])): Origin(
+                row["workflow_type"], row["org"], run_id
+            )
+            for row in rows
+        }

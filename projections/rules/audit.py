@@ -1,4 +1,5 @@
-"""The audit projection's rules: one row per job event, keyed by its notification position.
+"""The audit projection's rules: one row per job or workflow event, keyed by its notification
+position.
 
 Pure: the runner (:mod:`projections.runners.tracked`) and the replay both call :func:`audit_row`.
 The
@@ -11,16 +12,28 @@ the reap fail, e.g. ``store.busy``), and ``NULL`` on every other row. ``job_retr
 carries none: the retry's code is that of the ``job_failed`` just before it in the same job
 (recorded in the same commit), which is how audit queries match retries by code
 (:mod:`ledger.store.audit_reads`), so the rule needs no state beyond the event.
+
+A workflow run's own events have rows too (version 3): ``job_id`` is then the stream's id,
+the run's, and ``job_type`` / ``org`` are the run's ``workflow_type`` / ``org`` (from its
+``workflow_submitted``), so the filters by type, org, event and time work on them as on jobs.
+``workflow_run`` and ``step_key`` are the run and step the row belongs to: a run event's own
+(``step_key`` ``NULL`` on run-level events such as ``workflow_status_changed``), and on a
+step's job's events the job's link (``job_enqueued`` v2); ``NULL`` on a plain job's rows.
+``code`` of a ``workflow_step_failed`` is its failure's, of a ``workflow_step_cancelled`` its
+cancel code (``workflow.dependency_unsatisfied``, ...).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 from uuid import UUID
 
 from ledger.core.events import Failure, JobEvent, JobReapDeferred
 from ledger.core.times import to_us
+from ledger.core.workflows.events import WORKFLOW_EVENTS, WorkflowEvent, WorkflowStepCancelled
 from projections.rules.view import ALL_JOB_EVENTS, Projection
+
+ALL_WORKFLOW_EVENTS = tuple(cls.name for cls in WORKFLOW_EVENTS)
 
 COLUMNS = (
     "position",
@@ -33,43 +46,65 @@ COLUMNS = (
     "attempt",
     "at",
     "code",
+    "workflow_run",
+    "step_key",
 )
+
+
+class Origin(NamedTuple):
+    """What a stream's rows carry besides the event: a job's type, org and workflow link, or
+    a run's workflow type and org (its link is itself)."""
+
+    job_type: str
+    org: str | None
+    workflow_run: UUID | None = None
+    step_key: str | None = None
+
 
 PROJECTION = Projection(
     "audit",
-    2,
+    3,
     "jl_audit",
     ("position",),
     COLUMNS,
     "schema_audit",
-    ALL_JOB_EVENTS,
+    ALL_JOB_EVENTS + ALL_WORKFLOW_EVENTS,
     mode="tracked",
-    description="one row per job event, indexed for audit queries (tracked)",
+    description="one row per job or workflow event, indexed for audit queries (tracked)",
 )
 
 
 def audit_row(
-    position: int, job_id: UUID, event: JobEvent, job_type: str, org: str | None
+    position: int, job_id: UUID, event: JobEvent | WorkflowEvent, origin: Origin
 ) -> dict[str, Any]:
-    """The audit row of one job event (``None`` where the event has no worker/run/attempt, or
-    no failure code)."""
+    """The audit row of one job event, or of one workflow event (``job_id`` the run's id,
+    ``origin`` its workflow type and org); ``None`` where the event has no worker/run/attempt,
+    no code, or belongs to no workflow run. A workflow event's ``step_key`` is its own."""
+    workflow_run, step_key = origin.workflow_run, origin.step_key
+    if isinstance(event, WorkflowEvent):
+        workflow_run, step_key = job_id, getattr(event, "step_key", None)
     return {
         "position": position,
         "job_id": job_id,
-        "job_type": job_type,
-        "org": org,
+        "job_type": origin.job_type,
+        "org": origin.org,
         "event": event.name,
         "worker_id": getattr(event, "worker_id", None),
         "run_number": getattr(event, "run_number", None),
         "attempt": getattr(event, "attempt", None),
         "at": to_us(event.at),
         "code": _code(event),
+        "workflow_run": workflow_run,
+        "step_key": step_key,
     }
 
 
-def _code(event: JobEvent) -> str | None:
-    """The code an audit query matches on: a failure's, or a deferred reap's error's."""
+def _code(event: JobEvent | WorkflowEvent) -> str | None:
+    """The code an audit query matches on: a failure's, a deferred reap's error's, or a step
+    cancel's."""
     if isinstance(event, JobReapDeferred):
         return event.cause.code
+    if isinstance(event, WorkflowStepCancelled):
+        return event.code
     failure = getattr(event, "failure", None)
     return failure.code if isinstance(failure, Failure) else None

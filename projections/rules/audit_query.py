@@ -25,11 +25,12 @@ import msgspec
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JOB_EVENTS, JobStatus
 from ledger.core.limits import INT64_MAX
+from ledger.core.workflows.events import WORKFLOW_EVENTS
 
 Order = Literal["newest", "oldest"]
 
-EVENT_NAMES: tuple[str, ...] = tuple(event.name for event in JOB_EVENTS)
-"""The events an audit row can be (job events only; job-type events have no row)."""
+EVENT_NAMES: tuple[str, ...] = tuple(event.name for event in (*JOB_EVENTS, *WORKFLOW_EVENTS))
+"""The events an audit row can be (job and workflow events; job-type events have no row)."""
 STATUSES: tuple[str, ...] = tuple(status.value for status in JobStatus)
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 10_000
@@ -48,9 +49,12 @@ class AuditQuery(msgspec.Struct, frozen=True, kw_only=True):
     ``code`` matches the failure code of ``job_failed`` / ``job_dead_lettered`` rows, and of
     ``job_retry_scheduled`` rows by the failure they retry. ``since`` is inclusive and
     ``until`` exclusive, on the event's own time. ``cursor`` continues a previous page.
+    ``workflow`` is a run's rows: its own events and its step jobs' (``job_type`` and ``org``
+    match a run's own rows by its workflow type and org).
     """
 
     job: UUID | None = None
+    workflow: UUID | None = None
     job_type: str | None = None
     events: tuple[str, ...] = ()
     worker: str | None = None
@@ -89,8 +93,10 @@ class AuditQuery(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class AuditRow(msgspec.Struct, frozen=True):
-    """One job event as the audit view holds it (``None``: the event has no such field).
-    ``code`` of a ``job_retry_scheduled`` is that of the failure it retries."""
+    """One job or workflow event as the audit view holds it (``None``: the event has no such
+    field). ``code`` of a ``job_retry_scheduled`` is that of the failure it retries. A run's
+    own event has the run's id as ``job_id`` and its workflow type as ``job_type``;
+    ``workflow_run`` / ``step_key`` name the run and step of a run's event or a step's job's."""
 
     position: int
     job_id: UUID
@@ -102,6 +108,8 @@ class AuditRow(msgspec.Struct, frozen=True):
     attempt: int | None
     at: datetime
     code: str | None
+    workflow_run: UUID | None = None
+    step_key: str | None = None
 
 
 class AuditPage(msgspec.Struct, frozen=True):

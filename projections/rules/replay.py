@@ -30,7 +30,7 @@ from ledger.core.state import (
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
-from projections.rules.audit import audit_row
+from projections.rules.audit import Origin, audit_row
 from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
@@ -136,7 +136,14 @@ class Replay:
         if self._keep_audit and (
             self._audit_upto is None or TailPosition.of(item) <= self._audit_upto
         ):
-            row = audit_row(item.position, item.originator_id, event, state.job_type, state.org)
+            link = state.workflow
+            origin = Origin(
+                state.job_type,
+                state.org,
+                None if link is None else link.run_id,
+                None if link is None else link.step_key,
+            )
+            row = audit_row(item.position, item.originator_id, event, origin)
             self._audit[item.position] = row
             if self.track_dirty:
                 self._dirty["audit"].add((item.position,))
@@ -156,6 +163,15 @@ class Replay:
                 f"{run_id}, but folds to version {state.version}"
             )
         self._runs[run_id] = state
+        if self._keep_audit and (
+            self._audit_upto is None or TailPosition.of(item) <= self._audit_upto
+        ):
+            asked = state.request
+            origin = Origin(asked.workflow_type, asked.org, run_id)
+            row = audit_row(item.position, run_id, event, origin)
+            self._audit[item.position] = row
+            if self.track_dirty:
+                self._dirty["audit"].add((item.position,))
         if self.track_dirty:
             self._dirty["workflow_runs"].add((run_id,))
             before = previous.steps if previous is not None else {}

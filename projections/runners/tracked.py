@@ -26,9 +26,10 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.events import JobEnqueued, JobEvent
+from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
-from projections.rules.audit import audit_row
+from projections.rules.audit import Origin, audit_row
 from projections.rules.catalog import AUDIT, Projection
 from projections.rules.replay import Row, StreamEvent, TailPosition
 from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
@@ -36,14 +37,16 @@ from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
 BATCH = 5_000
 """Events applied per transaction."""
 ORIGINS_CACHED = 100_000
-"""Jobs whose (type, org) the runner remembers between batches (then it starts afresh)."""
+"""Jobs and runs whose origin (type, org, link) the runner remembers between batches (then it
+starts afresh)."""
 
 
 log = logging.getLogger("jobledger.projections")
 
 
 class UnknownJobError(LookupError):
-    """A job event whose job has no enqueue event in the batch nor a row in ``jl_queue``."""
+    """A job (or run) event whose stream has no enqueue (submit) event in the batch nor a row
+    in ``jl_queue`` (``jl_workflow_runs``)."""
 
 
 class CatchUp(msgspec.Struct, frozen=True):
@@ -64,7 +67,7 @@ class TrackedRunner:
         self.store = store
         self.projection = projection
         self.batch = batch
-        self._origins: dict[UUID, tuple[str, str | None]] = {}
+        self._origins: dict[UUID, Origin] = {}
 
     def run_once(self, limit: int | None = None) -> int:
         """Apply the next batch (up to ``limit`` events) in one transaction; how many."""
@@ -147,21 +150,33 @@ class TrackedRunner:
     def _rows(self, tables: ViewTables, events: list[StreamEvent]) -> list[Row]:
         if len(self._origins) > ORIGINS_CACHED:
             self._origins.clear()
-        jobs = [item for item in events if isinstance(item.event, JobEvent)]
-        for item in jobs:
+        kept = [item for item in events if isinstance(item.event, JobEvent | WorkflowEvent)]
+        for item in kept:
             if isinstance(item.event, JobEnqueued):
-                request = item.event.request
-                self._origins[item.originator_id] = (request.job_type, request.org)
+                request, link = item.event.request, item.event.workflow
+                self._origins[item.originator_id] = Origin(
+                    request.job_type,
+                    request.org,
+                    None if link is None else link.run_id,
+                    None if link is None else link.step_key,
+                )
+            elif isinstance(item.event, WorkflowSubmitted):
+                asked = item.event.request
+                self._origins[item.originator_id] = Origin(
+                    asked.workflow_type, asked.org, item.originator_id
+                )
         # (A comprehension, not a set difference with the cache's keys: that would hash
         # every cached id on every batch.)
-        unknown = {item.originator_id for item in jobs if item.originator_id not in self._origins}
+        unknown = {item.originator_id for item in kept if item.originator_id not in self._origins}
         if unknown:
-            self._origins.update(tables.job_origins(sorted(unknown)))
+            runs = {i.originator_id for i in kept if isinstance(i.event, WorkflowEvent)}
+            self._origins.update(tables.job_origins(sorted(unknown - runs)))
+            self._origins.update(tables.run_origins(sorted(unknown & runs)))
         rows: list[dict[str, Any]] = []
-        for item in jobs:
+        for item in kept:
             origin = self._origins.get(item.originator_id)
             if origin is None:
-                raise UnknownJobError(f"job {item.originator_id} has no enqueue event or row")
-            assert isinstance(item.event, JobEvent)
-            rows.append(audit_row(item.position, item.originator_id, item.event, *origin))
+                raise UnknownJobError(f"stream {item.originator_id} has no first event or row")
+            assert isinstance(item.event, JobEvent | WorkflowEvent)
+            rows.append(audit_row(item.position, item.originator_id, item.event, origin))
         return rows

@@ -35,6 +35,8 @@ def as_records(rows: list[AuditRow]) -> list[dict[str, Any]]:
             "run_number": r.run_number,
             "attempt": r.attempt,
             "code": r.code,
+            "workflow_run": None if r.workflow_run is None else str(r.workflow_run),
+            "step_key": r.step_key,
         }
         for r in rows
     ]

@@ -13,7 +13,7 @@ from ledger.core.events import Failure, FailureKind, JobDeadLettered, JobFailed,
 from ledger.core.times import parse_moment
 from ledger.store.audit_reads import audit_sql
 from ledger.store.queries import load
-from projections.rules.audit import COLUMNS, audit_row
+from projections.rules.audit import COLUMNS, Origin, audit_row
 from projections.rules.audit_query import (
     AuditQuery,
     AuditRow,
@@ -124,10 +124,10 @@ def test_audit_rule_code_column() -> None:
     failed = JobFailed(at=NOW, run_number=1, attempt=1, worker_id="w", failure=failure)
     dead = JobDeadLettered(at=NOW, run_number=1, attempt=2, failure=failure)
     retry = JobRetryScheduled(at=NOW, run_number=1, attempt=1, delay_s=1.0, next_run_at=NOW)
-    assert audit_row(1, job, failed, "t", None)["code"] == "E42"
-    assert audit_row(2, job, dead, "t", None)["code"] == "E42"
-    assert audit_row(3, job, retry, "t", None)["code"] is None
-    assert set(audit_row(1, job, failed, "t", None)) == set(COLUMNS)
+    assert audit_row(1, job, failed, Origin("t", None))["code"] == "E42"
+    assert audit_row(2, job, dead, Origin("t", None))["code"] == "E42"
+    assert audit_row(3, job, retry, Origin("t", None))["code"] is None
+    assert set(audit_row(1, job, failed, Origin("t", None))) == set(COLUMNS)
 
 
 @pytest.mark.parametrize("backend", ["postgres", "sqlite"])

@@ -1,5 +1,7 @@
 """A database whose audit view was built by schema version 1 (no ``code`` column, indexes on
-``(column, at)``): ``jobledger init`` rebuilds it, and audit queries by code then work."""
+``(column, at)``): ``jobledger init`` rebuilds it, and audit queries by code then work; one
+built by version 2 (job events only, no ``workflow_run`` / ``step_key``): ``jobledger
+migrate`` rebuilds it, and ``audit --workflow`` then finds the run's rows."""
 
 from __future__ import annotations
 
@@ -102,9 +104,9 @@ def test_init_rebuilds_a_version_1_audit_view_and_code_queries_work(db_url: str)
 
     init = runner.invoke(cli, ["--db", db_url, "init"])
     assert init.exit_code == 0, init.output
-    assert audit_columns(db_url)[-1] == "code"
+    assert audit_columns(db_url)[-3:] == ["code", "workflow_run", "step_key"]
     recorded = run_sql(db_url, [f"SELECT value FROM jl_meta WHERE key = '{version_key('audit')}'"])
-    assert recorded == [(str(AUDIT.version),)] and AUDIT.version == 2
+    assert recorded == [(str(AUDIT.version),)] and AUDIT.version == 3
 
     after = runner.invoke(cli, args)
     assert after.exit_code == 0, after.output
@@ -114,3 +116,66 @@ def test_init_rebuilds_a_version_1_audit_view_and_code_queries_work(db_url: str)
         assert ledger.projections().verify(["audit"]).clean
         failures = ledger.audit(AuditQuery(events=("job_failed",), code="E2")).rows
         assert len(failures) == 4  # the rebuilt rows carry the codes the old ones lacked
+
+
+V2_COLUMNS = f"{V1_COLUMNS}, code"
+
+
+def downgrade_audit_to_v2(url: str) -> None:
+    """Rebuild ``jl_audit`` in the version-2 shape with its job rows only (version 2 had no
+    row for a workflow event), and record version 2."""
+    id_type = "uuid" if url.startswith("postgresql") else "text"
+    v2_table = V1_TABLE.format(id_type=id_type).replace(
+        "at bigint NOT NULL", "at bigint NOT NULL,\n    code text"
+    )
+    run_sql(
+        url,
+        [
+            "ALTER TABLE jl_audit RENAME TO jl_audit_v3",
+            "DROP INDEX IF EXISTS jl_audit_workflow_idx",
+            *(
+                f"DROP INDEX IF EXISTS jl_audit_{name}_idx"
+                for name in ("type", "org", "event", "worker", "code", "job")
+            ),
+            v2_table,
+            f"INSERT INTO jl_audit ({V2_COLUMNS}) SELECT {V2_COLUMNS} FROM jl_audit_v3"
+            " WHERE event NOT LIKE 'workflow%'",
+            "DROP TABLE jl_audit_v3",
+            f"UPDATE jl_meta SET value = '2' WHERE key = '{version_key('audit')}'",
+        ],
+    )
+
+
+def test_migrate_rebuilds_a_version_2_audit_view_with_the_workflow_rows(db_url: str) -> None:
+    """A version-2 audit view has no workflow rows nor columns: ``migrate`` says the view is
+    stale, rebuilds it with them, and ``audit --workflow RUN`` then lists the run's own events
+    and its step job's; the rebuilt view verifies clean."""
+    with Ledger.open(db_url) as ledger:
+        ledger.define("work")
+        run = ledger.start_workflow(
+            {"workflow_type": "etl", "steps": [{"kind": "job", "key": "a", "job_type": "work"}]}
+        ).run_id
+        [claimed] = ledger.claim("w1")
+        ledger.succeed(claimed.lease, output={"ok": True})
+        ledger.catch_up(["audit"])
+    downgrade_audit_to_v2(db_url)
+    assert "workflow_run" not in audit_columns(db_url)
+    runner = CliRunner()
+    migrated = runner.invoke(cli, ["--db", db_url, "migrate"])
+    assert migrated.exit_code == 0, migrated.output
+    assert "audit" in migrated.output
+    assert audit_columns(db_url)[-2:] == ["workflow_run", "step_key"]
+    listed = runner.invoke(cli, ["--db", db_url, "audit", "--workflow", str(run), "--json"])
+    assert listed.exit_code == 0, listed.output
+    events = [row["event"] for row in reversed(json.loads(listed.stdout)["rows"])]
+    assert events == [
+        "workflow_submitted",
+        "workflow_step_released",
+        "job_enqueued",
+        "job_leased",
+        "job_succeeded",
+        "workflow_step_succeeded",
+        "workflow_status_changed",
+    ]
+    with Ledger.open(db_url) as ledger:
+        assert ledger.projections().verify(["audit"]).clean

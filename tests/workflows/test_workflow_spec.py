@@ -28,7 +28,8 @@ from ledger.core.workflows.errors import (
     WorkflowDefinitionNotFoundError,
     WorkflowIdempotencyConflictError,
 )
-from ledger.core.workflows.events import WORKFLOW_EVENTS
+from ledger.core.workflows.events import WORKFLOW_EVENTS, WorkflowStepReleased
+from ledger.core.workflows.ids import step_job_id
 from ledger.core.workflows.spec import (
     Dependency,
     JobStep,
@@ -213,17 +214,45 @@ def test_the_json_spec_of_docs_workflows_md_is_a_valid_request() -> None:
     assert [r.key for r in resolutions] == ["extract-a", "extract-b", "load", "cleanup"]
 
 
-@pytest.mark.parametrize("kind", list(StreamKind))
-def test_an_export_line_of_a_workflow_event_is_refused_until_runs_are_exchanged(
-    kind: StreamKind,
-) -> None:
-    """The codec reads workflow events now, but the exchange format has no run streams yet:
-    an import line holding one is a line error, whatever kind it claims."""
+@pytest.mark.parametrize("kind", [StreamKind.JOB, StreamKind.JOB_TYPE])
+def test_a_workflow_event_in_a_job_or_job_type_line_is_refused(kind: StreamKind) -> None:
+    """Runs are exchanged as streams of their own kind: a workflow event in a line that claims
+    another kind is a line error."""
     event = Driver(request(job("a"))).history[0]
     topic, state = DEFAULT_CODEC.encode(event)
     line = event_line(uuid4(), kind, 1, topic, stored_fields(DEFAULT_CODEC, topic, state))
-    with pytest.raises(ImportBadLineError, match=r"line 2: workflow_submitted\.v1: workflow runs"):
+    with pytest.raises(
+        ImportBadLineError,
+        match=rf"line 2: workflow_submitted\.v1 is not an event of a {kind} stream",
+    ):
         list(read_streams([header_line(), line], DEFAULT_CODEC, job_type_stream_id))
+
+
+def test_a_run_stream_is_read_whole_and_folded() -> None:
+    """A run's stream of the ``workflow`` kind is read as one stream, named by its type and
+    checked by the run's fold: a release of a step still blocked is a line error."""
+    driver = Driver(request(job("a"), job("b", "a")))
+    run_id = driver.state.run_id
+    lines = [header_line()]
+    for version, event in enumerate(driver.history, start=1):
+        topic, state = DEFAULT_CODEC.encode(event)
+        fields = stored_fields(DEFAULT_CODEC, topic, state)
+        lines.append(event_line(run_id, StreamKind.WORKFLOW, version, topic, fields))
+    [stream] = read_streams(lines, DEFAULT_CODEC, job_type_stream_id)
+    assert (stream.kind, stream.stream_id, len(stream.records)) == (
+        StreamKind.WORKFLOW,
+        run_id,
+        len(driver.history),
+    )
+    early = WorkflowStepReleased(
+        at=driver.history[0].at, step_key="b", job_id=step_job_id(run_id, "b")
+    )
+    topic, state = DEFAULT_CODEC.encode(early)
+    bad = event_line(
+        run_id, StreamKind.WORKFLOW, len(lines), topic, stored_fields(DEFAULT_CODEC, topic, state)
+    )
+    with pytest.raises(ImportBadLineError, match=rf"line {len(lines) + 1}: "):
+        list(read_streams([*lines, bad], DEFAULT_CODEC, job_type_stream_id))
 
 
 def test_a_request_or_append_larger_than_the_spec_bound_is_refused(

@@ -201,7 +201,7 @@ CREATE TABLE IF NOT EXISTS jl_tracking (
 ALTER TABLE jl_tracking ADD COLUMN IF NOT EXISTS transaction_id xid8 NOT NULL DEFAULT '0'
 
 -- name: schema_audit
--- The audit view (projections/rules/audit.py, tracked): one row per job event.
+-- The audit view (projections/rules/audit.py, tracked): one row per job or workflow event.
 CREATE TABLE IF NOT EXISTS jl_audit (
     position bigint PRIMARY KEY,
     job_id uuid NOT NULL,
@@ -212,8 +212,16 @@ CREATE TABLE IF NOT EXISTS jl_audit (
     run_number integer,
     attempt integer,
     at bigint NOT NULL,
-    code text
+    code text,
+    workflow_run uuid,
+    step_key text
 )
+
+-- name: schema_audit_workflow_idx
+-- One workflow run's rows in order: its own events and its step jobs' (partial: plain jobs'
+-- rows have no run).
+CREATE INDEX IF NOT EXISTS jl_audit_workflow_idx ON jl_audit (workflow_run, position)
+    WHERE workflow_run IS NOT NULL
 
 -- name: schema_audit_type_idx
 -- Audit queries by job type, newest or oldest first (position keyset; at filtered in-index).
@@ -651,9 +659,14 @@ SELECT max(position) AS position FROM jl_audit
 -- Which of some positions the audit view holds already (primary key).
 SELECT position FROM jl_audit WHERE position = ANY(%(positions)s::bigint[])
 
+-- name: workflow_run_origins
+-- Runs' type and org (fixed by their submit), for the audit runner (primary key).
+SELECT run_id, workflow_type, org FROM jl_workflow_runs WHERE run_id = ANY(%(run_ids)s::uuid[])
+
 -- name: queue_origins
--- Jobs' type and org (fixed by their enqueue event), for the audit runner (primary key).
-SELECT job_id, job_type, org FROM jl_queue WHERE job_id = ANY(%(job_ids)s::uuid[])
+-- Jobs' type, org and state (its workflow link: all fixed by the enqueue event), for the audit
+-- runner (primary key).
+SELECT job_id, job_type, org, state FROM jl_queue WHERE job_id = ANY(%(job_ids)s::uuid[])
 
 -- name: queue_counts_by_type
 -- Jobs per status and type (jl_queue_listing_idx).

@@ -5,7 +5,7 @@
 -- The audit rows' columns, a retry with the code of the failure it retries (the job's row
 -- just before it, jl_audit_job_idx; evaluated for the page's rows only); the filters follow.
 SELECT a.position, a.job_id, a.job_type, a.org, a.event, a.worker_id, a.run_number,
-       a.attempt, a.at,
+       a.attempt, a.at, a.workflow_run, a.step_key,
        CASE WHEN a.event = 'job_retry_scheduled' THEN (
            SELECT f.code FROM jl_audit AS f
            WHERE f.job_id = a.job_id AND f.position < a.position
@@ -19,7 +19,7 @@ FROM jl_audit AS a
 -- failure's retry or dead letter, recorded in the same commit. LATERAL keeps it a nested
 -- loop in the failures' order, so a page reads about limit failures, not all of them.
 SELECT a.position, a.job_id, a.job_type, a.org, a.event, a.worker_id, a.run_number,
-       a.attempt, a.at, f.code
+       a.attempt, a.at, a.workflow_run, a.step_key, f.code
 FROM jl_audit AS f
 CROSS JOIN LATERAL (
     SELECT n.* FROM jl_audit AS n
@@ -52,6 +52,10 @@ ORDER BY f.position ASC LIMIT %(limit)s
 -- name: audit_query_status
 -- Only rows of jobs whose current status is the one asked (jl_queue primary key per row).
 JOIN jl_queue AS q ON q.job_id = a.job_id AND q.status = %(status)s
+
+-- name: audit_filter_workflow
+-- One workflow run's rows: its own events and its step jobs' (jl_audit_workflow_idx).
+a.workflow_run = %(workflow)s
 
 -- name: audit_filter_job
 -- One job's rows (jl_audit_job_idx).

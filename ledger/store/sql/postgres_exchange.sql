@@ -29,3 +29,19 @@ WHERE q.job_id = ANY(%(job_ids)s::uuid[])
   AND (%(org)s::text IS NULL OR q.org = %(org)s::text)
   AND (%(status)s::text IS NULL OR q.status = %(status)s::text)
 ORDER BY e.notification_id
+
+-- name: exchange_runs_all
+-- Every workflow run with the position of its first event (workflow_submitted), in that order
+-- (jl_workflow_runs, then the jl_events primary key for each one's first event).
+SELECT e.notification_id AS position, r.run_id
+FROM jl_workflow_runs AS r
+JOIN jl_events AS e ON e.originator_id = r.run_id AND e.originator_version = 1
+ORDER BY e.notification_id
+
+-- name: exchange_runs_named
+-- As exchange_runs_all, for the runs named in %(run_ids)s only (jl_workflow_runs primary key).
+SELECT e.notification_id AS position, r.run_id
+FROM jl_workflow_runs AS r
+JOIN jl_events AS e ON e.originator_id = r.run_id AND e.originator_version = 1
+WHERE r.run_id = ANY(%(run_ids)s::uuid[])
+ORDER BY e.notification_id

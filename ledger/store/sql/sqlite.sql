@@ -175,7 +175,7 @@ CREATE TABLE IF NOT EXISTS jl_tracking (
 )
 
 -- name: schema_audit
--- The audit view (projections/rules/audit.py, tracked): one row per job event.
+-- The audit view (projections/rules/audit.py, tracked): one row per job or workflow event.
 CREATE TABLE IF NOT EXISTS jl_audit (
     position bigint PRIMARY KEY,
     job_id text NOT NULL,
@@ -186,8 +186,16 @@ CREATE TABLE IF NOT EXISTS jl_audit (
     run_number integer,
     attempt integer,
     at bigint NOT NULL,
-    code text
+    code text,
+    workflow_run text,
+    step_key text
 )
+
+-- name: schema_audit_workflow_idx
+-- One workflow run's rows in order: its own events and its step jobs' (partial: plain jobs'
+-- rows have no run).
+CREATE INDEX IF NOT EXISTS jl_audit_workflow_idx ON jl_audit (workflow_run, position)
+    WHERE workflow_run IS NOT NULL
 
 -- name: schema_audit_type_idx
 -- Audit queries by job type, newest or oldest first (position keyset; at filtered in-index).
@@ -498,14 +506,20 @@ SELECT name, position, 0 AS transaction_id FROM jl_tracking ORDER BY name
 -- name: audit_insert
 -- Audit rows; an already-applied position is left as it is (re-delivery changes nothing).
 INSERT INTO jl_audit (position, job_id, job_type, org, event, worker_id, run_number,
-                      attempt, at, code)
+                      attempt, at, code, workflow_run, step_key)
 VALUES (:position, :job_id, :job_type, :org, :event, :worker_id, :run_number, :attempt, :at,
-        :code)
+        :code, :workflow_run, :step_key)
 ON CONFLICT (position) DO NOTHING
 
+-- name: workflow_run_origins
+-- Runs' type and org (fixed by their submit), for the audit runner (primary key).
+SELECT run_id, workflow_type, org FROM jl_workflow_runs
+WHERE run_id IN (SELECT value FROM json_each(:run_ids))
+
 -- name: queue_origins
--- Jobs' type and org (fixed by their enqueue event), for the audit runner (primary key).
-SELECT job_id, job_type, org FROM jl_queue WHERE job_id IN (SELECT value FROM json_each(:job_ids))
+-- Jobs' type, org and state (its workflow link: all fixed by the enqueue event), for the audit
+-- runner (primary key).
+SELECT job_id, job_type, org, state FROM jl_queue WHERE job_id IN (SELECT value FROM json_each(:job_ids))
 
 -- name: queue_counts_by_type
 -- Jobs per status and type (jl_queue_listing_idx).

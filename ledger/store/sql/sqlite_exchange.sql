@@ -27,3 +27,19 @@ WHERE q.job_id IN (SELECT value FROM json_each(:job_ids))
   AND (:org IS NULL OR q.org = :org)
   AND (:status IS NULL OR q.status = :status)
 ORDER BY e.rowid
+
+-- name: exchange_runs_all
+-- Every workflow run with the position of its first event (workflow_submitted), in that order
+-- (jl_workflow_runs, then the jl_events primary key for each one's first event).
+SELECT e.rowid AS position, r.run_id
+FROM jl_workflow_runs AS r
+JOIN jl_events AS e ON e.originator_id = r.run_id AND e.originator_version = 1
+ORDER BY e.rowid
+
+-- name: exchange_runs_named
+-- As exchange_runs_all, for the runs named in :run_ids only (jl_workflow_runs primary key).
+SELECT e.rowid AS position, r.run_id
+FROM jl_workflow_runs AS r
+JOIN jl_events AS e ON e.originator_id = r.run_id AND e.originator_version = 1
+WHERE r.run_id IN (SELECT value FROM json_each(:run_ids))
+ORDER BY e.rowid

@@ -17,7 +17,7 @@ LIVE_ROWS_BATCH = 10_000
 """Rows fetched per call when reading a whole view."""
 
 
-_ID_COLUMNS = frozenset({"job_id", "run_id", "recovered_from"})
+_ID_COLUMNS = frozenset({"job_id", "run_id", "recovered_from", "workflow_run"})
 """Columns holding ids (32-hex text here, ``UUID`` in the replay's rows)."""
 
 
