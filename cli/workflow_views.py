@@ -72,7 +72,9 @@ def _run_fields(run: RunView) -> list[tuple[str, str]]:
         ("finished", when(run.finished_at)),
     ]
     if run.recovered_from is not None:
-        pairs.append(("recovered from", str(run.recovered_from)))
+        pairs.append(("recovered from", f"{run.recovered_from} at step {run.recovered_from_step}"))
+        if run.recovery_reason:
+            pairs.append(("recovery reason", run.recovery_reason))
     if run.reason:
         pairs.append(("cancel reason", run.reason))
     return pairs

@@ -56,6 +56,9 @@ class RunView(NamedTuple):
     step_count: int
     counts: dict[StepStatus, int]
     recovered_from: UUID | None
+    recovered_from_step: str | None
+    """The step a recovery re-ran from (``None``: not a recovery)."""
+    recovery_reason: str | None
     reason: str | None
     submitted_at: datetime
     updated_at: datetime
@@ -85,6 +88,8 @@ def _run_view(store: Store, row: Any) -> RunView:
         recovered_from=None
         if row["recovered_from"] is None
         else store.ids.uuid(row["recovered_from"]),
+        recovered_from_step=None if header.recovered is None else header.recovered.from_step,
+        recovery_reason=None if header.recovered is None else header.recovered.reason,
         reason=header.reason,
         submitted_at=from_us(row["submitted_at"]),
         updated_at=from_us(row["updated_at"]),

@@ -4,6 +4,7 @@ shapes, paging, and its refusals (one line, a stable code, nothing written)."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,15 @@ def test_complete_refusals_name_their_codes(
     assert_one_error_line(run("workflow", "show", "x"), "error: Invalid value for 'RUN'", 2)
 
 
+def _fields(shown: str) -> dict[str, str]:
+    """``workflow show``'s header lines (label, two or more spaces, value) up to the table."""
+    fields = {}
+    for line in shown.split("\n\n", 1)[0].splitlines():
+        label, value = re.split(r"\s{2,}", line, maxsplit=1)
+        fields[label] = value
+    return fields
+
+
 def test_cancel_then_recover_from_a_step(
     run: Run, defined: Ledger, clock: FakeClock, tmp_path: Path
 ) -> None:
@@ -197,6 +207,11 @@ def test_cancel_then_recover_from_a_step(
     assert shaped["created"] is True
     again = run("workflow", "recover", str(run_id), "--from", "b", "--key", "r1")
     assert again.stdout.strip() == shaped["run_id"]
+    shown = _fields(run("workflow", "show", shaped["run_id"]).stdout)
+    assert shown["recovered from"] == f"{run_id} at step b"
+    header = json.loads(run("workflow", "show", shaped["run_id"], "--json").stdout)
+    assert header["recovered_from"] == str(run_id)
+    assert header["recovered_from_step"] == "b"
     steps = {s.key: s.status.value for s in defined.workflow(UUID(shaped["run_id"])).steps()}
     assert steps["a"] == "succeeded"  # reused
     assert steps["b"] == "enqueued"
@@ -360,8 +375,9 @@ def test_graph_and_show_include_appended_steps_and_a_recovery_names_its_source(
     defined.complete_step(started.run_id, "gate", True)
     _work_all(defined, clock)
     recovered = defined.recover_workflow(started.run_id, "late", "again", "k")
-    lines = run("workflow", "show", str(recovered.run_id)).stdout.splitlines()
-    assert f"recovered from  {started.run_id}" in lines
+    fields = _fields(run("workflow", "show", str(recovered.run_id)).stdout)
+    assert fields["recovered from"] == f"{started.run_id} at step late"
+    assert fields["recovery reason"] == "again"
     defined.cancel_workflow(recovered.run_id, "not today")
-    lines = run("workflow", "show", str(recovered.run_id)).stdout.splitlines()
-    assert "cancel reason   not today" in lines
+    fields = _fields(run("workflow", "show", str(recovered.run_id)).stdout)
+    assert fields["cancel reason"] == "not today"
