@@ -13,7 +13,7 @@ from litestar.response import Response
 
 from ledger.api.ledger import Ledger
 from ledger.core.errors import LedgerError
-from ledger.http import errors, jobs
+from ledger.http import errors, jobs, reads
 from ledger.http.health import health_of
 
 API_PREFIX = "/api/v1"
@@ -32,7 +32,19 @@ def build_app(ledger: Ledger) -> Litestar:
         """``ok`` or ``degraded`` with the reasons (no token needed)."""
         return health_of(ledger)
 
-    api = Router(API_PREFIX, route_handlers=[jobs.list_jobs, jobs.show_job])
+    api = Router(
+        API_PREFIX,
+        route_handlers=[
+            jobs.list_jobs,
+            jobs.show_job,
+            reads.dead_letters,
+            reads.stats,
+            reads.audit,
+            reads.definitions,
+            reads.workflows,
+            reads.workflow,
+        ],
+    )
     return Litestar(
         route_handlers=[health, api],
         dependencies={"ledger": Provide(provide_ledger, sync_to_thread=False)},

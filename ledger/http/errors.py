@@ -11,10 +11,13 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 from ledger.core import errors
+from ledger.core.workflows.errors import StepNotFoundError, WorkflowNotFoundError
 
 STATUS_OF: tuple[tuple[type[errors.LedgerError], int], ...] = (
     (errors.JobNotFoundError, 404),
     (errors.DefinitionNotFoundError, 404),
+    (WorkflowNotFoundError, 404),
+    (StepNotFoundError, 404),
     (errors.InvalidRequestError, 422),
     (errors.IdempotencyConflictError, 409),
     (errors.InvalidTransitionError, 409),
