@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Self
 from uuid import UUID
 
+from ledger.api import tokens
 from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
@@ -31,6 +32,7 @@ from ledger.core.exchange import Selection
 from ledger.core.facts import history_prefix
 from ledger.core.replay_findings import JobReplay
 from ledger.core.state import JobState
+from ledger.core.tokens import TokenState
 from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
 from ledger.store import replay_reads, workflow_reads
 from ledger.store.audit_reads import read_page
@@ -209,9 +211,11 @@ class Reader:
         """Every URI the source's sync state has a row for."""
         return {row.uri for row in self.store.sync_state(source_id)}
 
-    def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
-        """Dead jobs (optionally of one type), oldest death first."""
-        return self.store.dead_letters(job_type)
+    def dead_letters(
+        self, job_type: str | None = None, *, org: str | None = None
+    ) -> list[DeadLetter]:
+        """Dead jobs (optionally of one type, of one org), oldest death first."""
+        return self.store.dead_letters(job_type, org=org)
 
     # --- projections, audit and stats ---------------------------------------------------------
 
@@ -345,6 +349,17 @@ class Reader:
         if not records:
             return None
         return graph_of(self.workflow_steps(run_id), records)
+
+    # --- API tokens (ledger/core/tokens.py) ------------------------------------------------
+
+    def tokens(self) -> list[TokenState]:
+        """Every API token, revoked ones too, oldest first (hashes only: no secret is kept)."""
+        return self.store.tokens()
+
+    def authenticate(self, presented: str) -> TokenState | None:
+        """The active token a bearer text is (``None``: unknown, revoked or wrong secret),
+        compared in constant time on the secret's hash."""
+        return tokens.authenticate(self.store, presented)
 
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after this process commits work that may be claimable."""

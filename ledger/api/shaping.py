@@ -27,6 +27,7 @@ from ledger.core.diagnostics import Finding
 from ledger.core.events import JSON
 from ledger.core.facts import StateChange
 from ledger.core.state import JobState
+from ledger.core.tokens import TokenState
 from ledger.store.workflow_reads import RunPage, RunView, StepView
 from projections.rules.audit_query import AuditRow
 from projections.rules.catalog import Projection
@@ -226,6 +227,22 @@ def projection_json(projection: Projection) -> dict[str, JSON]:
 def verify_report_json(report: VerifyReport) -> dict[str, JSON]:
     """What a verify found, with its overall verdict (``projections verify --json``)."""
     return {**plain(report), "clean": report.clean}
+
+
+# --- API tokens -----------------------------------------------------------------------------
+
+
+def token_json(token: TokenState) -> dict[str, JSON]:
+    """A token as ``token list --json`` and the API show it: never its secret or hash."""
+    return {
+        "token_id": str(token.token_id),
+        "org": token.org,
+        "role": token.role.value,
+        "name": token.label,
+        "created_at": plain(token.created_at),
+        "revoked_at": plain(token.revoked_at),
+        "active": token.active,
+    }
 
 
 # --- workflows ------------------------------------------------------------------------------

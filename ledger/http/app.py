@@ -8,12 +8,14 @@ from typing import Any
 from litestar import Litestar, Router, get
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.response import Response
 
 from ledger.api.ledger import Ledger
 from ledger.core.errors import LedgerError
 from ledger.http import errors, jobs, reads
+from ledger.http.auth import TokenAuthentication, caller_of
 from ledger.http.health import health_of
 
 API_PREFIX = "/api/v1"
@@ -37,6 +39,8 @@ def build_app(ledger: Ledger) -> Litestar:
         route_handlers=[
             jobs.list_jobs,
             jobs.show_job,
+            jobs.retry_job,
+            jobs.cancel_job,
             reads.dead_letters,
             reads.stats,
             reads.audit,
@@ -47,7 +51,11 @@ def build_app(ledger: Ledger) -> Litestar:
     )
     return Litestar(
         route_handlers=[health, api],
-        dependencies={"ledger": Provide(provide_ledger, sync_to_thread=False)},
+        dependencies={
+            "ledger": Provide(provide_ledger, sync_to_thread=False),
+            "caller": Provide(caller_of, sync_to_thread=False),
+        },
+        middleware=[DefineMiddleware(TokenAuthentication, reader=ledger)],
         exception_handlers={
             LedgerError: errors.ledger_error,
             ValidationException: errors.invalid_request,

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from uuid import UUID
 
 from litestar import get
+from litestar.exceptions import PermissionDeniedException
 from litestar.params import Parameter
 
 from ledger.api.ledger import Ledger
@@ -18,7 +19,9 @@ from ledger.api.shaping import (
     run_page_json,
     workflow_json,
 )
+from ledger.core.tokens import TokenState
 from ledger.core.workflows.errors import WorkflowNotFoundError
+from ledger.http.auth import scoped_org, visible
 from projections.rules.audit_query import DEFAULT_LIMIT as AUDIT_LIMIT
 from projections.rules.audit_query import MAX_LIMIT as AUDIT_MAX
 from projections.rules.audit_query import AuditQuery
@@ -29,15 +32,24 @@ RUNS_MAX = 10_000
 
 @get("/dead-letters", sync_to_thread=True)
 def dead_letters(
-    ledger: Ledger, job_type: Annotated[str | None, Parameter(query="type")] = None
+    ledger: Ledger,
+    caller: TokenState,
+    job_type: Annotated[str | None, Parameter(query="type")] = None,
+    org: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Dead jobs (of one type), oldest death first (``dlq --json``)."""
-    return [dead_letter_json(letter) for letter in ledger.dead_letters(job_type)]
+    """Dead jobs (of one type, of one org), oldest death first (``dlq --json``)."""
+    letters = ledger.dead_letters(job_type, org=scoped_org(caller, org))
+    return [dead_letter_json(letter) for letter in letters]
 
 
 @get("/stats", sync_to_thread=True)
-def stats(ledger: Ledger) -> dict[str, Any]:
-    """Counts, throughput windows, oldest due job and run times (``stats --json``)."""
+def stats(ledger: Ledger, caller: TokenState) -> dict[str, Any]:
+    """Counts, throughput windows, oldest due job and run times (``stats --json``). The
+    figures are not yet split by org: a token scoped to one is refused (403)."""
+    if caller.org is not None:
+        raise PermissionDeniedException(
+            "stats are across every org: an org's token may not read them"
+        )
     figures: dict[str, Any] = plain(ledger.stats())
     return figures
 
@@ -45,6 +57,7 @@ def stats(ledger: Ledger) -> dict[str, Any]:
 @get("/audit", sync_to_thread=True)
 def audit(
     ledger: Ledger,
+    caller: TokenState,
     *,
     job: UUID | None = None,
     workflow: UUID | None = None,
@@ -68,7 +81,7 @@ def audit(
         job_type=job_type,
         events=tuple(event or ()),
         worker=worker,
-        org=org,
+        org=scoped_org(caller, org),
         status=status,
         code=code,
         since=since,
@@ -90,6 +103,7 @@ def definitions(ledger: Ledger) -> list[dict[str, Any]]:
 @get("/workflows", sync_to_thread=True)
 def workflows(
     ledger: Ledger,
+    caller: TokenState,
     *,
     workflow_type: Annotated[str | None, Parameter(query="type")] = None,
     status: str | None = None,
@@ -99,15 +113,20 @@ def workflows(
 ) -> dict[str, Any]:
     """Runs in submit order, a page at a time (``workflow list --json``)."""
     page = ledger.workflows(
-        workflow_type=workflow_type, status=status, org=org, limit=limit, cursor=cursor
+        workflow_type=workflow_type,
+        status=status,
+        org=scoped_org(caller, org),
+        limit=limit,
+        cursor=cursor,
     )
     return run_page_json(page)
 
 
 @get("/workflows/{run_id:uuid}", sync_to_thread=True)
-def workflow(ledger: Ledger, run_id: UUID) -> dict[str, Any]:
-    """A run with its steps in order (``workflow show --json``; 404: no such run)."""
+def workflow(ledger: Ledger, caller: TokenState, run_id: UUID) -> dict[str, Any]:
+    """A run with its steps in order (``workflow show --json``; 404: no such run, or one of
+    another org)."""
     view = ledger.workflow_run(run_id)
-    if view is None:
+    if view is None or not visible(caller, view.org):
         raise WorkflowNotFoundError(f"no workflow run {run_id}")
     return workflow_json(view, ledger.workflow_steps(run_id))

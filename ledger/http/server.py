@@ -26,13 +26,12 @@ def is_loopback(host: str) -> bool:
 
 
 def check_binding(host: str, *, tokens_configured: bool) -> None:
-    """Refuse a non-loopback ``host`` while no token exists: anyone who could reach the
-    port could then read the ledger."""
+    """Refuse a non-loopback ``host`` while no token is active: the server would accept no
+    request but /health, and an operator who meant to open it has forgotten the token."""
     if not tokens_configured and not is_loopback(host):
         raise InvalidRequestError(
-            f"refusing to serve on {host}: no token is configured, so the API would be open "
-            "to anyone who reaches it; create one (`jobledger token create`) or serve on "
-            "127.0.0.1"
+            f"refusing to serve on {host}: no token is configured; create one (`jobledger "
+            "token create`, or `serve --token-file F`) or serve on 127.0.0.1"
         )
 
 

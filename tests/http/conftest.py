@@ -11,6 +11,8 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
+from ledger.api.ledger import Ledger
+
 START_TIMEOUT_S = 30.0
 
 
@@ -25,7 +27,17 @@ def free_port() -> int:
 class Server:
     base: str
     client: httpx.Client
+    """Sends the admin token (no org) unless a request sets its own ``Authorization``."""
     process: subprocess.Popen[bytes]
+    ledger: Ledger
+
+    def as_token(self, secret: str | None) -> dict[str, str]:
+        """Headers that send ``secret`` as the bearer (``None``: an empty ``Authorization``,
+        which replaces the client's admin token: no token at all)."""
+        return {"Authorization": "" if secret is None else f"Bearer {secret}"}
+
+    def token(self, role: str, org: str | None) -> str:
+        return self.ledger.create_token(org=org, role=role, label=f"{role} {org}").secret
 
 
 def wait_until_up(client: httpx.Client, process: subprocess.Popen[bytes]) -> None:
@@ -45,7 +57,7 @@ def wait_until_up(client: httpx.Client, process: subprocess.Popen[bytes]) -> Non
 
 
 @pytest.fixture
-def server(db_url: str) -> Iterator[Server]:
+def server(db_url: str, ledger: Ledger) -> Iterator[Server]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "cli.main", "--db", db_url, "serve", "--port", str(port)],
@@ -53,10 +65,12 @@ def server(db_url: str) -> Iterator[Server]:
         stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
-    with httpx.Client(base_url=base) as client:
+    admin = ledger.create_token(org=None, role="admin", label="tests").secret
+    headers = {"Authorization": f"Bearer {admin}"}
+    with httpx.Client(base_url=base, headers=headers) as client:
         try:
             wait_until_up(client, process)
-            yield Server(base, client, process)
+            yield Server(base, client, process, ledger)
         finally:
             process.terminate()
             process.wait(timeout=10)

@@ -85,6 +85,20 @@ CREATE TABLE IF NOT EXISTS jl_definitions (
     state bytea NOT NULL
 )
 
+-- name: schema_tokens
+-- The API tokens view (projections/rules/tokens.py): the fold of each token's stream; the
+-- secret's SHA-256 only, never the secret.
+CREATE TABLE IF NOT EXISTS jl_tokens (
+    token_id text PRIMARY KEY,
+    org text,
+    role text NOT NULL,
+    label text,
+    secret_hash text NOT NULL,
+    created_at bigint NOT NULL,
+    revoked_at bigint,
+    stream_version integer NOT NULL
+)
+
 -- name: schema_sync_state
 -- The sync-state view (projections/rules/sync_state.py): one row per (source_id, uri).
 CREATE TABLE IF NOT EXISTS jl_sync_state (
@@ -761,3 +775,23 @@ SELECT pg_try_advisory_xact_lock(%(key)s::bigint) AS locked
 SELECT job_id FROM jl_workflow_steps
 WHERE run_id = %(run_id)s AND status = 'enqueued' AND job_id IS NOT NULL
 ORDER BY job_id
+
+-- name: tokens_upsert
+-- A token's row after its events (primary key).
+INSERT INTO jl_tokens (token_id, org, role, label, secret_hash, created_at, revoked_at, stream_version)
+VALUES (%(token_id)s, %(org)s, %(role)s, %(label)s, %(secret_hash)s, %(created_at)s, %(revoked_at)s, %(stream_version)s)
+ON CONFLICT (token_id) DO UPDATE SET
+    revoked_at = EXCLUDED.revoked_at, stream_version = EXCLUDED.stream_version
+
+-- name: tokens_all
+-- Every token, oldest first (a scan: a handful of rows).
+SELECT token_id, org, role, label, secret_hash, created_at, revoked_at, stream_version FROM jl_tokens ORDER BY created_at, token_id
+
+-- name: tokens_get
+-- One token by id (primary key).
+SELECT token_id, org, role, label, secret_hash, created_at, revoked_at, stream_version FROM jl_tokens WHERE token_id = %(token_id)s
+
+-- name: dead_letters_of_org
+-- One org's dead letters (of one job type, if given), oldest death first (a scan: the view
+-- holds only the dead jobs).
+SELECT snapshot FROM jl_dead_letters WHERE org = %(org)s AND (%(job_type)s::text IS NULL OR job_type = %(job_type)s) ORDER BY dead_at, job_id
