@@ -14,7 +14,7 @@ from litestar.response import Response
 
 from ledger.api.ledger import Ledger
 from ledger.core.errors import LedgerError
-from ledger.http import errors, jobs, reads
+from ledger.http import errors, jobs, reads, writes
 from ledger.http.auth import TokenAuthentication, caller_of
 from ledger.http.health import health_of
 
@@ -47,6 +47,9 @@ def build_app(ledger: Ledger) -> Litestar:
             reads.definitions,
             reads.workflows,
             reads.workflow,
+            writes.requeue_dead_letter,
+            writes.complete_step,
+            writes.cancel_workflow,
         ],
     )
     return Litestar(

@@ -55,6 +55,10 @@ def needs(role: Role) -> Guard:
     return guard
 
 
+OPERATE = [needs(Role.OPERATE)]
+"""The guards of a write: an ``operate`` or ``admin`` token."""
+
+
 def caller_of(request: Request[Any, Any, Any]) -> TokenState:
     """The ``caller`` dependency: the token the request was authenticated with."""
     token: TokenState = request.user

@@ -16,8 +16,8 @@ from ledger.core import diagnostics
 from ledger.core.errors import JobNotFoundError
 from ledger.core.events import JobStatus
 from ledger.core.state import JobState
-from ledger.core.tokens import Role, TokenState
-from ledger.http.auth import actor, needs, scoped_org, visible
+from ledger.core.tokens import TokenState
+from ledger.http.auth import OPERATE, actor, scoped_org, visible
 from projections.rules.job_list import DEFAULT_LIMIT
 
 MAX_LIMIT = 10_000
@@ -75,35 +75,33 @@ def visible_job(ledger: Ledger, caller: TokenState, job_id: UUID) -> JobState:
 
 
 class Reason(msgspec.Struct, frozen=True):
+    """A write's optional body: why (the event's reason, after the token's name)."""
+
     reason: str | None = None
 
 
-def _reason(body: Reason | None, caller: TokenState, default: str) -> str:
+def reason_of(body: Reason | None, caller: TokenState, default: str) -> str:
     given = body.reason if body is not None and body.reason else default
     return f"{actor(caller)}: {given}"
 
 
-@post(
-    "/jobs/{job_id:uuid}/retry", guards=[needs(Role.OPERATE)], sync_to_thread=True, status_code=200
-)
+@post("/jobs/{job_id:uuid}/retry", guards=OPERATE, sync_to_thread=True, status_code=200)
 def retry_job(
     ledger: Ledger, caller: TokenState, job_id: UUID, data: Reason | None = None
 ) -> dict[str, Any]:
     """Start a new run of a dead or cancelled job (``job_requeued``, its reason naming the
     token); 409 for a live job."""
     visible_job(ledger, caller, job_id)
-    state = ledger.requeue(job_id, reason=_reason(data, caller, "requeued over the API"))
+    state = ledger.requeue(job_id, reason=reason_of(data, caller, "requeued over the API"))
     return state_json(state)
 
 
-@post(
-    "/jobs/{job_id:uuid}/cancel", guards=[needs(Role.OPERATE)], sync_to_thread=True, status_code=200
-)
+@post("/jobs/{job_id:uuid}/cancel", guards=OPERATE, sync_to_thread=True, status_code=200)
 def cancel_job(
     ledger: Ledger, caller: TokenState, job_id: UUID, data: Reason | None = None
 ) -> dict[str, Any]:
     """Cancel a pending or leased job (``job_cancelled``, its reason naming the token); 409
     for a finished one."""
     visible_job(ledger, caller, job_id)
-    state = ledger.cancel(job_id, reason=_reason(data, caller, "cancelled over the API"))
+    state = ledger.cancel(job_id, reason=reason_of(data, caller, "cancelled over the API"))
     return state_json(state)
