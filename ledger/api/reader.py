@@ -252,13 +252,16 @@ class Reader:
         with self.store.read_snapshot() as tables:
             return tables.head() - tables.tracking().get(AUDIT.name, 0)
 
-    def stats(self, now: datetime | None = None, *, catch_up: bool = True) -> Stats:
+    def stats(
+        self, now: datetime | None = None, *, catch_up: bool = True, org: str | None = None
+    ) -> Stats:
         """Counts, throughput windows, oldest due job and run times at ``now`` (the clock's
-        by default); with ``catch_up`` the audit view is first brought to the head (not on a
-        replica: ``audit_lag`` in the figures says how far behind it is)."""
+        by default), of one ``org``'s jobs if given; with ``catch_up`` the audit view is
+        first brought to the head (not on a replica: ``audit_lag`` in the figures says how
+        far behind it is)."""
         if catch_up and not self.store.read_only:
             self.catch_up([AUDIT.name])
-        return collect(self.store, now or self.clock.now())
+        return collect(self.store, now or self.clock.now(), org=org)
 
     # --- decision replay (jobledger replay --check; see ledger/core/decision_replay.py) -------
 

@@ -81,7 +81,13 @@ def test_an_org_token_sees_and_touches_only_its_org(defined: Ledger, server: Ser
         response = server.client.post(f"/api/v1/jobs/{job}/{action}", headers=as_acme)
         assert response.status_code == 404, action
         assert response.json()["error"]["code"] == "job.not_found"
-    for path in ("/api/v1/jobs", "/api/v1/dead-letters", "/api/v1/audit", "/api/v1/workflows"):
+    for path in (
+        "/api/v1/jobs",
+        "/api/v1/dead-letters",
+        "/api/v1/audit",
+        "/api/v1/workflows",
+        "/api/v1/stats",
+    ):
         other = server.client.get(path, params={"org": "globex"}, headers=as_acme)
         assert other.status_code == 404, path
     assert _head(defined) == before
@@ -94,7 +100,15 @@ def test_an_org_token_sees_and_touches_only_its_org(defined: Ledger, server: Ser
     runs = server.client.get("/api/v1/workflows", headers=as_acme).json()["runs"]
     assert [run["run_id"] for run in runs] == [str(run_a.run_id)]
     assert server.client.get(f"/api/v1/jobs/{mine}", headers=as_acme).status_code == 200
-    assert server.client.get("/api/v1/stats", headers=as_acme).status_code == 403
+    stats = server.client.get("/api/v1/stats", headers=as_acme).json()
+    assert sum(stats["by_status"].values()) == len(jobs)
+    assert stats["by_status"]["dead"] == 1
+    assert (
+        server.client.get("/api/v1/stats", params={"org": "globex"}, headers=as_acme).status_code
+        == 404
+    )
+    everyone = server.client.get("/api/v1/stats").json()
+    assert sum(everyone["by_status"].values()) == len(jobs) + 3  # globex: 2 jobs and a step
     every = server.client.get("/api/v1/jobs").json()["jobs"]  # the admin token, no org
     assert {job["org"] for job in every} == {"acme", "globex"}
 
