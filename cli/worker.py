@@ -295,6 +295,7 @@ def worker(
             breaker_threshold=breaker_threshold,
             breaker_cooldown_s=breaker_cooldown,
             report_interval_s=report_interval,
+            metrics=metrics_port is not None,
         )
         in_queues = f" in queues {', '.join(queue_names)}" if queue_names else ""
         click.echo(

@@ -62,6 +62,11 @@ class PoolConfig:
     """Between the pool's reports of itself into ``jl_pools`` (its health, in flight:
     :mod:`ledger.maintenance.pool_reporter`); a reader counts it dead once it is silent for
     three of them. 0 reports nothing."""
+    metrics: bool = False
+    """Feed the pool's Prometheus instruments (:mod:`ledger.runtime.metrics`; ``jobledger
+    worker --metrics-port`` turns it on). Off by default, so a pool that serves no metrics
+    does not pay ~5 µs of its event loop per job for them (bench/README.md, "Pool metrics'
+    cost")."""
     report_retention_s: float = 3600.0
     """How long the rows of silent (dead) pools are kept before a report deletes them."""
     completion_batch: int = 200
@@ -184,6 +189,7 @@ class PoolSettings(TypedDict, total=False):
     watchdog_interval_s: float | None
     report_interval_s: float
     report_retention_s: float
+    metrics: bool
     completion_batch: int
     completion_delay_s: float
     batch_turns: bool

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -66,9 +66,18 @@ elapsed = time.perf_counter
 
 
 class PoolMetrics:
-    """The instruments of one pool (see the module docstring)."""
+    """The instruments of one pool (see the module docstring).
 
-    def __init__(self) -> None:
+    Disabled (``enabled=False``, a pool's default), every report is a no-op, so only a pool
+    whose metrics are served pays for them: ~6 µs of the event loop per job enabled, ~1 µs
+    disabled (two histogram observations and two counter increments under
+    prometheus_client's locks; measured per job in a loop). The per-type children are kept
+    in a dict of our own: ``labels()`` alone cost ~1.5 µs a call, ~13 µs per job in all
+    before."""
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self._children: dict[tuple[int, str], Any] = {}
         self.registry = CollectorRegistry(auto_describe=False)
         r = self.registry
         self.claim_seconds = Histogram(
@@ -126,25 +135,48 @@ class PoolMetrics:
 
     # --- what the pool's pieces report ------------------------------------------------------
 
+    def _child(self, metric: Counter | Histogram, label: str) -> Any:
+        key = (id(metric), label)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(label)
+        return child
+
     def claim_finished(self, seconds: float, jobs: list[JobState]) -> None:
+        if not self.enabled:
+            return
         self.claim_seconds.observe(seconds)
         for job in jobs:
-            self.claimed.labels(job.job_type).inc()
+            self._child(self.claimed, job.job_type).inc()
+
+    def job_ran(self, job_type: str, seconds: float) -> None:
+        if self.enabled:
+            self._child(self.run_seconds, job_type).observe(seconds)
+
+    def outcome_settled(self, job_type: str, seconds: float) -> None:
+        """An outcome was recorded or refused ``seconds`` after the handler ended."""
+        if self.enabled:
+            self._child(self.completion_seconds, job_type).observe(seconds)
 
     def outcome_recorded(self, state: JobState) -> None:
         """Count one recorded outcome by the state it left the job in (as
         :meth:`PoolStats.count_recorded <ledger.runtime.health.PoolStats.count_recorded>`)."""
+        if not self.enabled:
+            return
         if state.status is JobStatus.SUCCEEDED:
-            self.succeeded.labels(state.job_type).inc()
+            self._child(self.succeeded, state.job_type).inc()
         elif state.status is JobStatus.DEAD:
-            self.dead.labels(state.job_type).inc()
+            self._child(self.dead, state.job_type).inc()
         elif state.status is JobStatus.PENDING:
-            self.retried.labels(state.job_type).inc()
+            self._child(self.retried, state.job_type).inc()
 
     def leases_renewed(self, states: list[JobState]) -> None:
-        self.lease_renewals.inc(len(states))
+        if self.enabled:
+            self.lease_renewals.inc(len(states))
 
     def reaper_passed(self, report: ReapReport) -> None:
+        if not self.enabled:
+            return
         for reaped in report.reaped:
             self.reaped.labels(reaped.disposition).inc()
         self.reaper_deferred.inc(report.deferred_error_count)

@@ -113,7 +113,7 @@ class WorkerPool:
         self._registry = registry
         self.worker_id = process_worker_id(config.name, config.host)
         self.stats = PoolStats()
-        self.metrics = PoolMetrics()
+        self.metrics = PoolMetrics(enabled=config.metrics)
         """This pool's Prometheus instruments (:mod:`ledger.runtime.metrics`)."""
         self.host = config.host or socket.gethostname()
         self._started_at: datetime | None = None

@@ -61,7 +61,7 @@ class WorkerSlots:
             try:
                 timer = Timer.start()
                 outcome = await self._executor.execute(job)
-                self._metrics.run_seconds.labels(job.job_type).observe(timer.seconds())
+                self._metrics.job_ran(job.job_type, timer.seconds())
                 await self._record(outcome, job.job_type)
             except Exception:
                 # Recording failed (the executor itself never raises but for shutdown):
@@ -106,6 +106,6 @@ class WorkerSlots:
 
     def _forget(self, job_id: UUID, job_type: str, timer: Timer) -> None:
         """The job's outcome is recorded (or given up): its lease no longer takes room."""
-        self._metrics.completion_seconds.labels(job_type).observe(timer.seconds())
+        self._metrics.outcome_settled(job_type, timer.seconds())
         self._claims.forget(job_id)
         self._producer.room_freed()
