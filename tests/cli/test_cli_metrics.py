@@ -7,6 +7,7 @@ no test waits for wall time to pass.
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -212,6 +213,9 @@ def test_a_killed_pools_row_stays_stale_until_a_reporter_prunes_it(
         shown = invoke(db_url, "pools")
         assert shown.exit_code == 0, shown.stderr
         assert dead.pool_id in shown.stdout
+        shaped = json.loads(invoke(db_url, "pools", "--json").stdout)
+        assert [(p["pool_id"], p["pid"]) for p in shaped["pools"]] == [(dead.pool_id, dead.pid)]
+        assert set(shaped) == {"status", "reasons", "at", "live_pools", "pools"}
 
         def survivor(now: datetime) -> PoolReport:
             fields = {**_fields(dead), "pool_id": "other@host:1", "pid": 1, "last_seen_at": now}
