@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "export": "cli.exchange:export",
     "import": "cli.exchange:import_",
     "workflow": "cli.workflow:workflow",
+    "pools": "cli.pools:pools",
 }
 """Each command's ``module:attribute``, imported only when that command runs (or ``--help``
 lists them all): importing every command module took ~0.4 s of a ~0.6 s ``jobledger audit``,
