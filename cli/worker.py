@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 
 import click
 
@@ -20,6 +21,7 @@ from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
 from ledger.runtime.config import PoolConfig, check_host_id, worker_idle_in_transaction_s
 from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
+from ledger.runtime.metrics import serve_metrics
 from ledger.runtime.pool import WorkerPool
 
 
@@ -87,6 +89,21 @@ async def _serve(pool: WorkerPool, grace_s: float) -> PoolStats:
     except asyncio.CancelledError:
         click.echo("stopped at once; in-flight jobs were released", err=True)
     return pool.stats
+
+
+def _serve_metrics(
+    pool: WorkerPool, ledger: Ledger, port: int | None, addr: str
+) -> Callable[[], None] | None:
+    """Start the ``/metrics`` server if a port is given; the function that stops it."""
+    if port is None:
+        return None
+    pool.metrics.watch(pool, ledger)
+    try:
+        stop = serve_metrics(pool.metrics.registry, port, addr)
+    except OSError as exc:
+        raise CliError(f"cannot serve metrics on {addr}:{port}: {exc.strerror or exc}") from None
+    click.echo(f"metrics on http://{addr}:{port}/metrics", err=True)
+    return stop
 
 
 def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
@@ -200,6 +217,31 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
     help="How long a job type stays unclaimed once its breaker opened.",
 )
 # --- end of the circuit breaker block ------------------------------------------------------
+# --- metrics and pool reports (issue 15) ------------------------------------------------------
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=1, max=65535),
+    metavar="PORT",
+    help="Serve Prometheus metrics on http://ADDR:PORT/metrics (this pool's and the "
+    "ledger's: docs/operations.md#metrics)  [default: none]",
+)
+@click.option(
+    "--metrics-addr",
+    default="127.0.0.1",
+    show_default=True,
+    metavar="ADDR",
+    help="The address --metrics-port listens on (0.0.0.0: every interface).",
+)
+@click.option(
+    "--report-interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=PoolConfig.report_interval_s,
+    show_default=True,
+    metavar="SECONDS",
+    help="Between this pool's reports into jl_pools (`jobledger pools`); silent for three "
+    "of them, it counts as dead.",
+)
+# --- end of metrics and pool reports ----------------------------------------------------------
 @json_option
 @click.pass_obj
 def worker(
@@ -220,6 +262,9 @@ def worker(
     reaper_retry_delay: float,
     breaker_threshold: int,
     breaker_cooldown: float,
+    metrics_port: int | None,
+    metrics_addr: str,
+    report_interval: float,
     as_json: bool,
 ) -> None:
     """Run workers for the handlers registered in MODULE:ATTR."""
@@ -249,6 +294,8 @@ def worker(
             reaper_retry_delay_s=reaper_retry_delay,
             breaker_threshold=breaker_threshold,
             breaker_cooldown_s=breaker_cooldown,
+            report_interval_s=report_interval,
+            metrics=metrics_port is not None,
         )
         in_queues = f" in queues {', '.join(queue_names)}" if queue_names else ""
         click.echo(
@@ -256,7 +303,12 @@ def worker(
             f"on {describe(settings.url)}",
             err=True,
         )
-        stats = asyncio.run(pool.run_until_idle() if burst else _serve(pool, grace))
+        stop_metrics = _serve_metrics(pool, ledger, metrics_port, metrics_addr)
+        try:
+            stats = asyncio.run(pool.run_until_idle() if burst else _serve(pool, grace))
+        finally:
+            if stop_metrics is not None:
+                stop_metrics()
     if as_json:
         echo_json(plain(stats))
     else:

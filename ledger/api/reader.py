@@ -22,6 +22,7 @@ from typing import Self
 from uuid import UUID
 
 from ledger.api import tokens
+from ledger.api.pools import LedgerHealth, PoolReport, assess_pools, read_pools
 from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
@@ -44,7 +45,7 @@ from ledger.store.store import Store
 from ledger.store.tail import HistoryFollower
 from ledger.store.workflow_reads import RunPage, RunView, StepView
 from projections.rules.audit_query import AuditPage, AuditQuery
-from projections.rules.catalog import AUDIT, tracked
+from projections.rules.catalog import AUDIT, TRACKED, tracked
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage, job_query
 from projections.rules.sync_state import SyncState
@@ -371,3 +372,28 @@ class Reader:
     def remove_listener(self, listener: Callable[[], None]) -> None:
         """Stop calling a listener given to :meth:`on_jobs_available`."""
         self.store.remove_listener(listener)
+
+    # --- worker pools' reports (operational state: ledger/api/pools.py) ---------------------
+
+    def pools(self) -> list[PoolReport]:
+        """Every worker pool's latest report of itself, by id (stale ones included)."""
+        return read_pools(self.store)
+
+    def health(self, now: datetime | None = None) -> LedgerHealth:
+        """``ok``, or ``degraded`` with the reasons (no live pool, a stale pool counted dead,
+        a pool reporting itself degraded), judged at ``now`` (the clock's by default)."""
+        return assess_pools(self.pools(), now or self.clock.now())
+
+    def projection_lags(self) -> dict[str, int]:
+        """Per tracked projection, how many events of the history it has yet to apply."""
+        with self.store.read_snapshot() as tables:
+            head = tables.head()
+            positions = tables.tracking()
+        return {projection.name: head - positions.get(projection.name, 0) for projection in TRACKED}
+
+    def counts_by_type(self) -> dict[tuple[str, str], int]:
+        """Jobs per (status, type), from the queue view (``jl_queue_listing_idx``)."""
+        return {
+            (row["status"], row["job_type"]): int(row["n"])
+            for row in self.store.read("queue_counts_by_type")
+        }

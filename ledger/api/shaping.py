@@ -20,6 +20,7 @@ from uuid import UUID
 
 import msgspec
 
+from ledger.api.pools import LedgerHealth, PoolHealth
 from ledger.api.workflow_views import TimelineEntry
 from ledger.api.workflows import WorkflowStarted
 from ledger.core import facts
@@ -296,3 +297,25 @@ def workflow_timeline_json(entries: Sequence[TimelineEntry]) -> list[dict[str, J
         }
         for entry in entries
     ]
+
+
+# --- worker pools ---------------------------------------------------------------------------
+
+
+def pool_health_json(pool: PoolHealth) -> dict[str, JSON]:
+    """One pool's report with ``stale`` (silent past three report intervals: counted dead)."""
+    shaped: dict[str, JSON] = plain(pool.report)
+    shaped["stale"] = pool.stale
+    return shaped
+
+
+def ledger_health_json(health: LedgerHealth) -> dict[str, JSON]:
+    """The ledger's health (``status``, ``reasons``, ``at``) and every pool it was judged
+    from: what ``jobledger pools --json`` prints and the HTTP server's ``/health`` serves."""
+    return {
+        "status": health.status,
+        "reasons": list(health.reasons),
+        "at": plain(health.at),
+        "live_pools": health.live_pools,
+        "pools": [pool_health_json(pool) for pool in health.pools],
+    }

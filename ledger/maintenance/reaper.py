@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 from ledger.api.ledger import Ledger
@@ -38,9 +39,16 @@ class Reaper:
 
     name = "reaper"
 
-    def __init__(self, ledger: Ledger, config: ReaperConfig | None = None) -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        config: ReaperConfig | None = None,
+        *,
+        on_pass: Callable[[ReapReport], None] | None = None,
+    ) -> None:
         self._ledger = ledger
         self.config = config or ReaperConfig()
+        self._on_pass = on_pass
 
     @property
     def interval_s(self) -> float:
@@ -64,6 +72,8 @@ class Reaper:
                 error.code,
                 error.sqlstate,
             )
+        if self._on_pass is not None:
+            self._on_pass(report)
         return report
 
     async def run(self, stop: asyncio.Event) -> None:

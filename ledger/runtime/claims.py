@@ -9,9 +9,10 @@ and stop renewing a job whose run outlived its own ``timeout_s``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from time import perf_counter
 from uuid import UUID
 
 from ledger.api.leases import lease_for
@@ -64,8 +65,10 @@ class Claims:
         lease_s: dict[str, float],
         stats: PoolStats,
         queues: Sequence[str] | None = None,
+        on_claimed: Callable[[float, list[JobState]], None] | None = None,
     ) -> None:
         self._ledger = ledger
+        self._on_claimed = on_claimed
         self.worker_id = worker_id
         self.types = list(types)
         self.queues = list(queues) if queues is not None else None
@@ -82,9 +85,12 @@ class Claims:
         wanted = self.types if types is None else list(types)
         if not wanted:
             return []
+        started = perf_counter()
         jobs = self._ledger.claim(
             self.worker_id, limit=limit, types=wanted, lease_s=self.lease_s, queues=self.queues
         )
+        if self._on_claimed is not None:
+            self._on_claimed(perf_counter() - started, jobs)
         return self._hold(jobs)
 
     def finish_and_claim(
@@ -94,6 +100,7 @@ class Claims:
         :attr:`queues`, if set) in one transaction (:meth:`Ledger.finish_and_claim`); the
         claimed jobs are held from here, the outcomes' leases stay held until the caller
         forgets them."""
+        started = perf_counter()
         turn = self._ledger.finish_and_claim(
             outcomes,
             self.worker_id,
@@ -102,6 +109,8 @@ class Claims:
             lease_s=self.lease_s,
             queues=self.queues,
         )
+        if self._on_claimed is not None:
+            self._on_claimed(perf_counter() - started, turn.claimed)
         self._hold(turn.claimed)
         return turn
 

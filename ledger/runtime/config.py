@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
+from ledger.maintenance.pool_reporter import PoolReporterConfig
 from ledger.maintenance.reaper import ReaperConfig
 from ledger.maintenance.watchdog import WatchdogConfig
 from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
@@ -57,6 +58,17 @@ class PoolConfig:
     """Between watchdog passes, which end a database session frozen inside a write that
     blocks other writers (PostgreSQL: :mod:`ledger.maintenance.watchdog`); ``None`` is half
     the ledger's idle-in-transaction bound (at least 0.5 s); 0 runs no watchdog here."""
+    report_interval_s: float = 5.0
+    """Between the pool's reports of itself into ``jl_pools`` (its health, in flight:
+    :mod:`ledger.maintenance.pool_reporter`); a reader counts it dead once it is silent for
+    three of them. 0 reports nothing."""
+    metrics: bool = False
+    """Feed the pool's Prometheus instruments (:mod:`ledger.runtime.metrics`; ``jobledger
+    worker --metrics-port`` turns it on). Off by default, so a pool that serves no metrics
+    does not pay ~5 µs of its event loop per job for them (bench/README.md, "Pool metrics'
+    cost")."""
+    report_retention_s: float = 3600.0
+    """How long the rows of silent (dead) pools are kept before a report deletes them."""
     completion_batch: int = 200
     """At most this many outcomes per completion transaction."""
     completion_delay_s: float = 0.005
@@ -98,6 +110,8 @@ class PoolConfig:
             raise ValueError("watchdog_interval_s must be >= 0 (0: no watchdog)")
         if self.host is not None:
             check_host_id(self.host)
+        if self.report_interval_s < 0:
+            raise ValueError("report_interval_s must be >= 0 (0: no reports)")
 
     @classmethod
     def of(cls, config: PoolConfig | None, settings: PoolSettings) -> PoolConfig:
@@ -119,6 +133,13 @@ class PoolConfig:
         if self.watchdog_interval_s == 0:
             return None
         return WatchdogConfig(interval_s=self.watchdog_interval_s)
+
+    def reporter_config(self) -> PoolReporterConfig | None:
+        """The pool reporter's settings; ``None`` when this pool reports nothing."""
+        if self.report_interval_s == 0:
+            return None
+        retention_s = max(self.report_retention_s, self.report_interval_s)
+        return PoolReporterConfig(interval_s=self.report_interval_s, retention_s=retention_s)
 
     def reaper_config(self) -> ReaperConfig:
         return ReaperConfig(
@@ -166,6 +187,9 @@ class PoolSettings(TypedDict, total=False):
     reaper_batch: int
     reaper_lock_timeout_s: float | None
     watchdog_interval_s: float | None
+    report_interval_s: float
+    report_retention_s: float
+    metrics: bool
     completion_batch: int
     completion_delay_s: float
     batch_turns: bool

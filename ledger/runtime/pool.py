@@ -28,12 +28,17 @@ import logging
 import os
 import socket
 from collections.abc import Mapping
+from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Unpack
 from uuid import UUID
 
 from ledger.api.ledger import Ledger
+from ledger.api.pools import PoolReport
+from ledger.core.state import JobState
+from ledger.maintenance.pool_reporter import PoolReporter
 from ledger.maintenance.reaper import Reaper
-from ledger.maintenance.runner import ServiceRunner
+from ledger.maintenance.runner import Service, ServiceRunner, ServiceStats
 from ledger.maintenance.watchdog import Watchdog
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
@@ -45,6 +50,7 @@ from ledger.runtime.follower_thread import FollowerThread
 from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.health import Health, PoolStats, assess
 from ledger.runtime.heartbeater import Heartbeater
+from ledger.runtime.metrics import PoolMetrics
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
 from ledger.runtime.slots import WorkerSlots
@@ -54,6 +60,11 @@ from ledger.runtime.wakeup import Wakeup
 from ledger.store.frozen_writers import FrozenWriter
 
 log = logging.getLogger(__name__)
+
+try:
+    _VERSION = version("jobledger")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    _VERSION = "unknown"
 
 
 def process_worker_id(pool_name: str, host: str | None = None) -> str:
@@ -102,6 +113,10 @@ class WorkerPool:
         self._registry = registry
         self.worker_id = process_worker_id(config.name, config.host)
         self.stats = PoolStats()
+        self.metrics = PoolMetrics(enabled=config.metrics)
+        """This pool's Prometheus instruments (:mod:`ledger.runtime.metrics`)."""
+        self.host = config.host or socket.gethostname()
+        self._started_at: datetime | None = None
         self._breaker = breaker or CircuitBreaker(
             ledger.clock,
             threshold=config.breaker_threshold,
@@ -117,6 +132,7 @@ class WorkerPool:
             queues=config.queues,
             lease_s=lease_lengths,
             stats=self.stats,
+            on_claimed=self.metrics.claim_finished,
         )
         self._releaser = Releaser(ledger, self._claims, self.stats, self._io)
         self._wakeup = Wakeup(ledger)
@@ -135,7 +151,7 @@ class WorkerPool:
             lease_s=lease_lengths,
             max_batch=config.completion_batch,
             max_delay_s=config.completion_delay_s,
-            on_recorded=self.stats.count_recorded,
+            on_recorded=self._recorded,
             io=self._io,
             defer_to=lambda: self._producer.expects_turn,
             hold_s=config.turn_hold_s,
@@ -160,7 +176,7 @@ class WorkerPool:
             interval_s=config.heartbeat_interval(lease_lengths),
             on_lost=self._lease_lost,
             io=self._io,
-            on_renewed=self._claims.renewed,
+            on_renewed=self._renewed,
         )
         self._slots = WorkerSlots(
             self._producer,
@@ -169,9 +185,17 @@ class WorkerPool:
             completer=self._completer,
             clock=ledger.clock,
             stats=self.stats,
+            metrics=self.metrics,
             yield_between_jobs=config.batch_turns,
         )
-        self._reaper = Reaper(ledger, config.reaper_config())
+        self._reaper = Reaper(ledger, config.reaper_config(), on_pass=self.metrics.reaper_passed)
+        reporter_config = config.reporter_config()
+        self._reporter = (
+            PoolReporter(ledger, self._report, reporter_config)
+            if reporter_config is not None
+            else None
+        )
+        self._runner: ServiceRunner | None = None
         watchdog_config = config.watchdog_config()
         self._watchdog = (
             Watchdog(ledger, watchdog_config, on_ended=self._frozen_writers_ended)
@@ -220,6 +244,20 @@ class WorkerPool:
         handlers that never returned, whose jobs were released or timed out)."""
         return self._handler_threads.busy
 
+    @property
+    def concurrency(self) -> int:
+        return self.config.concurrency
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs this pool holds a lease on: buffered, running, or being recorded."""
+        return len(self._claims)
+
+    @property
+    def maintenance_stats(self) -> dict[str, ServiceStats]:
+        """How each maintenance service's passes went (empty before :meth:`start`)."""
+        return dict(self._runner.stats) if self._runner is not None else {}
+
     def health(self) -> Health:
         """``ok``, or ``degraded`` with the reasons (dead workers, open breakers and until
         when, sync handler threads still held by ended jobs, the follower)."""
@@ -261,9 +299,11 @@ class WorkerPool:
             for i in range(self.config.concurrency)
         ]
         self._tasks = [self._producer.start()]
+        self._started_at = self._ledger.clock.now()
         services = self._maintenance_services()
         if services:
-            maintain = ServiceRunner(services).run(self._stop_requested)
+            self._runner = ServiceRunner(services)
+            maintain = self._runner.run(self._stop_requested)
             self._tasks.append(asyncio.create_task(maintain, name="jobledger-maintenance"))
         if self._follower is not None:
             self._follower.start()
@@ -323,11 +363,21 @@ class WorkerPool:
         await self._producer.give_back_buffered(self._releaser.release)
         if self._follower is not None:
             await self._follower.stop()
+        if self._reporter is not None:
+            await self._remove_report(self._reporter)
         self._handler_threads.shutdown()
         self._io.shutdown()
         self._started = False
 
     # --- what the heartbeater reports -------------------------------------------------------
+
+    def _recorded(self, state: JobState) -> None:
+        self.stats.count_recorded(state)
+        self.metrics.outcome_recorded(state)
+
+    def _renewed(self, states: list[JobState]) -> None:
+        self._claims.renewed(states)
+        self.metrics.leases_renewed(states)
 
     def _lease_lost(self, job_id: UUID) -> None:
         self._claims.forget(job_id)
@@ -335,17 +385,44 @@ class WorkerPool:
 
     # --- maintenance ------------------------------------------------------------------------
 
-    def _maintenance_services(self) -> list[Reaper | Watchdog]:
+    def _maintenance_services(self) -> list[Service]:
         """The reaper (unless its interval is 0) and the watchdog (where the store can end
         frozen writers). The runner runs each pass on a thread of its own (never the
         loop's, nor the executor handlers use), logs a failed pass and keeps the interval;
         so a reaper blocked behind a frozen writer's lock does not hold up the watchdog."""
-        services: list[Reaper | Watchdog] = []
+        services: list[Service] = []
+        if self._reporter is not None:
+            services.append(self._reporter)
         if self.config.reaper_interval_s > 0:
             services.append(self._reaper)
         if self._watchdog is not None and self._watchdog.enabled:
             services.append(self._watchdog)
         return services
+
+    def _report(self, now: datetime) -> PoolReport:
+        """This pool as its reporter writes it into ``jl_pools``."""
+        health = self.health()
+        return PoolReport(
+            pool_id=self.worker_id,
+            host=self.host,
+            pid=os.getpid(),
+            name=self.config.name,
+            started_at=self._started_at or now,
+            last_seen_at=now,
+            interval_s=self.config.report_interval_s,
+            concurrency=self.config.concurrency,
+            in_flight=self.in_flight,
+            status=health.status,
+            reasons=list(health.reasons),
+            version=_VERSION,
+        )
+
+    async def _remove_report(self, reporter: PoolReporter) -> None:
+        """Delete this pool's row as it stops; a failure only leaves it to go stale."""
+        try:
+            await self._io.run(reporter.remove, self.worker_id)
+        except Exception:
+            log.warning("could not remove pool %s's report", self.worker_id, exc_info=True)
 
     def _frozen_writers_ended(self, ended: list[FrozenWriter]) -> None:
         self.stats.frozen_writers_ended += len(ended)

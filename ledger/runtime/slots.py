@@ -20,6 +20,7 @@ from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
 from ledger.runtime.executor import Executor
 from ledger.runtime.health import PoolStats
+from ledger.runtime.metrics import PoolMetrics, Timer
 from ledger.runtime.producer import Producer
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,10 @@ class WorkerSlots:
         completer: BatchCompleter,
         clock: Clock,
         stats: PoolStats,
+        metrics: PoolMetrics,
         yield_between_jobs: bool = False,
     ) -> None:
+        self._metrics = metrics
         self._producer = producer
         self._claims = claims
         self._executor = executor
@@ -56,7 +59,10 @@ class WorkerSlots:
                 continue
             started = self._producer.job_started()
             try:
-                await self._record(await self._executor.execute(job))
+                timer = Timer.start()
+                outcome = await self._executor.execute(job)
+                self._metrics.job_ran(job.job_type, timer.seconds())
+                await self._record(outcome, job.job_type)
             except Exception:
                 # Recording failed (the executor itself never raises but for shutdown):
                 # the slot lives on; the job's lease is left to expire for the reaper.
@@ -84,20 +90,22 @@ class WorkerSlots:
             job.lease_expires_at,
         )
 
-    async def _record(self, outcome: Outcome) -> None:
+    async def _record(self, outcome: Outcome, job_type: str) -> None:
         """Hand the outcome to the completer; the lease stays held (so the pool is not idle)
         until the outcome is recorded or refused, but is no longer renewed."""
         job_id = outcome.lease.job_id
         self._claims.finished(job_id)
+        timer = Timer.start()
         if self._completer.running:
-            self._completer.hand_over(outcome, lambda _: self._forget(job_id))
+            self._completer.hand_over(outcome, lambda _: self._forget(job_id, job_type, timer))
         else:
             try:
                 await self._completer.flush_now([outcome])
             finally:
-                self._forget(job_id)
+                self._forget(job_id, job_type, timer)
 
-    def _forget(self, job_id: UUID) -> None:
+    def _forget(self, job_id: UUID, job_type: str, timer: Timer) -> None:
         """The job's outcome is recorded (or given up): its lease no longer takes room."""
+        self._metrics.outcome_settled(job_type, timer.seconds())
         self._claims.forget(job_id)
         self._producer.room_freed()

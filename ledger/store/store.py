@@ -94,6 +94,13 @@ class Store(ABC):
         ``row["column"]``."""
 
     @abstractmethod
+    def write_operational(self, query: str, params: Mapping[str, Any] | None = None) -> int:
+        """Run one named write of operational state (``jl_pools``: what processes report of
+        themselves, not a view of the history, so no event explains it) in a transaction of
+        its own; the rows it changed. Never for a view or the events: those change only in a
+        unit of work."""
+
+    @abstractmethod
     def read_snapshot(self) -> AbstractContextManager[ReadSnapshot]:
         """A consistent read-only snapshot of the events and views, for many queries."""
 

@@ -147,6 +147,11 @@ class PostgresStore(Store):
             cursor.execute(self.sql[query], params or {})
             return cursor.fetchall()
 
+    def write_operational(self, query: str, params: Mapping[str, Any] | None = None) -> int:
+        with self._cursor() as cursor:
+            cursor.execute(self.sql[query], params or {})
+            return int(cursor.rowcount)
+
     @contextmanager
     def read_snapshot(self) -> Iterator[ReadSnapshot]:
         with self._cursor() as cursor:

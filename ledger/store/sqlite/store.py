@@ -106,6 +106,11 @@ class SQLiteStore(Store):
             cursor.execute(self.sql[query], params or {})
             return list(cursor.fetchall())
 
+    def write_operational(self, query: str, params: Mapping[str, Any] | None = None) -> int:
+        with self._connection(writer=True) as cursor:
+            cursor.execute(self.sql[query], params or {})
+            return int(cursor.sqlite_cursor.rowcount)
+
     @contextmanager
     def read_snapshot(self) -> Iterator[ReadSnapshot]:
         with self._connection(writer=False) as cursor:
