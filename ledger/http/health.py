@@ -2,8 +2,9 @@
 
 ``ok`` or ``degraded``; the reasons say what is wrong in words an operator acts on. Only a
 ledger that cannot be read answers 503 (a load balancer should stop sending work); a stale
-or lagging view is ``degraded`` with 200, since every read but the lagging view's still
-answers right. Worker pools' health is not here yet (issue 15's later part)."""
+or lagging view, or the worker pools' verdict (:meth:`Reader.health`: no live pool, a stale
+one counted dead, one reporting itself degraded) is ``degraded`` with 200, since every read
+still answers."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from litestar import Response
 
 from ledger.api.reader import Reader
+from ledger.api.shaping import plain
 from ledger.core.errors import LedgerError
 
 LAG_LIMIT = 10_000
@@ -38,9 +40,12 @@ def health_of(reader: Reader) -> Response[dict[str, Any]]:
         for s in statuses
         if s.lag >= LAG_LIMIT
     ]
+    pools = reader.health()
+    reasons += pools.reasons
     body: dict[str, Any] = {
         "status": "degraded" if reasons else "ok",
         "reasons": reasons,
         "projections": {s.name: {"lag": s.lag, "stale": s.stale} for s in statuses},
+        "pools": plain(pools.pools),
     }
     return Response(body, status_code=200)

@@ -10,14 +10,16 @@ from ledger.api.ledger import Ledger
 from tests.http.conftest import Server
 
 
-def test_health_is_ok_on_a_fresh_ledger(server: Server) -> None:
-    """/health answers without a token: ok, no reasons, each view's lag."""
-    response = server.client.get("/health")
+def test_health_on_a_fresh_ledger_names_the_missing_pools(server: Server) -> None:
+    """/health answers without a token: each view's lag, and degraded (200) with the pools'
+    reason while no worker pool reports."""
+    response = server.client.get("/health", headers=server.as_token(None))
     assert response.status_code == 200
     body = response.json()
-    assert body["status"] == "ok"
-    assert body["reasons"] == []
     assert body["projections"]["queue"] == {"lag": 0, "stale": False}
+    assert body["status"] == "degraded"
+    assert body["pools"] == []
+    assert len(body["reasons"]) == 1 and "pool" in body["reasons"][0]
 
 
 def test_jobs_list_filters_and_pages_as_the_jobs_command(defined: Ledger, server: Server) -> None:
