@@ -45,6 +45,8 @@ COMMANDS: dict[str, str] = {
     "export": "cli.exchange:export",
     "import": "cli.exchange:import_",
     "workflow": "cli.workflow:workflow",
+    "serve": "cli.serve:serve",
+    "token": "cli.token:token",
     "pools": "cli.pools:pools",
 }
 """Each command's ``module:attribute``, imported only when that command runs (or ``--help``

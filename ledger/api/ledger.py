@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Self
 from uuid import UUID, uuid4
 
-from ledger.api import definitions, operator_writes, workflows
+from ledger.api import definitions, operator_writes, tokens, workflows
 from ledger.api.enqueueing import enqueue_batch, sync_listing
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
@@ -38,6 +38,7 @@ from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
 from ledger.core.sources import Listing, SourceSync
 from ledger.core.state import JobState
+from ledger.core.tokens import TokenState
 from ledger.core.workflows.spec import StepRequest, WorkflowRequest
 from ledger.core.workflows.state import RunState
 from ledger.store.frozen_writers import FrozenWriter
@@ -266,6 +267,16 @@ class Ledger(WorkerCommands):
         )
 
     # --- operators, the reaper and imports ----------------------------------------------------
+
+    def create_token(
+        self, *, org: str | None, role: str, label: str | None = None
+    ) -> tokens.CreatedToken:
+        """A new API token (``token_created``); its bearer secret is returned once only."""
+        return tokens.create_token(self.store, self.clock, org=org, role=role, label=label)
+
+    def revoke_token(self, token_id: UUID, *, reason: str = "revoked by operator") -> TokenState:
+        """Stop accepting an API token (``token_revoked``)."""
+        return tokens.revoke_token(self.store, self.clock, token_id, reason)
 
     def cancel(self, job_id: UUID, *, reason: str = "cancelled by operator") -> JobState:
         """Cancel a pending or leased job."""

@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Self
 from uuid import UUID
 
+from ledger.api import tokens
 from ledger.api.pools import LedgerHealth, PoolReport, assess_pools, read_pools
 from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
@@ -32,6 +33,7 @@ from ledger.core.exchange import Selection
 from ledger.core.facts import history_prefix
 from ledger.core.replay_findings import JobReplay
 from ledger.core.state import JobState
+from ledger.core.tokens import TokenState
 from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
 from ledger.store import replay_reads, workflow_reads
 from ledger.store.audit_reads import read_page
@@ -210,9 +212,11 @@ class Reader:
         """Every URI the source's sync state has a row for."""
         return {row.uri for row in self.store.sync_state(source_id)}
 
-    def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
-        """Dead jobs (optionally of one type), oldest death first."""
-        return self.store.dead_letters(job_type)
+    def dead_letters(
+        self, job_type: str | None = None, *, org: str | None = None
+    ) -> list[DeadLetter]:
+        """Dead jobs (optionally of one type, of one org), oldest death first."""
+        return self.store.dead_letters(job_type, org=org)
 
     # --- projections, audit and stats ---------------------------------------------------------
 
@@ -249,13 +253,16 @@ class Reader:
         with self.store.read_snapshot() as tables:
             return tables.head() - tables.tracking().get(AUDIT.name, 0)
 
-    def stats(self, now: datetime | None = None, *, catch_up: bool = True) -> Stats:
+    def stats(
+        self, now: datetime | None = None, *, catch_up: bool = True, org: str | None = None
+    ) -> Stats:
         """Counts, throughput windows, oldest due job and run times at ``now`` (the clock's
-        by default); with ``catch_up`` the audit view is first brought to the head (not on a
-        replica: ``audit_lag`` in the figures says how far behind it is)."""
+        by default), of one ``org``'s jobs if given; with ``catch_up`` the audit view is
+        first brought to the head (not on a replica: ``audit_lag`` in the figures says how
+        far behind it is)."""
         if catch_up and not self.store.read_only:
             self.catch_up([AUDIT.name])
-        return collect(self.store, now or self.clock.now())
+        return collect(self.store, now or self.clock.now(), org=org)
 
     # --- decision replay (jobledger replay --check; see ledger/core/decision_replay.py) -------
 
@@ -346,6 +353,17 @@ class Reader:
         if not records:
             return None
         return graph_of(self.workflow_steps(run_id), records)
+
+    # --- API tokens (ledger/core/tokens.py) ------------------------------------------------
+
+    def tokens(self) -> list[TokenState]:
+        """Every API token, revoked ones too, oldest first (hashes only: no secret is kept)."""
+        return self.store.tokens()
+
+    def authenticate(self, presented: str) -> TokenState | None:
+        """The active token a bearer text is (``None``: unknown, revoked or wrong secret),
+        compared in constant time on the secret's hash."""
+        return tokens.authenticate(self.store, presented)
 
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after this process commits work that may be claimable."""

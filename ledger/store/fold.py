@@ -23,6 +23,7 @@ from ledger.core.events import (
 )
 from ledger.core.policy import Change, RunEvents, Trigger
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.core.tokens import TokenState, evolve_token
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
 from ledger.store.streams import job_type_stream_id
@@ -93,6 +94,23 @@ class AppendFold:
                     self.makes_claimable = True
             assert state is not None
             self.states[job_id] = state
+
+    def fold_tokens(
+        self,
+        token_changes: Sequence[tuple[UUID, Sequence[Event]]],
+        known: Callable[[UUID], TokenState | None],
+    ) -> dict[UUID, TokenState]:
+        """Fold token events onto the tokens ``known`` (read in this unit of work); the
+        changed ones. A token's stream id is its id."""
+        new_tokens: dict[UUID, TokenState] = {}
+        for token_id, events in token_changes:
+            token = new_tokens.get(token_id) or known(token_id)
+            for event in events:
+                token = evolve_token(token, event)
+                self.records.append((token_id, token.version, event))
+            assert token is not None
+            new_tokens[token_id] = token
+        return new_tokens
 
     def fold_definitions(
         self,

@@ -31,6 +31,7 @@ EXPECTED_TABLES = frozenset(
         "jl_audit",
         "jl_workflow_runs",
         "jl_workflow_steps",
+        "jl_tokens",
         "jl_pools",
     }
 )

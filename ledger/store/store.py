@@ -30,6 +30,7 @@ from ledger.core.events import JobEvent
 from ledger.core.policy import Policy
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
+from ledger.core.tokens import TokenState
 from ledger.core.workflows.policy import WorkflowPolicy
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import IdAdapter
@@ -44,6 +45,7 @@ from ledger.store.views import ViewTables
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.queue import decode_state
 from projections.rules.sync_state import SyncState
+from projections.rules.tokens import token_of_row
 
 
 class Store(ABC):
@@ -191,9 +193,13 @@ class Store(ABC):
             for row in self.read("sync_state_of_source", {"source_id": source_id})
         ]
 
-    def dead_letters(self, job_type: str | None = None) -> list[DeadLetter]:
-        """Dead jobs (optionally of one type), oldest death first."""
-        if job_type is None:
+    def dead_letters(
+        self, job_type: str | None = None, *, org: str | None = None
+    ) -> list[DeadLetter]:
+        """Dead jobs (optionally of one type, of one org), oldest death first."""
+        if org is not None:
+            rows = self.read("dead_letters_of_org", {"job_type": job_type, "org": org})
+        elif job_type is None:
             rows = self.read("dead_letters_all")
         else:
             rows = self.read("dead_letters_of_type", {"job_type": job_type})
@@ -218,6 +224,15 @@ class Store(ABC):
             decode_definition_row(row["state"], row["stream_version"])
             for row in self.read("definitions_all")
         ]
+
+    def tokens(self) -> list[TokenState]:
+        """Every API token (revoked ones too), oldest first, from the tokens view."""
+        return [token_of_row(row) for row in self.read("tokens_all")]
+
+    def token(self, token_id: UUID) -> TokenState | None:
+        """One API token from the tokens view (``None``: no such token)."""
+        rows = self.read("tokens_get", {"token_id": str(token_id)})
+        return token_of_row(rows[0]) if rows else None
 
     def count_by_status(self) -> dict[str, int]:
         """How many jobs the queue view holds in each status."""

@@ -29,6 +29,7 @@ from ledger.core.events import (
 from ledger.core.policy import Policy, RunEvents, trigger_types
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import to_us
+from ledger.core.tokens import TokenState
 from ledger.core.workflows.state import RunState
 from ledger.store.fold import AppendFold
 from ledger.store.ids import IdAdapter
@@ -37,6 +38,7 @@ from ledger.store.run_reads import LoadedRun, RunReads
 from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
 from projections.rules.queue import decode_state, queue_update_row, queue_values
+from projections.rules.tokens import token_of_row, token_row
 from projections.rules.workflows import run_row, step_row
 from projections.rules.writes import ViewWrite
 
@@ -239,6 +241,11 @@ class UnitOfWork(RunReads, ABC):
                 self._definitions[state.definition.job_type] = state
         return {t: self._definitions[t] for t in job_types if t in self._definitions}
 
+    def token(self, token_id: UUID) -> TokenState | None:
+        """A token's state from the tokens view (``None``: no such token)."""
+        rows = self._rows("tokens_get", {"token_id": str(token_id)})
+        return token_of_row(rows[0]) if rows else None
+
     # --- the one write ----------------------------------------------------------------------
 
     def append(
@@ -246,6 +253,7 @@ class UnitOfWork(RunReads, ABC):
         job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]] = (),
         definition_changes: Sequence[tuple[str, Sequence[Event]]] = (),
         run_changes: Sequence[RunEvents] = (),
+        token_changes: Sequence[tuple[UUID, Sequence[Event]]] = (),
     ) -> dict[UUID, JobState]:
         """Fold, append and project ``job_changes`` (and job-type and run changes) in this
         transaction.
@@ -263,6 +271,7 @@ class UnitOfWork(RunReads, ABC):
             loaded_run=self._loaded_run,
         )
         new_definitions = fold.fold_definitions(definition_changes, self._definitions)
+        new_tokens = fold.fold_tokens(token_changes, self.token)
         fold.fold_runs(run_changes)
         fold.fold_jobs(job_changes)
         asked: list[UUID] | None = None
@@ -300,6 +309,9 @@ class UnitOfWork(RunReads, ABC):
                 self._write_definition_rows(new_definitions)
             if fold.runs:
                 self._write_run_rows(fold.runs)
+            if new_tokens:
+                rows = [token_row(state) for state in new_tokens.values()]
+                self._execute_writes([ViewWrite("tokens_upsert", row) for row in rows])
         return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
 
     def _loaded_state(self, job_id: UUID) -> JobState | None:

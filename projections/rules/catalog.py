@@ -24,6 +24,7 @@ __all__ = [
     "QUEUE",
     "SHADOW_SUFFIX",
     "SYNC_STATE",
+    "TOKENS",
     "Mode",
     "Projection",
     "get",
@@ -45,6 +46,7 @@ DEFINITIONS = BY_NAME["definitions"]
 SYNC_STATE = BY_NAME["sync_state"]
 DEAD_LETTERS = BY_NAME["dead_letters"]
 AUDIT = BY_NAME["audit"]
+TOKENS = BY_NAME["tokens"]
 
 SHADOW_SUFFIX = "__rebuild"
 """A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap."""

@@ -3,9 +3,9 @@ rebuilds and verifies, and what the catalogue lists.
 
 There are two kinds:
 
-- **folded** views (:data:`FOLDED`): the queue, the job definitions and the workflow view
-  (its runs and steps), whose rows are the fold of each stream (one row per job / job
-  type / run / step), written from the folded states;
+- **folded** views (:data:`FOLDED`): the queue, the job definitions, the workflow view
+  (its runs and steps) and the API tokens, whose rows are the fold of each stream (one row
+  per job / job type / run / step / token), written from the folded states;
 - **written** views (:data:`WRITTEN`): each a rules module declaring a
   :class:`~projections.rules.view.WrittenView` — its catalogue entry, its pure
   ``writes(event, state)`` and, for every named SQL write it uses, the in-memory apply the
@@ -23,7 +23,7 @@ from typing import Any
 
 from ledger.core.events import JOB_EVENTS, JobEvent
 from ledger.core.state import JobState
-from projections.rules import dead_letters, definitions, queue, sync_state, workflows
+from projections.rules import dead_letters, definitions, queue, sync_state, tokens, workflows
 from projections.rules.view import Apply, Projection, WrittenView
 from projections.rules.writes import ViewWrite
 
@@ -32,6 +32,7 @@ FOLDED: tuple[Projection, ...] = (
     definitions.PROJECTION,
     workflows.RUNS,
     workflows.STEPS,
+    tokens.PROJECTION,
 )
 WRITTEN: tuple[WrittenView[Any], ...] = (sync_state.VIEW, dead_letters.VIEW)
 

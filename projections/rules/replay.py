@@ -27,6 +27,7 @@ from ledger.core.state import (
     evolve,
     evolve_definition,
 )
+from ledger.core.tokens import TokenCreated, TokenRevoked, TokenState, evolve_token
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
@@ -35,6 +36,7 @@ from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
 from projections.rules.registry import APPLIES, WRITTEN, view_writes
+from projections.rules.tokens import token_row
 from projections.rules.view import Key, MemoryTable, Row
 from projections.rules.workflows import run_row, step_row
 from projections.rules.writes import ViewWrite
@@ -82,6 +84,8 @@ class Replay:
         self._enqueue_seq: dict[int, int] = {}
         self._definitions: dict[str, DefinitionState] = {}
         self._runs: dict[UUID, RunState] = {}
+        self._tokens: dict[str, TokenState] = {}
+        """API tokens by id (as text, the view's key)."""
         """Workflow runs, folded from nothing (complete): the workflow view's rows."""
         self._tables: dict[str, MemoryTable] = {
             view.projection.name: view.new_table() for view in WRITTEN
@@ -110,6 +114,9 @@ class Replay:
                     continue  # re-delivered: already folded
             elif isinstance(item.event, WorkflowEvent):
                 if not self._apply_run(item, item.event):
+                    continue
+            elif isinstance(item.event, TokenCreated | TokenRevoked):
+                if not self._apply_token(item, item.event):
                     continue
             elif not self._apply_definition(item, item.event):
                 continue
@@ -205,6 +212,22 @@ class Replay:
             self._dirty["definitions"].add((job_type,))
         return True
 
+    def _apply_token(self, item: StreamEvent, event: TokenCreated | TokenRevoked) -> bool:
+        key = str(event.token_id)
+        previous = self._tokens.get(key)
+        if previous is not None and item.version <= previous.version:
+            return False
+        state = evolve_token(previous, event)
+        if state.version != item.version or state.token_id != item.originator_id:
+            raise IllegalTransitionError(
+                f"event at position {item.position} is version {item.version} of stream "
+                f"{item.originator_id}, but folds to version {state.version} of token {key}"
+            )
+        self._tokens[key] = state
+        if self.track_dirty:
+            self._dirty["tokens"].add((key,))
+        return True
+
     def _apply_write(self, write: ViewWrite) -> None:
         """Apply one named view write to its view's in-memory table, as its SQL does (by the
         apply the view declares for that query; an undeclared one raises)."""
@@ -237,6 +260,9 @@ class Replay:
             return None if run is None else run_row(run, run.run_id)
         if name == "workflow_steps":
             return self._step_row(key[0], key[1])
+        if name == "tokens":
+            token = self._tokens.get(key[0])
+            return None if token is None else token_row(token)
         return self._tables[name].rows.get(key)
 
     def keys(self, name: str) -> list[Key]:
@@ -251,6 +277,8 @@ class Replay:
             return [(run_id,) for run_id in self._runs]
         if name == "workflow_steps":
             return [(run_id, key) for run_id, run in self._runs.items() for key in run.steps]
+        if name == "tokens":
+            return [(key,) for key in self._tokens]
         return list(self._tables[name].rows)
 
     def rows(self, name: str) -> Iterator[Row]:
@@ -271,6 +299,9 @@ class Replay:
             for run_id, run in self._runs.items():
                 for key, step in run.steps.items():
                     yield step_row(run_id, step, run.dependents[key], step.job_id)
+        elif name == "tokens":
+            for token in self._tokens.values():
+                yield token_row(token)
         else:
             yield from self._tables[name].rows.values()
 
@@ -282,7 +313,15 @@ class Replay:
     @property
     def views(self) -> tuple[str, ...]:
         """The views this replay derives rows for, in catalogue order."""
-        return ("queue", "definitions", "workflow_runs", "workflow_steps", *self._tables, "audit")
+        return (
+            "queue",
+            "definitions",
+            "workflow_runs",
+            "workflow_steps",
+            "tokens",
+            *self._tables,
+            "audit",
+        )
 
     def _rows_by_key(self, name: str) -> dict[Any, Any]:
         if name == "queue":
@@ -293,6 +332,8 @@ class Replay:
             return self._audit
         if name == "workflow_runs":
             return self._runs
+        if name == "tokens":
+            return self._tokens
         return self._tables[name].rows
 
     def take_dirty(self, name: str) -> set[Key]:

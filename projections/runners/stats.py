@@ -108,28 +108,33 @@ def summarise(
     )
 
 
-def collect(store: Store, now: datetime) -> Stats:
-    """Read the figures in one snapshot of ``store`` (the audit as far as it is caught up)."""
+def collect(store: Store, now: datetime, *, org: str | None = None) -> Stats:
+    """Read the figures in one snapshot of ``store`` (the audit as far as it is caught up);
+    with ``org``, of that org's jobs only (every query filtered by it)."""
     now_us = to_us(now)
+    suffix, scope = ("", {}) if org is None else ("_of_org", {"org": org})
     with store.read_snapshot() as tables:
         head = tables.head()
         position = tables.tracking().get(AUDIT.name, 0)
         counts = [
             (row["status"], row["job_type"], int(row["n"]))
-            for row in tables.fetch("queue_counts_by_type")
+            for row in tables.fetch("queue_counts_by_type" + suffix, scope)
         ]
         windows = {
             seconds: {
                 row["event"]: int(row["n"])
-                for row in tables.fetch("audit_throughput", {"since": now_us - seconds * 10**6})
+                for row in tables.fetch(
+                    "audit_throughput" + suffix, {"since": now_us - seconds * 10**6, **scope}
+                )
             }
             for seconds in WINDOWS_S
         }
-        [oldest] = tables.fetch("queue_oldest_due", {"now": now_us})
+        [oldest] = tables.fetch("queue_oldest_due" + suffix, {"now": now_us, **scope})
         run_times = [
             (row["job_type"], int(row["micros"]))
             for row in tables.fetch(
-                "audit_run_times", {"since": now_us - RUN_TIME_WINDOW_S * 10**6}
+                "audit_run_times" + suffix,
+                {"since": now_us - RUN_TIME_WINDOW_S * 10**6, **scope},
             )
         ]
     oldest_us = None if oldest["run_at"] is None else int(oldest["run_at"])

@@ -80,6 +80,20 @@ CREATE TABLE IF NOT EXISTS jl_definitions (
     state blob NOT NULL
 )
 
+-- name: schema_tokens
+-- The API tokens view (projections/rules/tokens.py): the fold of each token's stream; the
+-- secret's SHA-256 only, never the secret.
+CREATE TABLE IF NOT EXISTS jl_tokens (
+    token_id text PRIMARY KEY,
+    org text,
+    role text NOT NULL,
+    label text,
+    secret_hash text NOT NULL,
+    created_at integer NOT NULL,
+    revoked_at integer,
+    stream_version integer NOT NULL
+)
+
 -- name: schema_sync_state
 -- The sync-state view (projections/rules/sync_state.py): one row per (source_id, uri).
 CREATE TABLE IF NOT EXISTS jl_sync_state (
@@ -606,3 +620,46 @@ SELECT run_id, step_key FROM jl_workflow_steps WHERE job_id = :job_id
 SELECT job_id FROM jl_workflow_steps
 WHERE run_id = :run_id AND status = 'enqueued' AND job_id IS NOT NULL
 ORDER BY job_id
+
+-- name: tokens_upsert
+-- A token's row after its events (primary key).
+INSERT INTO jl_tokens (token_id, org, role, label, secret_hash, created_at, revoked_at, stream_version)
+VALUES (:token_id, :org, :role, :label, :secret_hash, :created_at, :revoked_at, :stream_version)
+ON CONFLICT (token_id) DO UPDATE SET
+    revoked_at = EXCLUDED.revoked_at, stream_version = EXCLUDED.stream_version
+
+-- name: tokens_all
+-- Every token, oldest first (a scan: a handful of rows).
+SELECT token_id, org, role, label, secret_hash, created_at, revoked_at, stream_version FROM jl_tokens ORDER BY created_at, token_id
+
+-- name: tokens_get
+-- One token by id (primary key).
+SELECT token_id, org, role, label, secret_hash, created_at, revoked_at, stream_version FROM jl_tokens WHERE token_id = :token_id
+
+-- name: dead_letters_of_org
+-- One org's dead letters (of one job type, if given), oldest death first (a scan: the view
+-- holds only the dead jobs).
+SELECT snapshot FROM jl_dead_letters WHERE org = :org AND (:job_type IS NULL OR job_type = :job_type) ORDER BY dead_at, job_id
+
+-- name: queue_counts_by_type_of_org
+-- One org's jobs per status and type (a scan of jl_queue, as queue_counts_by_type).
+SELECT status, job_type, count(*) AS n FROM jl_queue WHERE org = :org GROUP BY status, job_type
+
+-- name: audit_throughput_of_org
+-- One org's terminal-ish events per name since a time (jl_audit_event_idx, org filtered).
+SELECT event, count(*) AS n FROM jl_audit
+WHERE event IN ('job_succeeded', 'job_failed', 'job_dead_lettered') AND at >= :since
+    AND org = :org
+GROUP BY event
+
+-- name: queue_oldest_due_of_org
+-- The earliest run_at of one org's due pending job (jl_queue_claim_idx's rows, org filtered).
+SELECT min(run_at) AS run_at FROM jl_queue
+WHERE status = 'pending' AND run_at <= :now AND org = :org
+
+-- name: audit_run_times_of_org
+-- One org's successes since a time with their attempt's lease time (as audit_run_times).
+SELECT s.job_type, s.at - l.at AS micros FROM jl_audit AS s
+JOIN jl_audit AS l ON l.job_id = s.job_id AND l.event = 'job_leased'
+    AND l.run_number = s.run_number AND l.attempt = s.attempt AND l.position < s.position
+WHERE s.event = 'job_succeeded' AND s.at >= :since AND s.org = :org

@@ -1,0 +1,68 @@
+"""The ASGI app: routes under ``/api/v1`` over one open ledger, ``/health`` beside them, and
+the OpenAPI document at ``/api/v1/schema/openapi.json``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Litestar, Router, get
+from litestar.di import Provide
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.response import Response
+
+from ledger.api.ledger import Ledger
+from ledger.core.errors import LedgerError
+from ledger.http import errors, jobs, reads, writes
+from ledger.http.auth import TokenAuthentication, caller_of
+from ledger.http.health import health_of
+
+API_PREFIX = "/api/v1"
+SCHEMA_PATH = f"{API_PREFIX}/schema"
+"""Litestar serves the document at ``<this>/openapi.json`` (and ``openapi.yaml``)."""
+
+
+def build_app(ledger: Ledger) -> Litestar:
+    """The app serving ``ledger`` (the caller opens it and closes it after the server)."""
+
+    def provide_ledger() -> Ledger:
+        return ledger
+
+    @get("/health", sync_to_thread=True)
+    def health() -> Response[dict[str, Any]]:
+        """``ok`` or ``degraded`` with the reasons (no token needed)."""
+        return health_of(ledger)
+
+    api = Router(
+        API_PREFIX,
+        route_handlers=[
+            jobs.list_jobs,
+            jobs.show_job,
+            jobs.retry_job,
+            jobs.cancel_job,
+            reads.dead_letters,
+            reads.stats,
+            reads.audit,
+            reads.definitions,
+            reads.workflows,
+            reads.workflow,
+            writes.requeue_dead_letter,
+            writes.complete_step,
+            writes.cancel_workflow,
+        ],
+    )
+    return Litestar(
+        route_handlers=[health, api],
+        dependencies={
+            "ledger": Provide(provide_ledger, sync_to_thread=False),
+            "caller": Provide(caller_of, sync_to_thread=False),
+        },
+        middleware=[DefineMiddleware(TokenAuthentication, reader=ledger)],
+        exception_handlers={
+            LedgerError: errors.ledger_error,
+            ValidationException: errors.invalid_request,
+            HTTPException: errors.http_error,
+        },
+        openapi_config=OpenAPIConfig(title="jobledger", version="1", path=SCHEMA_PATH),
+    )
