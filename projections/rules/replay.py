@@ -140,9 +140,7 @@ class Replay:
             self._enqueue_seq[job] = item.position
         if self.track_dirty:
             self._dirty["queue"].add((item.originator_id,))
-        if self._keep_audit and (
-            self._audit_upto is None or TailPosition.of(item) <= self._audit_upto
-        ):
+        if self._audits(item):
             link = state.workflow
             origin = Origin(
                 state.job_type,
@@ -150,10 +148,7 @@ class Replay:
                 None if link is None else link.run_id,
                 None if link is None else link.step_key,
             )
-            row = audit_row(item.position, item.originator_id, event, origin)
-            self._audit[item.position] = row
-            if self.track_dirty:
-                self._dirty["audit"].add((item.position,))
+            self._add_audit_row(item, event, origin)
         for write in view_writes(event, state):
             self._apply_write(write)
         return True
@@ -170,15 +165,9 @@ class Replay:
                 f"{run_id}, but folds to version {state.version}"
             )
         self._runs[run_id] = state
-        if self._keep_audit and (
-            self._audit_upto is None or TailPosition.of(item) <= self._audit_upto
-        ):
+        if self._audits(item):
             asked = state.request
-            origin = Origin(asked.workflow_type, asked.org, run_id)
-            row = audit_row(item.position, run_id, event, origin)
-            self._audit[item.position] = row
-            if self.track_dirty:
-                self._dirty["audit"].add((item.position,))
+            self._add_audit_row(item, event, Origin(asked.workflow_type, asked.org, run_id))
         if self.track_dirty:
             self._dirty["workflow_runs"].add((run_id,))
             before = previous.steps if previous is not None else {}
@@ -186,6 +175,20 @@ class Replay:
                 (run_id, key) for key, step in state.steps.items() if before.get(key) is not step
             )
         return True
+
+    def _audits(self, item: StreamEvent) -> bool:
+        """Whether this replay keeps the audit row of ``item`` (a catch-up keeps those up to
+        where the live audit view has caught up)."""
+        return self._keep_audit and (
+            self._audit_upto is None or TailPosition.of(item) <= self._audit_upto
+        )
+
+    def _add_audit_row(
+        self, item: StreamEvent, event: JobEvent | WorkflowEvent, origin: Origin
+    ) -> None:
+        self._audit[item.position] = audit_row(item.position, item.originator_id, event, origin)
+        if self.track_dirty:
+            self._dirty["audit"].add((item.position,))
 
     def _step_row(self, run_id: UUID, key: str) -> Row | None:
         state = self._runs.get(run_id)
