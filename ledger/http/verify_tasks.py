@@ -43,6 +43,7 @@ class VerifyTasks:
         self._verify = verify
         self._now = now
         self._lock = threading.Lock()
+        self._finished = threading.Condition(self._lock)
         self._tasks: OrderedDict[UUID, VerifyTask] = OrderedDict()
         self._running: VerifyTask | None = None
 
@@ -64,6 +65,17 @@ class VerifyTasks:
             task = self._tasks.get(task_id)
             return None if task is None else self._copy(task)
 
+    def wait(self, task_id: UUID, timeout_s: float) -> VerifyTask | None:
+        """The task once it is no longer running (or as it is after ``timeout_s``)."""
+        with self._finished:
+            self._finished.wait_for(lambda: self._done(task_id), timeout_s)
+            task = self._tasks.get(task_id)
+            return None if task is None else self._copy(task)
+
+    def _done(self, task_id: UUID) -> bool:
+        task = self._tasks.get(task_id)
+        return task is None or task.status != "running"
+
     def _run(self, task: VerifyTask) -> None:
         report: dict[str, Any] | None = None
         error: dict[str, str] | None = None
@@ -81,6 +93,7 @@ class VerifyTasks:
             else:
                 task.status = "ok" if report["clean"] else "differences"
             self._running = None
+            self._finished.notify_all()
 
     @staticmethod
     def _copy(task: VerifyTask) -> VerifyTask:
