@@ -11,6 +11,7 @@ import msgspec
 from ledger.clock import Clock
 from ledger.core.errors import DefinitionNotFoundError
 from ledger.core.events import Event, JobDefinition, JobTypeDefined, JobTypeUpdated
+from ledger.core.limits import check_actor
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 
@@ -22,19 +23,26 @@ def put_definition(store: Store, clock: Clock, definition: JobDefinition) -> Job
     return definition
 
 
-def set_enabled(store: Store, clock: Clock, job_type: str, enabled: bool) -> JobDefinition:
-    """Change only whether a defined job type is enabled; an undefined one is an error."""
+def set_enabled(
+    store: Store, clock: Clock, job_type: str, enabled: bool, *, actor: str | None = None
+) -> JobDefinition:
+    """Change only whether a defined job type is enabled; an undefined one is an error.
+    ``actor`` is recorded in the ``job_type_updated`` (nothing is appended if unchanged)."""
+    if actor is not None:
+        check_actor(actor)
     with store.unit_of_work() as uow:
         uow.serialise_appends()  # read the definition we change only once no one else can
         current = uow.definitions([job_type]).get(job_type)
         if current is None:
             raise DefinitionNotFoundError(f"job type {job_type!r} is not defined")
         changed = msgspec.structs.replace(current.definition, enabled=enabled)
-        _record(uow, clock, changed)
+        _record(uow, clock, changed, actor=actor)
         return changed
 
 
-def _record(uow: UnitOfWork, clock: Clock, definition: JobDefinition) -> None:
+def _record(
+    uow: UnitOfWork, clock: Clock, definition: JobDefinition, *, actor: str | None = None
+) -> None:
     # Serialise first: two processes defining one type at once would otherwise both
     # decide "defined" and collide on the stream's first version.
     uow.serialise_appends()
@@ -46,5 +54,5 @@ def _record(uow: UnitOfWork, clock: Clock, definition: JobDefinition) -> None:
     elif current.definition == definition:
         return
     else:
-        event = JobTypeUpdated(at=now, definition=definition)
+        event = JobTypeUpdated(at=now, definition=definition, actor=actor)
     uow.append(definition_changes=[(definition.job_type, [event])])

@@ -14,6 +14,7 @@ from uuid import UUID, uuid4
 from ledger.api.job_ids import random_uuids
 from ledger.clock import Clock
 from ledger.core.enqueue_plan import (
+    EnqueuePlan,
     IdempotencyKey,
     KeyedJob,
     SubjectKey,
@@ -22,6 +23,7 @@ from ledger.core.enqueue_plan import (
     subject_key,
 )
 from ledger.core.events import EnqueueRequest
+from ledger.core.limits import check_actor
 from ledger.core.requests import normalise_request
 from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.store.store import Store
@@ -38,14 +40,18 @@ def enqueue_batch(
     *,
     auto_define: bool,
     new_id: Callable[[], UUID],
-) -> list[UUID | None]:
-    """Enqueue ``requests`` in one transaction, all or none; one result per request.
+    actor: str | None = None,
+) -> EnqueuePlan:
+    """Enqueue ``requests`` in one transaction, all or none; the plan appended (one result
+    per request). ``actor`` names who asked in each new job's ``job_enqueued``.
 
     ``new_id`` is called once per new job; the default, ``uuid4``, is drawn in bulk instead
     (:func:`ledger.api.job_ids.random_uuids`: the same kind of id, a tenth of the cost)."""
+    if actor is not None:
+        check_actor(actor)
     normalised = [normalise_request(request) for request in requests]
     if not normalised:
-        return []
+        return EnqueuePlan([], [], [], [])
     if new_id is uuid4:
         new_id = iter(random_uuids(len(normalised))).__next__
     with store.unit_of_work() as uow:
@@ -63,9 +69,10 @@ def enqueue_batch(
             now=now,
             auto_define=auto_define,
             new_id=new_id,
+            actor=actor,
         )
         uow.append(plan.job_changes, plan.definition_changes)
-    return plan.results
+    return plan
 
 
 def _stored_keys(

@@ -33,6 +33,7 @@ from ledger.api.workflow_handle import WorkflowHandle
 from ledger.api.workflows import WorkflowStarted
 from ledger.clock import Clock
 from ledger.core import decide
+from ledger.core.enqueue_plan import EnqueuePlan
 from ledger.core.events import JSON, BackoffPolicy, EnqueueRequest, JobDefinition, Subject
 from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
@@ -136,9 +137,12 @@ class Ledger(WorkerCommands):
         validated = validate_definition(definition)
         return definitions.put_definition(self.store, self.clock, validated)
 
-    def set_enabled(self, job_type: str, enabled: bool) -> JobDefinition:
-        """Enable or disable a job type; enqueue of a disabled type fails."""
-        return definitions.set_enabled(self.store, self.clock, job_type, enabled)
+    def set_enabled(
+        self, job_type: str, enabled: bool, *, actor: str | None = None
+    ) -> JobDefinition:
+        """Enable or disable a job type; enqueue of a disabled type fails. ``actor`` names
+        who did it in the ``job_type_updated`` (the HTTP API's token)."""
+        return definitions.set_enabled(self.store, self.clock, job_type, enabled, actor=actor)
 
     # --- enqueue ------------------------------------------------------------------------------
 
@@ -156,9 +160,11 @@ class Ledger(WorkerCommands):
         queue: str | None = None,
         idempotency_key: str | None = None,
         subject: Subject | None = None,
+        actor: str | None = None,
     ) -> UUID | None:
         """Enqueue one job; returns its id, the existing id for an idempotent repeat, or
-        ``None`` when its sync subject already has a live job."""
+        ``None`` when its sync subject already has a live job. ``actor`` names who asked in
+        the ``job_enqueued`` (the HTTP API's token; ``None``: no one named)."""
         request = EnqueueRequest(
             job_type=job_type,
             payload=payload if payload is not None else {},
@@ -172,17 +178,31 @@ class Ledger(WorkerCommands):
             idempotency_key=idempotency_key,
             subject=subject,
         )
-        return self.enqueue_many([request])[0]
+        return self.enqueue_many([request], actor=actor)[0]
 
-    def enqueue_many(self, requests: Sequence[EnqueueRequest]) -> list[UUID | None]:
+    def enqueue_many(
+        self, requests: Sequence[EnqueueRequest], *, actor: str | None = None
+    ) -> list[UUID | None]:
         """Enqueue many jobs in one transaction: all are accepted, or none (on any error).
 
         Each result is as :meth:`enqueue` returns. Repeats within the batch follow the same
         idempotency and live-subject rules as repeats across batches
         (:mod:`ledger.core.enqueue_plan`).
         """
+        return self.enqueue_outcomes(requests, actor=actor).results
+
+    def enqueue_outcomes(
+        self, requests: Sequence[EnqueueRequest], *, actor: str | None = None
+    ) -> EnqueuePlan:
+        """:meth:`enqueue_many`, answering also which requests made a new job
+        (``created``; an idempotent repeat names an existing one)."""
         return enqueue_batch(
-            self.store, self.clock, requests, auto_define=self.auto_define, new_id=self._new_id
+            self.store,
+            self.clock,
+            requests,
+            auto_define=self.auto_define,
+            new_id=self._new_id,
+            actor=actor,
         )
 
     def sync_source(

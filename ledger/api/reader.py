@@ -48,7 +48,7 @@ from projections.rules.audit_query import AuditPage, AuditQuery
 from projections.rules.catalog import AUDIT, TRACKED, tracked
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage, job_query
-from projections.rules.sync_state import SyncState
+from projections.rules.sync_state import Source, SyncState
 from projections.runners.rebuilder import Progress, Rebuilder, resolve
 from projections.runners.stats import Stats, collect
 from projections.runners.tracked import CatchUp, TrackedRunner
@@ -199,6 +199,15 @@ class Reader:
     def sync_state(self, source_id: str) -> list[SyncState]:
         """The sync-state rows of one source."""
         return self.store.sync_state(source_id)
+
+    def sync_state_of_org(self, source_id: str, org: str) -> list[SyncState]:
+        """One source's sync-state rows of the subjects only ``org``'s jobs touched."""
+        return self.store.sync_state_of_org(source_id, org)
+
+    def sources(self, *, org: str | None = None, source_id: str | None = None) -> list[Source]:
+        """Each source known to the sync state or to a job's subject, with its URIs, last
+        ingestion and jobs by status (see :meth:`Store.sources`)."""
+        return self.store.sources(org=org, source_id=source_id)
 
     def revision_snapshot(self, source_id: str) -> dict[str, str]:
         """``{uri: revision}`` for the source's rows that have a revision."""

@@ -57,9 +57,14 @@ LEASE_EXPIRED_CODE = "job.lease_expired"
 
 
 def decide_enqueue(
-    job_id: UUID, request: EnqueueRequest, definition: JobDefinition | None, now: datetime
+    job_id: UUID,
+    request: EnqueueRequest,
+    definition: JobDefinition | None,
+    now: datetime,
+    actor: str | None = None,
 ) -> JobEnqueued:
-    """Resolve a (normalised) request against its job type's definition."""
+    """Resolve a (normalised) request against its job type's definition; ``actor`` (checked
+    by the caller) names who asked, if anyone says."""
     if definition is None or not definition.enabled:
         state = "disabled" if definition is not None else "not defined"
         raise DefinitionNotFoundError(f"job type {request.job_type!r} is {state}")
@@ -79,6 +84,8 @@ def decide_enqueue(
         max_attempts=request.max_attempts or definition.max_attempts,
         timeout_s=request.timeout_s or definition.default_timeout_s,
         backoff=definition.backoff,
+        workflow=None,
+        actor=actor,
     )
 
 

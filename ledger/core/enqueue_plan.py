@@ -56,6 +56,9 @@ class EnqueuePlan(msgspec.Struct, frozen=True):
 
     results: list[UUID | None]
     """One per request, in order: the new or existing job id, or ``None`` (deduplicated)."""
+    created: list[bool]
+    """One per request, in order: whether it made a new job (``False``: an idempotent
+    repeat named an existing one, or a live subject deduplicated it)."""
     job_changes: list[tuple[UUID, Sequence[JobEvent]]]
     definition_changes: list[tuple[str, Sequence[Event]]]
 
@@ -83,13 +86,15 @@ def plan_enqueue(
     now: datetime,
     auto_define: bool,
     new_id: Callable[[], UUID],
+    actor: str | None = None,
 ) -> EnqueuePlan:
     """Plan a batch of *normalised* requests (see the module docstring for the rules).
 
     ``definitions``: the current definitions of the batch's job types (missing: undefined);
     ``stored_keys`` / ``live_subjects``: what the store holds for the batch's keys and
     subjects, looked up in the same transaction before planning. ``new_id`` is called once per
-    new job, in request order. Raises the typed error of the first request that is refused.
+    new job, in request order; ``actor`` (checked by the caller) is recorded in each new
+    job's ``job_enqueued``. Raises the typed error of the first request that is refused.
     """
     known = dict(definitions)
     definition_changes: list[tuple[str, Sequence[Event]]] = []
@@ -103,6 +108,7 @@ def plan_enqueue(
     keyed = dict(stored_keys)
     live = set(live_subjects)
     results: list[UUID | None] = []
+    created: list[bool] = []
     job_changes: list[tuple[UUID, Sequence[JobEvent]]] = []
     for request in requests:
         key = idempotency_key(request)
@@ -115,17 +121,20 @@ def plan_enqueue(
                     holder.job_id,
                 )
             results.append(holder.job_id)
+            created.append(False)
             continue
         subject = subject_key(request)
         if subject is not None:
             if subject in live:
                 results.append(None)
+                created.append(False)
                 continue
             live.add(subject)
         job_id = new_id()
-        event = decide.decide_enqueue(job_id, request, known.get(request.job_type), now)
+        event = decide.decide_enqueue(job_id, request, known.get(request.job_type), now, actor)
         if key is not None:
             keyed[key] = KeyedJob(job_id, request)
         job_changes.append((job_id, [event]))
         results.append(job_id)
-    return EnqueuePlan(results, job_changes, definition_changes)
+        created.append(True)
+    return EnqueuePlan(results, created, job_changes, definition_changes)

@@ -30,6 +30,12 @@ class InvalidRequestError(LedgerError):
     code = "request.invalid"
 
 
+class SourceNotFoundError(LedgerError):
+    """A read of a sync source the ledger (or the caller's org) has nothing of."""
+
+    code = "source.not_found"
+
+
 class DefinitionNotFoundError(LedgerError):
     """Enqueue of a job type that is not defined, or is disabled."""
 

@@ -177,11 +177,17 @@ class JobTypeDefined(Event, frozen=True):
     definition: JobDefinition
 
 
-class JobTypeUpdated(Event, frozen=True):
-    """A job type's definition changes (including enable/disable): defined -> defined."""
+class JobTypeUpdated(Event, frozen=True, omit_defaults=True):
+    """A job type's definition changes (including enable/disable): defined -> defined.
+
+    ``actor`` names who changed it where a caller says so (the HTTP API's token); it is the
+    one field left out of the stored map when unset (``omit_defaults``: ``definition`` has no
+    default), so an update without one is stored exactly as before it existed. Its default,
+    ``None`` ("no one named"), must never change."""
 
     name = "job_type_updated"
     definition: JobDefinition
+    actor: str | None = None
 
 
 # --- jobs (stream: one per job) -------------------------------------------------------------
@@ -198,9 +204,16 @@ class WorkflowLink(_Value, frozen=True):
     step_key: str
 
 
-class JobEnqueued(JobEvent, frozen=True):
+class JobEnqueued(JobEvent, frozen=True, omit_defaults=True):
     """A job is accepted: (none) -> pending. Carries the request verbatim and its resolution,
-    and (v2) the workflow step it runs, if a run's release enqueued it."""
+    and (v2) the workflow step it runs, if a run's release enqueued it.
+
+    ``actor`` names who enqueued it where a caller says so (the HTTP API's token). It is the
+    only field with a default, so it is the only one ``omit_defaults`` leaves out of the
+    stored map when unset: an enqueue without an actor is stored byte for byte as before the
+    field existed, and older readers of ``job_enqueued.v2`` ignore the key when it is there.
+    Its default, ``None`` ("no one named"), must never change. ``workflow`` has no default
+    for that reason (it is always stored, ``nil`` included)."""
 
     name = "job_enqueued"
     version = 2
@@ -212,7 +225,8 @@ class JobEnqueued(JobEvent, frozen=True):
     max_attempts: int
     timeout_s: float
     backoff: BackoffPolicy
-    workflow: WorkflowLink | None = None
+    workflow: WorkflowLink | None
+    actor: str | None = None
 
 
 class JobLeased(JobEvent, frozen=True):

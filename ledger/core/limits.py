@@ -126,6 +126,16 @@ def check_reason(reason: object) -> None:
         raise InvalidRequestError(f"reason is longer than {MAX_MESSAGE_BYTES} bytes")
 
 
+def check_actor(actor: object) -> None:
+    """Refuse an event's ``actor`` (who asked: ``api token <id>``) that is not text within
+    the bounds of a reason."""
+    if not isinstance(actor, str) or not actor:
+        raise InvalidRequestError("actor must be a non-empty string")
+    check_text(actor, "actor")
+    if len(actor.encode("utf-8")) > MAX_MESSAGE_BYTES:
+        raise InvalidRequestError(f"actor is longer than {MAX_MESSAGE_BYTES} bytes")
+
+
 def check_count(value: object, what: str) -> None:
     """Refuse anything but a whole number in ``0 .. INT64_MAX``."""
     if type(value) is not int or not 0 <= value <= INT64_MAX:

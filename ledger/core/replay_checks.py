@@ -172,7 +172,7 @@ def _check_step_enqueue(event: JobEnqueued) -> None:
 def _enqueue_decision(
     event: JobEnqueued, request: EnqueueRequest, definition: JobDefinition
 ) -> Callable[[], JobEvent]:
-    return lambda: decide.decide_enqueue(event.job_id, request, definition, event.at)
+    return lambda: decide.decide_enqueue(event.job_id, request, definition, event.at, event.actor)
 
 
 # --- failures: a worker's, the reaper's -----------------------------------------------------

@@ -13,10 +13,22 @@ from litestar.openapi import OpenAPIConfig
 from litestar.response import Response
 
 from ledger.api.ledger import Ledger
+from ledger.api.shaping import verify_report_json
 from ledger.core.errors import LedgerError
-from ledger.http import errors, jobs, reads, writes
+from ledger.http import (
+    capabilities,
+    enqueue,
+    errors,
+    jobs,
+    operations,
+    projections,
+    reads,
+    sources,
+    writes,
+)
 from ledger.http.auth import TokenAuthentication, caller_of
 from ledger.http.health import health_of
+from ledger.http.verify_tasks import VerifyTasks
 
 API_PREFIX = "/api/v1"
 SCHEMA_PATH = f"{API_PREFIX}/schema"
@@ -28,6 +40,11 @@ def build_app(ledger: Ledger) -> Litestar:
 
     def provide_ledger() -> Ledger:
         return ledger
+
+    tasks = VerifyTasks(lambda: verify_report_json(ledger.projections().verify()), ledger.clock.now)
+
+    def provide_verify_tasks() -> VerifyTasks:
+        return tasks
 
     @get("/health", sync_to_thread=True)
     def health() -> Response[dict[str, Any]]:
@@ -50,6 +67,17 @@ def build_app(ledger: Ledger) -> Litestar:
             writes.requeue_dead_letter,
             writes.complete_step,
             writes.cancel_workflow,
+            enqueue.enqueue_job,
+            enqueue.enqueue_jobs,
+            operations.enable_type,
+            operations.disable_type,
+            operations.requeue_dead_letters,
+            sources.sources,
+            sources.source,
+            projections.projections,
+            projections.start_verify,
+            projections.verify_result,
+            capabilities.capabilities,
         ],
     )
     return Litestar(
@@ -57,6 +85,7 @@ def build_app(ledger: Ledger) -> Litestar:
         dependencies={
             "ledger": Provide(provide_ledger, sync_to_thread=False),
             "caller": Provide(caller_of, sync_to_thread=False),
+            "verify_tasks": Provide(provide_verify_tasks, sync_to_thread=False),
         },
         middleware=[DefineMiddleware(TokenAuthentication, reader=ledger)],
         exception_handlers={

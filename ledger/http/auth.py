@@ -59,6 +59,20 @@ OPERATE = [needs(Role.OPERATE)]
 """The guards of a write: an ``operate`` or ``admin`` token."""
 
 
+def spans_orgs(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """Refuse (403) an org-scoped token what concerns every org at once (job types, the
+    views): it cannot be cut down to one org, and changing it touches the others'."""
+    token: TokenState = connection.user
+    if token.org is not None:
+        raise PermissionDeniedException("an org-scoped token may not do this (it spans orgs)")
+
+
+EVERY_ORG = [spans_orgs]
+"""The guards of a read spanning orgs: a token of no org (of any role)."""
+ADMIN = [needs(Role.ADMIN), spans_orgs]
+"""The guards of a write spanning orgs: an ``admin`` token of no org."""
+
+
 def caller_of(request: Request[Any, Any, Any]) -> TokenState:
     """The ``caller`` dependency: the token the request was authenticated with."""
     token: TokenState = request.user

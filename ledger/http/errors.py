@@ -16,6 +16,7 @@ from ledger.core.workflows.errors import StepNotFoundError, WorkflowNotFoundErro
 STATUS_OF: tuple[tuple[type[errors.LedgerError], int], ...] = (
     (errors.JobNotFoundError, 404),
     (errors.DefinitionNotFoundError, 404),
+    (errors.SourceNotFoundError, 404),
     (WorkflowNotFoundError, 404),
     (StepNotFoundError, 404),
     (errors.InvalidRequestError, 422),

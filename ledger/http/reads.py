@@ -3,12 +3,15 @@ shape its CLI command prints with ``--json``."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
+import msgspec
 from litestar import get
 from litestar.params import Parameter
+from litestar.response import Stream
 
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import (
@@ -67,9 +70,14 @@ def audit(
     limit: Annotated[int, Parameter(ge=1, le=AUDIT_MAX)] = AUDIT_LIMIT,
     order: Literal["newest", "oldest"] = "newest",
     cursor: str | None = None,
-) -> dict[str, Any]:
+    output: Annotated[Literal["json", "jsonl"], Parameter(query="format")] = "json",
+    accept: Annotated[str | None, Parameter(header="accept")] = None,
+) -> Any:
     """One page of audit rows (``audit --json``: ``rows``, ``next_cursor``), the audit's
-    filters as query parameters (``event`` repeats; ``since``/``until`` ISO 8601)."""
+    filters as query parameters (``event`` repeats; ``since``/``until`` ISO 8601).
+
+    ``format=jsonl`` (or ``Accept: application/x-ndjson``) streams every row that matches
+    instead, one JSON object a line, page after page of ``limit`` rows until the last."""
     query = AuditQuery(
         job=job,
         workflow=workflow,
@@ -85,8 +93,28 @@ def audit(
         order=order,
         cursor=cursor,
     ).check()
+    if output == "jsonl" or NDJSON in (accept or ""):
+        # The header too: Litestar lets the route's media type (JSON) win over the Stream's.
+        return Stream(
+            audit_lines(ledger, query), media_type=NDJSON, headers={"Content-Type": NDJSON}
+        )
     page = ledger.audit(query)
     return {"rows": [audit_row_json(row) for row in page.rows], "next_cursor": page.next_cursor}
+
+
+NDJSON = "application/x-ndjson"
+
+
+def audit_lines(ledger: Ledger, query: AuditQuery) -> Iterator[bytes]:
+    """Every row ``query`` matches, a JSON line each, one page read at a time (the stream
+    is produced on a worker thread as the client reads it)."""
+    encoder = msgspec.json.Encoder()
+    while True:
+        page = ledger.audit(query)
+        yield b"".join(encoder.encode(audit_row_json(row)) + b"\n" for row in page.rows)
+        if page.next_cursor is None:
+            return
+        query = msgspec.structs.replace(query, cursor=page.next_cursor)
 
 
 @get("/definitions", sync_to_thread=True)

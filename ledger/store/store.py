@@ -44,7 +44,7 @@ from ledger.store.unit_of_work import UnitOfWork
 from ledger.store.views import ViewTables
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.queue import decode_state
-from projections.rules.sync_state import SyncState
+from projections.rules.sync_state import Source, SyncState
 from projections.rules.tokens import token_of_row
 
 
@@ -192,6 +192,44 @@ class Store(ABC):
             )
             for row in self.read("sync_state_of_source", {"source_id": source_id})
         ]
+
+    def sync_state_of_org(self, source_id: str, org: str) -> list[SyncState]:
+        """The sync-state rows of one source whose subject only ``org``'s jobs touched (the
+        view has no org: a subject another org's job also synced is left out)."""
+        rows = self.read("sync_state_of_source_of_org", {"source_id": source_id, "org": org})
+        return [
+            SyncState(
+                source_id=row["source_id"],
+                uri=row["uri"],
+                revision=row["revision"],
+                content_hash=row["content_hash"],
+                last_seen_at=from_us(row["last_seen_at"]),
+                last_ingested_at=from_us(row["last_ingested_at"]),
+            )
+            for row in rows
+        ]
+
+    def sources(self, *, org: str | None = None, source_id: str | None = None) -> list[Source]:
+        """Each source known to the sync-state view or to a job's subject: its URIs, last
+        ingestion and jobs by status (of ``org``'s subjects and jobs only, if given), by
+        source id; ``source_id``: only that one."""
+        if org is None:
+            summary = self.read("sources_summary")
+            counts = self.read("source_job_counts", {"source_id": source_id})
+        else:
+            summary = self.read("sources_summary_of_org", {"org": org})
+            counts = self.read("source_job_counts_of_org", {"org": org, "source_id": source_id})
+        found: dict[str, Source] = {}
+        for row in summary:
+            if source_id is None or row["source_id"] == source_id:
+                last = row["last_ingested_at"]
+                found[row["source_id"]] = Source(
+                    row["source_id"], int(row["uris"]), None if last is None else from_us(last), {}
+                )
+        for row in counts:
+            source = found.setdefault(row["source_id"], Source(row["source_id"], 0, None, {}))
+            source.jobs[str(row["status"])] = int(row["n"])
+        return [found[key] for key in sorted(found)]
 
     def dead_letters(
         self, job_type: str | None = None, *, org: str | None = None

@@ -47,6 +47,16 @@ class SyncState(msgspec.Struct, frozen=True):
     last_ingested_at: datetime
 
 
+class Source(msgspec.Struct):
+    """One source as the sources read sums it up: its URIs in the view, when it last
+    ingested one, and its jobs (those with a sync subject of it) by status."""
+
+    source_id: str
+    uris: int
+    last_ingested_at: datetime | None
+    jobs: dict[str, int]
+
+
 def writes(event: JobEvent, state: JobState) -> list[ViewWrite]:
     """The sync-state writes ``event`` causes, given the job's state after it."""
     subject = state.subject

@@ -133,6 +133,7 @@ def test_a_job_stream_must_carry_its_own_job_id() -> None:
         max_attempts=3,
         timeout_s=60.0,
         backoff=BackoffPolicy(),
+        workflow=None,
     )
     definition = _line(job_type_stream_id("t"), StreamKind.JOB_TYPE, 1, defined)
     good = [header_line(), definition, _line(job_id, StreamKind.JOB, 1, enqueued)]

@@ -47,6 +47,7 @@ def _forge(url: str) -> UUID:
                 max_attempts=1,
                 timeout_s=60.0,
                 backoff=BackoffPolicy(),
+                workflow=None,
             ),
             JobLeased(
                 at=now,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any, ClassVar
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import msgspec
 import pytest
 
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, parse_topic, topic_of
+from ledger.core.decide import decide_enqueue
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import (
     ALL_EVENTS,
@@ -22,6 +23,7 @@ from ledger.core.events import (
     JobEnqueued,
     JobFailed,
     JobSucceeded,
+    JobTypeUpdated,
     Subject,
     SubjectOp,
 )
@@ -58,6 +60,7 @@ def test_enqueued_event_round_trips_with_uuid_datetime_and_nested_values() -> No
         max_attempts=3,
         timeout_s=12.5,
         backoff=BackoffPolicy(base_s=1.0, max_s=9.0, jitter=0.0),
+        workflow=None,
     )
     topic, state = DEFAULT_CODEC.encode(event)
     decoded = DEFAULT_CODEC.decode(topic, state)
@@ -146,8 +149,26 @@ def test_a_v1_job_enqueued_reads_as_v2_with_no_workflow_link() -> None:
         max_attempts=3,
         timeout_s=60.0,
         backoff=BackoffPolicy(),
+        workflow=None,
     )
     fields = msgspec.msgpack.decode(DEFAULT_CODEC.encode(event)[1])
     del fields["workflow"]
     decoded = DEFAULT_CODEC.decode("job_enqueued.v1", msgspec.msgpack.encode(fields))
     assert decoded == event and decoded.workflow is None  # type: ignore[attr-defined]
+
+
+def test_an_enqueue_or_type_update_without_an_actor_stores_no_actor_key() -> None:
+    """``actor`` is the one field left out when unset, so an event without one is stored as
+    before the field existed (``workflow: nil`` stays); with one, it round-trips."""
+    request, definition = EnqueueRequest(job_type="t"), JobDefinition(job_type="t")
+    plain = decide_enqueue(UUID(int=3), request, definition, AT)
+    fields = msgspec.msgpack.decode(DEFAULT_CODEC.encode(plain)[1])
+    assert "actor" not in fields and fields["workflow"] is None
+    named = msgspec.structs.replace(plain, actor="api token x")
+    topic, state = DEFAULT_CODEC.encode(named)
+    assert topic == "job_enqueued.v2"
+    assert DEFAULT_CODEC.decode(topic, state) == named
+    updated = JobTypeUpdated(at=AT, definition=JobDefinition(job_type="t"))
+    assert set(msgspec.msgpack.decode(DEFAULT_CODEC.encode(updated)[1])) == {"at", "definition"}
+    by = msgspec.structs.replace(updated, actor="api token y")
+    assert DEFAULT_CODEC.decode(*DEFAULT_CODEC.encode(by)) == by
