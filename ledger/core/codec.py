@@ -19,13 +19,16 @@ import msgspec
 
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import ALL_EVENTS, Event
+from ledger.core.schedules.events import SCHEDULE_EVENTS
 from ledger.core.tokens import TOKEN_EVENTS
 from ledger.core.upcasters import UPCASTERS, Upcaster
 from ledger.core.workflows.events import WORKFLOW_EVENTS
 
-REGISTERED_EVENTS: tuple[type[Event], ...] = ALL_EVENTS + WORKFLOW_EVENTS + TOKEN_EVENTS
-"""Every event the default codec reads and writes: job types', jobs', workflow runs' and API
-tokens'."""
+REGISTERED_EVENTS: tuple[type[Event], ...] = (
+    ALL_EVENTS + WORKFLOW_EVENTS + TOKEN_EVENTS + SCHEDULE_EVENTS
+)
+"""Every event the default codec reads and writes: job types', jobs', workflow runs', API
+tokens' and schedules'."""
 
 
 class Record(NamedTuple):

@@ -22,6 +22,7 @@ from ledger.core.events import (
     JobRetryScheduled,
 )
 from ledger.core.policy import Change, RunEvents, Trigger
+from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
 from ledger.core.tokens import TokenState, evolve_token
 from ledger.core.workflows.state import RunState
@@ -111,6 +112,23 @@ class AppendFold:
             assert token is not None
             new_tokens[token_id] = token
         return new_tokens
+
+    def fold_schedules(
+        self,
+        schedule_changes: Sequence[tuple[str, Sequence[Event]]],
+        known: Callable[[str], ScheduleState | None],
+    ) -> dict[str, ScheduleState]:
+        """Fold schedule events onto the schedules ``known`` (read in this unit of work); the
+        changed ones, by name. A schedule's stream id derives from its name."""
+        new_schedules: dict[str, ScheduleState] = {}
+        for name, events in schedule_changes:
+            schedule = new_schedules.get(name) or known(name)
+            for event in events:
+                schedule = evolve_schedule(schedule, event)
+                self.records.append((schedule_stream_id(name), schedule.version, event))
+            assert schedule is not None
+            new_schedules[name] = schedule
+        return new_schedules
 
     def fold_definitions(
         self,

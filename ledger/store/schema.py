@@ -32,6 +32,7 @@ EXPECTED_TABLES = frozenset(
         "jl_workflow_runs",
         "jl_workflow_steps",
         "jl_tokens",
+        "jl_schedules",
         "jl_pools",
     }
 )

@@ -28,6 +28,7 @@ from uuid import UUID
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.core.events import JobEvent
 from ledger.core.policy import Policy
+from ledger.core.schedules.state import ScheduleState
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
 from ledger.core.tokens import TokenState
@@ -44,6 +45,7 @@ from ledger.store.unit_of_work import UnitOfWork
 from ledger.store.views import ViewTables
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.queue import decode_state
+from projections.rules.schedules import schedule_of_row
 from projections.rules.sync_state import Source, SyncState
 from projections.rules.tokens import token_of_row
 
@@ -271,6 +273,15 @@ class Store(ABC):
         """One API token from the tokens view (``None``: no such token)."""
         rows = self.read("tokens_get", {"token_id": str(token_id)})
         return token_of_row(rows[0]) if rows else None
+
+    def schedules(self) -> list[ScheduleState]:
+        """Every schedule (removed ones too), by name, from the schedules view."""
+        return [schedule_of_row(row) for row in self.read("schedules_all")]
+
+    def schedule(self, name: str) -> ScheduleState | None:
+        """One schedule from the schedules view (``None``: no such schedule)."""
+        rows = self.read("schedules_get", {"name": name})
+        return schedule_of_row(rows[0]) if rows else None
 
     def count_by_status(self) -> dict[str, int]:
         """How many jobs the queue view holds in each status."""

@@ -27,6 +27,7 @@ from ledger.core.events import (
     JobEvent,
 )
 from ledger.core.policy import Policy, RunEvents, trigger_types
+from ledger.core.schedules.state import ScheduleState
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import to_us
 from ledger.core.tokens import TokenState
@@ -38,6 +39,7 @@ from ledger.store.run_reads import LoadedRun, RunReads
 from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
 from projections.rules.queue import decode_state, queue_update_row, queue_values
+from projections.rules.schedules import schedule_of_row, schedule_row
 from projections.rules.tokens import token_of_row, token_row
 from projections.rules.workflows import run_row, step_row
 from projections.rules.writes import ViewWrite
@@ -246,6 +248,16 @@ class UnitOfWork(RunReads, ABC):
         rows = self._rows("tokens_get", {"token_id": str(token_id)})
         return token_of_row(rows[0]) if rows else None
 
+    def schedule(self, name: str) -> ScheduleState | None:
+        """A schedule's state from the schedules view (``None``: no such schedule)."""
+        rows = self._rows("schedules_get", {"name": name})
+        return schedule_of_row(rows[0]) if rows else None
+
+    def due_schedules(self, now_us: int, limit: int) -> list[ScheduleState]:
+        """The active schedules whose next slot is at or before ``now_us``, soonest first."""
+        rows = self._rows("schedules_due", {"now": now_us, "limit": limit})
+        return [schedule_of_row(row) for row in rows]
+
     # --- the one write ----------------------------------------------------------------------
 
     def append(
@@ -254,6 +266,7 @@ class UnitOfWork(RunReads, ABC):
         definition_changes: Sequence[tuple[str, Sequence[Event]]] = (),
         run_changes: Sequence[RunEvents] = (),
         token_changes: Sequence[tuple[UUID, Sequence[Event]]] = (),
+        schedule_changes: Sequence[tuple[str, Sequence[Event]]] = (),
     ) -> dict[UUID, JobState]:
         """Fold, append and project ``job_changes`` (and job-type and run changes) in this
         transaction.
@@ -272,6 +285,7 @@ class UnitOfWork(RunReads, ABC):
         )
         new_definitions = fold.fold_definitions(definition_changes, self._definitions)
         new_tokens = fold.fold_tokens(token_changes, self.token)
+        new_schedules = fold.fold_schedules(schedule_changes, self.schedule)
         fold.fold_runs(run_changes)
         fold.fold_jobs(job_changes)
         asked: list[UUID] | None = None
@@ -312,6 +326,9 @@ class UnitOfWork(RunReads, ABC):
             if new_tokens:
                 rows = [token_row(state) for state in new_tokens.values()]
                 self._execute_writes([ViewWrite("tokens_upsert", row) for row in rows])
+            if new_schedules:
+                rows = [schedule_row(state) for state in new_schedules.values()]
+                self._execute_writes([ViewWrite("schedules_upsert", row) for row in rows])
         return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
 
     def _loaded_state(self, job_id: UUID) -> JobState | None:

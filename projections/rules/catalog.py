@@ -22,6 +22,7 @@ __all__ = [
     "DEFINITIONS",
     "PROJECTIONS",
     "QUEUE",
+    "SCHEDULES",
     "SHADOW_SUFFIX",
     "SYNC_STATE",
     "TOKENS",
@@ -47,6 +48,7 @@ SYNC_STATE = BY_NAME["sync_state"]
 DEAD_LETTERS = BY_NAME["dead_letters"]
 AUDIT = BY_NAME["audit"]
 TOKENS = BY_NAME["tokens"]
+SCHEDULES = BY_NAME["schedules"]
 
 SHADOW_SUFFIX = "__rebuild"
 """A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap."""

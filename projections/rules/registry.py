@@ -4,8 +4,9 @@ rebuilds and verifies, and what the catalogue lists.
 There are two kinds:
 
 - **folded** views (:data:`FOLDED`): the queue, the job definitions, the workflow view
-  (its runs and steps) and the API tokens, whose rows are the fold of each stream (one row
-  per job / job type / run / step / token), written from the folded states;
+  (its runs and steps), the API tokens and the schedules, whose rows are the fold of each
+  stream (one row per job / job type / run / step / token / schedule), written from the
+  folded states;
 - **written** views (:data:`WRITTEN`): each a rules module declaring a
   :class:`~projections.rules.view.WrittenView` — its catalogue entry, its pure
   ``writes(event, state)`` and, for every named SQL write it uses, the in-memory apply the
@@ -23,7 +24,15 @@ from typing import Any
 
 from ledger.core.events import JOB_EVENTS, JobEvent
 from ledger.core.state import JobState
-from projections.rules import dead_letters, definitions, queue, sync_state, tokens, workflows
+from projections.rules import (
+    dead_letters,
+    definitions,
+    queue,
+    schedules,
+    sync_state,
+    tokens,
+    workflows,
+)
 from projections.rules.view import Apply, Projection, WrittenView
 from projections.rules.writes import ViewWrite
 
@@ -33,6 +42,7 @@ FOLDED: tuple[Projection, ...] = (
     workflows.RUNS,
     workflows.STEPS,
     tokens.PROJECTION,
+    schedules.PROJECTION,
 )
 WRITTEN: tuple[WrittenView[Any], ...] = (sync_state.VIEW, dead_letters.VIEW)
 

@@ -16,10 +16,12 @@ is a re-delivery and changes nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 from uuid import UUID
 
 from ledger.core.events import Event, JobEvent, JobTypeDefined, JobTypeUpdated
+from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent
+from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
 from ledger.core.state import (
     DefinitionState,
     IllegalTransitionError,
@@ -36,6 +38,7 @@ from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
 from projections.rules.registry import APPLIES, WRITTEN, view_writes
+from projections.rules.schedules import schedule_row
 from projections.rules.tokens import token_row
 from projections.rules.view import Key, MemoryTable, Row
 from projections.rules.workflows import run_row, step_row
@@ -69,6 +72,9 @@ class TailPosition(NamedTuple):
         return cls(item.transaction_id, item.position)
 
 
+_SCHEDULE_EVENTS = tuple(SCHEDULE_EVENTS)
+
+
 class Replay:
     """The inline views' expected rows after the events applied so far."""
 
@@ -86,6 +92,8 @@ class Replay:
         self._runs: dict[UUID, RunState] = {}
         self._tokens: dict[str, TokenState] = {}
         """API tokens by id (as text, the view's key)."""
+        self._schedules: dict[str, ScheduleState] = {}
+        """Schedules by name (the view's key)."""
         """Workflow runs, folded from nothing (complete): the workflow view's rows."""
         self._tables: dict[str, MemoryTable] = {
             view.projection.name: view.new_table() for view in WRITTEN
@@ -117,6 +125,9 @@ class Replay:
                     continue
             elif isinstance(item.event, TokenCreated | TokenRevoked):
                 if not self._apply_token(item, item.event):
+                    continue
+            elif isinstance(item.event, _SCHEDULE_EVENTS):
+                if not self._apply_schedule(item, item.event):
                     continue
             elif not self._apply_definition(item, item.event):
                 continue
@@ -231,6 +242,22 @@ class Replay:
             self._dirty["tokens"].add((key,))
         return True
 
+    def _apply_schedule(self, item: StreamEvent, event: Event) -> bool:
+        name = cast(ScheduleEvent, event).schedule
+        previous = self._schedules.get(name)
+        if previous is not None and item.version <= previous.version:
+            return False
+        state = evolve_schedule(previous, event)
+        if state.version != item.version or schedule_stream_id(name) != item.originator_id:
+            raise IllegalTransitionError(
+                f"event at position {item.position} is version {item.version} of stream "
+                f"{item.originator_id}, but folds to version {state.version} of schedule {name}"
+            )
+        self._schedules[name] = state
+        if self.track_dirty:
+            self._dirty["schedules"].add((name,))
+        return True
+
     def _apply_write(self, write: ViewWrite) -> None:
         """Apply one named view write to its view's in-memory table, as its SQL does (by the
         apply the view declares for that query; an undeclared one raises)."""
@@ -266,6 +293,9 @@ class Replay:
         if name == "tokens":
             token = self._tokens.get(key[0])
             return None if token is None else token_row(token)
+        if name == "schedules":
+            schedule = self._schedules.get(key[0])
+            return None if schedule is None else schedule_row(schedule)
         return self._tables[name].rows.get(key)
 
     def keys(self, name: str) -> list[Key]:
@@ -282,6 +312,8 @@ class Replay:
             return [(run_id, key) for run_id, run in self._runs.items() for key in run.steps]
         if name == "tokens":
             return [(key,) for key in self._tokens]
+        if name == "schedules":
+            return [(key,) for key in self._schedules]
         return list(self._tables[name].rows)
 
     def rows(self, name: str) -> Iterator[Row]:
@@ -305,6 +337,9 @@ class Replay:
         elif name == "tokens":
             for token in self._tokens.values():
                 yield token_row(token)
+        elif name == "schedules":
+            for schedule in self._schedules.values():
+                yield schedule_row(schedule)
         else:
             yield from self._tables[name].rows.values()
 
@@ -322,6 +357,7 @@ class Replay:
             "workflow_runs",
             "workflow_steps",
             "tokens",
+            "schedules",
             *self._tables,
             "audit",
         )
@@ -337,6 +373,8 @@ class Replay:
             return self._runs
         if name == "tokens":
             return self._tokens
+        if name == "schedules":
+            return self._schedules
         return self._tables[name].rows
 
     def take_dirty(self, name: str) -> set[Key]:

@@ -59,6 +59,7 @@ def test_a_populated_ledger_verifies_clean(db_url: str) -> None:
         "workflow_runs": 0,
         "workflow_steps": 0,
         "tokens": 0,
+        "schedules": 0,
         "sync_state": 2,
         "dead_letters": 2,
         "audit": 0,  # tracked, not caught up: compared at its position (0)
@@ -121,6 +122,7 @@ def test_rebuild_all_keeps_every_index_and_constraint(db_url: str) -> None:
             "workflow_runs": 0,
             "workflow_steps": 0,
             "tokens": 0,
+            "schedules": 0,
             "sync_state": 2,
             "dead_letters": 2,
             "audit": 35,

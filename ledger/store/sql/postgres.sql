@@ -99,6 +99,28 @@ CREATE TABLE IF NOT EXISTS jl_tokens (
     stream_version integer NOT NULL
 )
 
+-- name: schema_schedules
+-- The schedules view (projections/rules/schedules.py): the fold of each schedule's stream;
+-- next_slot is NULL unless the schedule is active, so the due index holds only live ones.
+CREATE TABLE IF NOT EXISTS jl_schedules (
+    name text PRIMARY KEY,
+    status text NOT NULL,
+    cron text NOT NULL,
+    tz text NOT NULL,
+    job_type text NOT NULL,
+    org text,
+    next_slot bigint,
+    last_slot bigint,
+    last_job_id text,
+    stream_version integer NOT NULL,
+    state bytea NOT NULL
+)
+
+-- name: schema_schedules_due_idx
+-- The scheduler's due scan (schedules_due): active schedules by next slot.
+CREATE INDEX IF NOT EXISTS jl_schedules_due_idx
+    ON jl_schedules (next_slot) WHERE next_slot IS NOT NULL
+
 -- name: schema_sync_state
 -- The sync-state view (projections/rules/sync_state.py): one row per (source_id, uri).
 CREATE TABLE IF NOT EXISTS jl_sync_state (
@@ -818,3 +840,28 @@ SELECT s.job_type, s.at - l.at AS micros FROM jl_audit AS s
 JOIN jl_audit AS l ON l.job_id = s.job_id AND l.event = 'job_leased'
     AND l.run_number = s.run_number AND l.attempt = s.attempt AND l.position < s.position
 WHERE s.event = 'job_succeeded' AND s.at >= %(since)s AND s.org = %(org)s
+
+-- name: schedules_upsert
+-- A schedule's row after its events (primary key).
+INSERT INTO jl_schedules (name, status, cron, tz, job_type, org, next_slot, last_slot, last_job_id, stream_version, state)
+VALUES (%(name)s, %(status)s, %(cron)s, %(tz)s, %(job_type)s, %(org)s, %(next_slot)s, %(last_slot)s, %(last_job_id)s, %(stream_version)s, %(state)s)
+ON CONFLICT (name) DO UPDATE SET
+    status = EXCLUDED.status, cron = EXCLUDED.cron, tz = EXCLUDED.tz,
+    job_type = EXCLUDED.job_type, org = EXCLUDED.org, next_slot = EXCLUDED.next_slot,
+    last_slot = EXCLUDED.last_slot, last_job_id = EXCLUDED.last_job_id,
+    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state
+
+-- name: schedules_all
+-- Every schedule, removed ones too, by name (a scan: a handful of rows).
+SELECT name, status, cron, tz, job_type, org, next_slot, last_slot, last_job_id, stream_version, state FROM jl_schedules ORDER BY name
+
+-- name: schedules_get
+-- One schedule by name (primary key).
+SELECT name, status, cron, tz, job_type, org, next_slot, last_slot, last_job_id, stream_version, state FROM jl_schedules WHERE name = %(name)s
+
+-- name: schedules_due
+-- The active schedules whose next slot has come, soonest first (jl_schedules_due).
+SELECT name, status, cron, tz, job_type, org, next_slot, last_slot, last_job_id, stream_version, state FROM jl_schedules
+WHERE next_slot IS NOT NULL AND next_slot <= %(now)s
+ORDER BY next_slot, name
+LIMIT %(limit)s
