@@ -597,6 +597,13 @@ WHERE transaction_id < (SELECT xid FROM frontier)
 ORDER BY transaction_id DESC, notification_id DESC
 LIMIT 1
 
+-- name: events_tail_position_of
+-- The tail position of the event at a notification id, or none (jl_events primary key): where
+-- a live stream resumed after that event goes on (ledger/api/event_feed.py).
+SELECT transaction_id::text::bigint AS transaction_id, notification_id AS position
+FROM jl_events
+WHERE notification_id = %(position)s
+
 -- name: events_frontier
 -- The oldest transaction in flight that may append here (as events_tail's frontier) and the
 -- next to start.

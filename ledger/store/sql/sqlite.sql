@@ -471,6 +471,10 @@ SELECT coalesce(max(rowid), 0) AS head FROM jl_events
 -- The tail position of the last event, or none (jl_events rowid).
 SELECT 0 AS transaction_id, rowid AS position FROM jl_events ORDER BY rowid DESC LIMIT 1
 
+-- name: events_tail_position_of
+-- The tail position of the event at a notification id, or none (jl_events rowid).
+SELECT 0 AS transaction_id, rowid AS position FROM jl_events WHERE rowid = :position
+
 -- name: events_frontier
 -- One writer at a time: every committed event is final.
 SELECT 0 AS xmin, 0 AS xmax
