@@ -22,6 +22,7 @@ from ledger.http import (
     enqueue,
     errors,
     jobs,
+    metrics,
     operations,
     projections,
     reads,
@@ -92,7 +93,7 @@ def build_app(ledger: Ledger, *, stream_poll_s: float = DEFAULT_POLL_S) -> Lites
         ],
     )
     return Litestar(
-        route_handlers=[health, api],
+        route_handlers=[health, metrics.metrics, api],
         dependencies={
             "ledger": Provide(provide_ledger, sync_to_thread=False),
             "caller": Provide(caller_of, sync_to_thread=False),

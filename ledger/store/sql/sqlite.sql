@@ -553,6 +553,13 @@ SELECT event, count(*) AS n FROM jl_audit
 WHERE event IN ('job_succeeded', 'job_failed', 'job_dead_lettered') AND at >= :since
 GROUP BY event
 
+-- name: audit_event_totals
+-- Every job's enqueue, success, failed attempt and death the audit holds, per name and job
+-- type (jl_audit_event_idx): the server's /metrics counters (ledger/api/metrics.py).
+SELECT event, job_type, count(*) AS n FROM jl_audit
+WHERE event IN ('job_enqueued', 'job_succeeded', 'job_failed', 'job_dead_lettered')
+GROUP BY event, job_type
+
 -- name: audit_run_times
 -- Successes since a time with their attempt's lease time (jl_audit_event_idx, jl_audit_job_idx).
 SELECT s.job_type, s.at - l.at AS micros FROM jl_audit AS s
