@@ -11,6 +11,7 @@ from cli.database import Settings, open_ledger
 from ledger.api.ledger import Ledger
 from ledger.core.errors import InvalidRequestError
 from ledger.core.tokens import Role
+from ledger.http.event_hub import DEFAULT_POLL_S
 from ledger.http.server import DEFAULT_HOST, DEFAULT_PORT, check_binding
 from ledger.http.server import serve as run
 
@@ -43,8 +44,24 @@ def _bootstrap(ledger: Ledger, path: Path) -> None:
     help="An admin token's secret; if the file is missing, a new admin token is created and "
     "its secret written there (mode 0600).",
 )
+@click.option(
+    "--stream-poll",
+    "stream_poll_s",
+    type=click.FloatRange(min=0.01),
+    default=DEFAULT_POLL_S,
+    show_default=True,
+    help="Seconds between the event stream's reads of the log when nothing wakes it (on "
+    "SQLite its only way to see other processes' commits).",
+)
 @click.pass_obj
-def serve(settings: Settings, *, host: str, port: int, token_file: Path | None) -> None:
+def serve(
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    token_file: Path | None,
+    stream_poll_s: float,
+) -> None:
     """Serve the JSON API (/api/v1, OpenAPI at /api/v1/schema/openapi.json) and /health.
 
     Every route but /health and the OpenAPI document needs a bearer token (`jobledger
@@ -55,4 +72,4 @@ def serve(settings: Settings, *, host: str, port: int, token_file: Path | None) 
             _bootstrap(ledger, token_file)
         check_binding(host, tokens_configured=any(t.active for t in ledger.tokens()))
         click.echo(f"serving {settings.url} on http://{host}:{port}", err=True)
-        run(ledger, host, port)
+        run(ledger, host, port, stream_poll_s=stream_poll_s)

@@ -16,11 +16,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from ledger.api.reader import Reader
 from ledger.core.events import JobStatus
+from ledger.core.tokens import Role
+
+TOTALS = (
+    ("jobledger_jobs_enqueued", "job_enqueued", "Jobs enqueued (job_enqueued events)."),
+    (
+        "jobledger_jobs_succeeded",
+        "job_succeeded",
+        "Job runs that succeeded (job_succeeded events).",
+    ),
+    (
+        "jobledger_job_attempts_failed",
+        "job_failed",
+        "Failed attempts, whether retried or dead-lettered after (job_failed events).",
+    ),
+    (
+        "jobledger_jobs_dead_lettered",
+        "job_dead_lettered",
+        "Jobs dead-lettered (job_dead_lettered events).",
+    ),
+)
+"""The ledger's counters: (metric name without ``_total``, the event counted, help)."""
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 """The exposition format :func:`render_ledger_metrics` writes."""
@@ -47,6 +68,7 @@ class LedgerCollector(Collector):
             for status in JobStatus:
                 jobs.add_metric([status.value, job_type], counts.get((status.value, job_type), 0))
         yield jobs
+        yield from self._totals(types)
         lag = GaugeMetricFamily(
             "jobledger_projection_lag_events",
             "Events of the history a tracked projection has yet to apply.",
@@ -73,6 +95,27 @@ class LedgerCollector(Collector):
             "a pool reporting itself degraded).",
             value=1 if health.status == "ok" else 0,
         )
+        tokens = GaugeMetricFamily(
+            "jobledger_api_tokens",
+            "Active (not revoked) API tokens by role.",
+            labels=["role"],
+        )
+        active = [token.role for token in self._reader.tokens() if token.active]
+        for role in Role:
+            tokens.add_metric([role.value], active.count(role))
+        yield tokens
+
+    def _totals(self, known_types: list[str]) -> Iterator[Metric]:
+        """The events counted by :data:`TOTALS` per job type, from the audit view: as far as
+        it has applied the history (``jobledger_projection_lag_events{projection="audit"}``
+        says how far that is), so a counter lags but never goes back."""
+        totals = self._reader.event_totals()
+        types = sorted({*known_types, *(job_type for _, job_type in totals)})
+        for name, event, help_text in TOTALS:
+            counter = CounterMetricFamily(name, help_text, labels=["type"])
+            for job_type in types:
+                counter.add_metric([job_type], totals.get((event, job_type), 0))
+            yield counter
 
 
 def ledger_registry(reader: Reader) -> CollectorRegistry:

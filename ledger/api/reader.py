@@ -400,6 +400,16 @@ class Reader:
             positions = tables.tracking()
         return {projection.name: head - positions.get(projection.name, 0) for projection in TRACKED}
 
+    def event_totals(self) -> dict[tuple[str, str], int]:
+        """How many ``job_enqueued``, ``job_succeeded``, ``job_failed`` and
+        ``job_dead_lettered`` events there are per (event, job type), as far as the audit view
+        has applied the history (``jl_audit_event_idx``): ever-growing counts, since the
+        history only grows."""
+        return {
+            (row["event"], row["job_type"]): int(row["n"])
+            for row in self.store.read("audit_event_totals")
+        }
+
     def counts_by_type(self) -> dict[tuple[str, str], int]:
         """Jobs per (status, type), from the queue view (``jl_queue_listing_idx``)."""
         return {

@@ -6,12 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Litestar, Router, get
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.response import Response
 
+from ledger.api.event_feed import EventFeed
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import verify_report_json
 from ledger.core.errors import LedgerError
@@ -20,13 +22,16 @@ from ledger.http import (
     enqueue,
     errors,
     jobs,
+    metrics,
     operations,
     projections,
     reads,
     sources,
+    stream,
     writes,
 )
 from ledger.http.auth import TokenAuthentication, caller_of
+from ledger.http.event_hub import DEFAULT_POLL_S, EventHub
 from ledger.http.health import health_of
 from ledger.http.verify_tasks import VerifyTasks
 
@@ -35,8 +40,9 @@ SCHEMA_PATH = f"{API_PREFIX}/schema"
 """Litestar serves the document at ``<this>/openapi.json`` (and ``openapi.yaml``)."""
 
 
-def build_app(ledger: Ledger) -> Litestar:
-    """The app serving ``ledger`` (the caller opens it and closes it after the server)."""
+def build_app(ledger: Ledger, *, stream_poll_s: float = DEFAULT_POLL_S) -> Litestar:
+    """The app serving ``ledger`` (the caller opens it and closes it after the server);
+    ``app.state.event_hub`` is the live stream's follower (close it to end open streams)."""
 
     def provide_ledger() -> Ledger:
         return ledger
@@ -45,6 +51,11 @@ def build_app(ledger: Ledger) -> Litestar:
 
     def provide_verify_tasks() -> VerifyTasks:
         return tasks
+
+    hub = EventHub(EventFeed(ledger), poll_s=stream_poll_s)
+
+    def provide_event_hub() -> EventHub:
+        return hub
 
     @get("/health", sync_to_thread=True)
     def health() -> Response[dict[str, Any]]:
@@ -78,15 +89,19 @@ def build_app(ledger: Ledger) -> Litestar:
             projections.start_verify,
             projections.verify_result,
             capabilities.capabilities,
+            stream.event_stream,
         ],
     )
     return Litestar(
-        route_handlers=[health, api],
+        route_handlers=[health, metrics.metrics, api],
         dependencies={
             "ledger": Provide(provide_ledger, sync_to_thread=False),
             "caller": Provide(caller_of, sync_to_thread=False),
             "verify_tasks": Provide(provide_verify_tasks, sync_to_thread=False),
+            "event_hub": Provide(provide_event_hub, sync_to_thread=False),
         },
+        state=State({"event_hub": hub}),
+        on_shutdown=[hub.close],
         middleware=[DefineMiddleware(TokenAuthentication, reader=ledger)],
         exception_handlers={
             LedgerError: errors.ledger_error,

@@ -4,12 +4,14 @@ loopback."""
 from __future__ import annotations
 
 import ipaddress
+from types import FrameType
 
 import uvicorn
 
 from ledger.api.ledger import Ledger
 from ledger.core.errors import InvalidRequestError
 from ledger.http.app import build_app
+from ledger.http.event_hub import DEFAULT_POLL_S, EventHub
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -35,6 +37,29 @@ def check_binding(host: str, *, tokens_configured: bool) -> None:
         )
 
 
-def serve(ledger: Ledger, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending the open event streams as soon as it is asked to stop: it
+    waits for every open response before the app's own shutdown, and a stream never ends by
+    itself."""
+
+    def __init__(self, config: uvicorn.Config, hub: EventHub) -> None:
+        super().__init__(config)
+        self._hub = hub
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._hub.close()
+        super().handle_exit(sig, frame)
+
+
+def serve(
+    ledger: Ledger,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    stream_poll_s: float = DEFAULT_POLL_S,
+) -> None:
     """Serve ``ledger`` until interrupted (the caller closes it afterwards)."""
-    uvicorn.run(build_app(ledger), host=host, port=port, log_level="info", lifespan="on")
+    app = build_app(ledger, stream_poll_s=stream_poll_s)
+    hub: EventHub = app.state.event_hub
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
+    _Server(config, hub).run()

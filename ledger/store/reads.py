@@ -140,6 +140,13 @@ class ReadSnapshot:
             return TailPosition()
         return TailPosition(int(rows[0]["transaction_id"]), int(rows[0]["position"]))
 
+    def tail_position_of(self, position: int) -> TailPosition | None:
+        """The tail position of the event at notification id ``position`` (``None``: none)."""
+        rows = self.fetch("events_tail_position_of", {"position": position})
+        if not rows:
+            return None
+        return TailPosition(int(rows[0]["transaction_id"]), int(rows[0]["position"]))
+
     def prime_frontier(self) -> None:
         """Fix which sessions this transaction sees running as of now, before a tailing read
         (see ``events_frontier_prime``): call it first in a transaction that reads the tail."""

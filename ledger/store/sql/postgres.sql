@@ -619,6 +619,13 @@ WHERE transaction_id < (SELECT xid FROM frontier)
 ORDER BY transaction_id DESC, notification_id DESC
 LIMIT 1
 
+-- name: events_tail_position_of
+-- The tail position of the event at a notification id, or none (jl_events primary key): where
+-- a live stream resumed after that event goes on (ledger/api/event_feed.py).
+SELECT transaction_id::text::bigint AS transaction_id, notification_id AS position
+FROM jl_events
+WHERE notification_id = %(position)s
+
 -- name: events_frontier
 -- The oldest transaction in flight that may append here (as events_tail's frontier) and the
 -- next to start.
@@ -717,6 +724,13 @@ SELECT min(run_at) AS run_at FROM jl_queue WHERE status = 'pending' AND run_at <
 SELECT event, count(*) AS n FROM jl_audit
 WHERE event IN ('job_succeeded', 'job_failed', 'job_dead_lettered') AND at >= %(since)s
 GROUP BY event
+
+-- name: audit_event_totals
+-- Every job's enqueue, success, failed attempt and death the audit holds, per name and job
+-- type (jl_audit_event_idx): the server's /metrics counters (ledger/api/metrics.py).
+SELECT event, job_type, count(*) AS n FROM jl_audit
+WHERE event IN ('job_enqueued', 'job_succeeded', 'job_failed', 'job_dead_lettered')
+GROUP BY event, job_type
 
 -- name: audit_run_times
 -- Successes since a time with their attempt's lease time (jl_audit_event_idx, jl_audit_job_idx).

@@ -493,6 +493,10 @@ SELECT coalesce(max(rowid), 0) AS head FROM jl_events
 -- The tail position of the last event, or none (jl_events rowid).
 SELECT 0 AS transaction_id, rowid AS position FROM jl_events ORDER BY rowid DESC LIMIT 1
 
+-- name: events_tail_position_of
+-- The tail position of the event at a notification id, or none (jl_events rowid).
+SELECT 0 AS transaction_id, rowid AS position FROM jl_events WHERE rowid = :position
+
 -- name: events_frontier
 -- One writer at a time: every committed event is final.
 SELECT 0 AS xmin, 0 AS xmax
@@ -570,6 +574,13 @@ SELECT min(run_at) AS run_at FROM jl_queue WHERE status = 'pending' AND run_at <
 SELECT event, count(*) AS n FROM jl_audit
 WHERE event IN ('job_succeeded', 'job_failed', 'job_dead_lettered') AND at >= :since
 GROUP BY event
+
+-- name: audit_event_totals
+-- Every job's enqueue, success, failed attempt and death the audit holds, per name and job
+-- type (jl_audit_event_idx): the server's /metrics counters (ledger/api/metrics.py).
+SELECT event, job_type, count(*) AS n FROM jl_audit
+WHERE event IN ('job_enqueued', 'job_succeeded', 'job_failed', 'job_dead_lettered')
+GROUP BY event, job_type
 
 -- name: audit_run_times
 -- Successes since a time with their attempt's lease time (jl_audit_event_idx, jl_audit_job_idx).
