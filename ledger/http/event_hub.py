@@ -18,6 +18,8 @@ import logging
 import threading
 from collections.abc import Sequence
 
+from litestar.exceptions import ServiceUnavailableException
+
 from ledger.api.event_feed import EventFeed, EventWaiter, FeedEvent, TailPosition
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,9 @@ BATCH = 500
 QUEUE_BATCHES = 1_000
 """Batches a subscriber may fall behind by before its stream is ended (it resumes with
 ``Last-Event-ID``) rather than hold the server's memory."""
+
+START_TIMEOUT_S = 10.0
+"""How long a new stream waits for the follower's first read of the log before a 503."""
 
 Batch = Sequence[FeedEvent]
 END: Batch = ()
@@ -69,7 +74,8 @@ class EventHub:
         """Register a subscriber of ``loop`` (blocking until the follower knows its position:
         call it from a worker thread)."""
         self._start()
-        self._started.wait()
+        if not self._started.wait(timeout=START_TIMEOUT_S):
+            raise ServiceUnavailableException("the event stream cannot read the ledger")
         with self._lock:
             assert self._position is not None
             subscription = Subscription(loop, self._position)
