@@ -18,6 +18,8 @@ import logging
 import threading
 from collections.abc import Sequence
 
+from litestar.exceptions import ServiceUnavailableException
+
 from ledger.api.event_feed import EventFeed, EventWaiter, FeedEvent, TailPosition
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,9 @@ BATCH = 500
 QUEUE_BATCHES = 1_000
 """Batches a subscriber may fall behind by before its stream is ended (it resumes with
 ``Last-Event-ID``) rather than hold the server's memory."""
+
+START_TIMEOUT_S = 10.0
+"""How long a new stream waits for the follower's first read of the log before a 503."""
 
 Batch = Sequence[FeedEvent]
 END: Batch = ()
@@ -62,6 +67,7 @@ class EventHub:
         self._subscribers: set[Subscription] = set()
         self._position: TailPosition | None = None
         self._thread: threading.Thread | None = None
+        self._waiter: EventWaiter | None = None
         self._closing = threading.Event()
         self._started = threading.Event()
 
@@ -69,7 +75,8 @@ class EventHub:
         """Register a subscriber of ``loop`` (blocking until the follower knows its position:
         call it from a worker thread)."""
         self._start()
-        self._started.wait()
+        if not self._started.wait(timeout=START_TIMEOUT_S):
+            raise ServiceUnavailableException("the event stream cannot read the ledger")
         with self._lock:
             assert self._position is not None
             subscription = Subscription(loop, self._position)
@@ -87,14 +94,18 @@ class EventHub:
         with self._lock:
             return len(self._subscribers)
 
-    def close(self) -> None:
-        """End every open stream and stop the follower (any thread; idempotent)."""
+    def close(self, *, wait: bool = True) -> None:
+        """End every open stream and stop the follower (any thread; idempotent); ``wait``
+        for the follower's thread to end (not from a signal handler on the event loop)."""
         self._closing.set()
         with self._lock:
             for subscription in self._subscribers:
                 self._deliver(subscription, END)
+            waiter = self._waiter
+        if waiter is not None:
+            waiter.wake()
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
+        if wait and thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5)
 
     def _start(self) -> None:
@@ -107,6 +118,8 @@ class EventHub:
 
     def _run(self) -> None:
         waiter = self.feed.waiter()
+        with self._lock:
+            self._waiter = waiter
         try:
             position = self._first_position(waiter)
             while not self._closing.is_set():
@@ -116,6 +129,8 @@ class EventHub:
                     log.exception("event stream: reading the log failed; retrying")
                 waiter.wait(self.poll_s)
         finally:
+            with self._lock:
+                self._waiter = None
             waiter.close()
 
     def _first_position(self, waiter: EventWaiter) -> TailPosition:

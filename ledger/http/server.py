@@ -47,7 +47,7 @@ class _Server(uvicorn.Server):
         self._hub = hub
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
-        self._hub.close()
+        self._hub.close(wait=False)  # on the event loop: the app's shutdown joins it
         super().handle_exit(sig, frame)
 
 

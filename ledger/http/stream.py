@@ -80,7 +80,7 @@ def resume_position(last_event_id: str | None, after: int | None) -> int | None:
     return after
 
 
-@get("/events/stream", sync_to_thread=False)
+@get("/events/stream")
 async def event_stream(
     request: Request[TokenState, str, State],
     caller: TokenState,

@@ -45,6 +45,7 @@ from ledger.runtime.handlers import (
 from ledger.runtime.releases import Releaser
 from ledger.runtime.retrying import written
 from ledger.runtime.threads import ThreadLane
+from ledger.runtime.tracing import record_outcome, run_span
 
 log = logging.getLogger(__name__)
 
@@ -285,7 +286,9 @@ class Executor:
             )
             return FailureReport(lease, missing)
         try:
-            verdict = await self._run(spec, job, lease)
+            with run_span(job) as span:
+                verdict = await self._run(spec, job, lease)
+                record_outcome(span, verdict.failure)
         except asyncio.CancelledError:
             await self._releaser.release_shielded(lease)
             raise

@@ -6,12 +6,14 @@ once the stream is subscribed, and only then appends; reads end on a timeout, ne
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from ledger.api.ledger import Ledger
 from ledger.core.events import Failure, FailureKind
@@ -231,3 +233,25 @@ def test_a_workflows_events_and_its_steps_carry_its_run_and_org(
     assert {m.data["org"] for m in messages} == {"globex"}
     assert [m.event for m in messages][:1] == ["workflow_submitted"]
     assert "job_enqueued" in [m.event for m in messages]
+
+
+def open_streams(server: Server) -> float:
+    families = text_string_to_metric_families(server.client.get("/metrics").text)
+    [family] = [f for f in families if f.name == "jobledger_event_streams_open"]
+    return float(family.samples[0].value)
+
+
+def test_a_disconnected_client_is_dropped(defined: Ledger, server: Server) -> None:
+    """A client that goes away is no longer a subscriber: the server's
+    ``jobledger_event_streams_open`` falls back."""
+    del defined
+    with connected(server):
+        with connected(server):
+            assert open_streams(server) == 2
+        deadline = time.monotonic() + 30
+        while open_streams(server) != 1:
+            assert time.monotonic() < deadline, "the closed stream was never dropped"
+            time.sleep(0.05)  # polling a real process: real time
+    while open_streams(server) != 0:
+        assert time.monotonic() < deadline, "the closed stream was never dropped"
+        time.sleep(0.05)
