@@ -369,6 +369,10 @@ class Reader:
         """Every API token, revoked ones too, oldest first (hashes only: no secret is kept)."""
         return self.store.tokens()
 
+    def token(self, token_id: UUID) -> TokenState | None:
+        """One API token by its id, revoked or not (``None``: no such token)."""
+        return self.store.token(token_id)
+
     def authenticate(self, presented: str) -> TokenState | None:
         """The active token a bearer text is (``None``: unknown, revoked or wrong secret),
         compared in constant time on the secret's hash."""

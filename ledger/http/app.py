@@ -3,15 +3,20 @@ the OpenAPI document at ``/api/v1/schema/openapi.json``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from litestar import Litestar, Router, get
+from litestar.contrib.jinja import JinjaTemplateEngine
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.response import Response
+from litestar.static_files import create_static_files_router
+from litestar.template import TemplateConfig
 
 from ledger.api.event_feed import EventFeed
 from ledger.api.ledger import Ledger
@@ -24,15 +29,18 @@ from ledger.http import (
     jobs,
     metrics,
     operations,
+    pages,
     projections,
     reads,
     sources,
     stream,
     writes,
 )
-from ledger.http.auth import TokenAuthentication, caller_of
+from ledger.http.auth import STREAM_PATH, TokenAuthentication, caller_of
 from ledger.http.event_hub import DEFAULT_POLL_S, EventHub
 from ledger.http.health import health_of
+from ledger.http.pages.view import FILTERS
+from ledger.http.sessions import Sessions
 from ledger.http.verify_tasks import VerifyTasks
 
 API_PREFIX = "/api/v1"
@@ -40,12 +48,36 @@ SCHEMA_PATH = f"{API_PREFIX}/schema"
 """Litestar serves the document at ``<this>/openapi.json`` (and ``openapi.yaml``)."""
 
 
-def build_app(ledger: Ledger, *, stream_poll_s: float = DEFAULT_POLL_S) -> Litestar:
+HERE = Path(__file__).parent
+
+
+def templates() -> TemplateConfig[JinjaTemplateEngine]:
+    """The dashboard's Jinja2 templates, autoescaped, an undefined name an error."""
+    environment = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(["html", "svg"], default_for_string=True),
+        undefined=StrictUndefined,
+    )
+    environment.filters.update(FILTERS)
+    return TemplateConfig(instance=JinjaTemplateEngine.from_environment(environment))
+
+
+def build_app(
+    ledger: Ledger,
+    *,
+    stream_poll_s: float = DEFAULT_POLL_S,
+    sessions: Sessions | None = None,
+) -> Litestar:
     """The app serving ``ledger`` (the caller opens it and closes it after the server);
-    ``app.state.event_hub`` is the live stream's follower (close it to end open streams)."""
+    ``app.state.event_hub`` is the live stream's follower (close it to end open streams);
+    ``sessions`` signs the dashboard's cookies (a new key by default)."""
+    signer = sessions or Sessions()
 
     def provide_ledger() -> Ledger:
         return ledger
+
+    def provide_sessions() -> Sessions:
+        return signer
 
     tasks = VerifyTasks(lambda: verify_report_json(ledger.projections().verify()), ledger.clock.now)
 
@@ -92,17 +124,20 @@ def build_app(ledger: Ledger, *, stream_poll_s: float = DEFAULT_POLL_S) -> Lites
             stream.event_stream,
         ],
     )
-    return Litestar(
-        route_handlers=[health, metrics.metrics, api],
+    static = create_static_files_router("/static", directories=[HERE / "static"])
+    app = Litestar(
+        route_handlers=[health, metrics.metrics, api, pages.router(), static],
         dependencies={
             "ledger": Provide(provide_ledger, sync_to_thread=False),
             "caller": Provide(caller_of, sync_to_thread=False),
             "verify_tasks": Provide(provide_verify_tasks, sync_to_thread=False),
+            "sessions": Provide(provide_sessions, sync_to_thread=False),
             "event_hub": Provide(provide_event_hub, sync_to_thread=False),
         },
         state=State({"event_hub": hub}),
         on_shutdown=[hub.close],
-        middleware=[DefineMiddleware(TokenAuthentication, reader=ledger)],
+        middleware=[DefineMiddleware(TokenAuthentication, reader=ledger, sessions=signer)],
+        template_config=templates(),
         exception_handlers={
             LedgerError: errors.ledger_error,
             ValidationException: errors.invalid_request,
@@ -110,3 +145,6 @@ def build_app(ledger: Ledger, *, stream_poll_s: float = DEFAULT_POLL_S) -> Lites
         },
         openapi_config=OpenAPIConfig(title="jobledger", version="1", path=SCHEMA_PATH),
     )
+    # The pages open an EventSource only when the stream is served (docs/http.md, "Live").
+    app.state.live_stream = any(route.path == STREAM_PATH for route in app.routes)
+    return app

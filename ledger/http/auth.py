@@ -1,9 +1,18 @@
-"""Bearer tokens on every route but ``/health`` and the OpenAPI document, the roles' guard,
-and the org a token's reads and writes are held to.
+"""Bearer tokens on every route but ``/health``, the OpenAPI document, the login page and
+the static files; the dashboard's session cookie on its pages and on the event stream; the
+roles' guard, and the org a token's reads and writes are held to.
 
 A missing, malformed, unknown, revoked or wrong token is one 401 with ``WWW-Authenticate:
 Bearer`` (the answer never tells which). The secret is checked by the reader
-(:meth:`~ledger.api.reader.Reader.authenticate`: the hash compared in constant time)."""
+(:meth:`~ledger.api.reader.Reader.authenticate`: the hash compared in constant time); a
+session cookie by :class:`~ledger.http.sessions.Sessions`, then its token read again (a
+revoked token's session ends at once).
+
+CSRF: a browser sends the cookie with any request to this origin, a cross-site form's
+included (SameSite=Strict stops that in today's browsers; this does not rely on it). So a
+request authenticated by the cookie that is not a GET must carry ``HX-Request: true``, a
+header a cross-site form cannot set and a cross-site script cannot send without a CORS
+preflight this server never grants; without it, 403 and nothing is done."""
 
 from __future__ import annotations
 
@@ -19,28 +28,64 @@ from litestar.types import ASGIApp, Guard
 
 from ledger.api.reader import Reader
 from ledger.core.tokens import Role, TokenState
+from ledger.http.sessions import COOKIE, Sessions
 
 CHALLENGE = {"WWW-Authenticate": "Bearer"}
-OPEN_PATHS = ["^/health$", "^/api/v1/schema"]
-"""What needs no token: the health check and the OpenAPI document (it holds no data)."""
+OPEN_PATHS = ["^/health$", "^/api/v1/schema", "^/login$", "^/static/"]
+"""What needs no token: the health check, the OpenAPI document (it holds no data), the
+login page and the dashboard's static files."""
+STREAM_PATH = "/api/v1/events/stream"
+"""The one API route a session cookie is accepted on: the pages' ``EventSource`` cannot
+send a bearer header either."""
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def takes_cookie(path: str) -> bool:
+    """Whether a session cookie authenticates a request for ``path`` (the dashboard's pages
+    and the event stream; the rest of the API and /metrics take only the bearer header)."""
+    return (not path.startswith("/api/") and path != "/metrics") or path == STREAM_PATH
 
 
 class TokenAuthentication(AbstractAuthenticationMiddleware):
     """Sets ``request.user`` to the caller's :class:`TokenState`, or answers 401."""
 
-    def __init__(self, app: ASGIApp, reader: Reader) -> None:
+    def __init__(self, app: ASGIApp, reader: Reader, sessions: Sessions) -> None:
         super().__init__(app, exclude=OPEN_PATHS)
         self.reader = reader
+        self.sessions = sessions
 
     async def authenticate_request(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
+        cookie = connection.cookies.get(COOKIE)
+        if (
+            "authorization" not in connection.headers
+            and cookie
+            and takes_cookie(connection.url.path)
+        ):
+            return await self._session(connection, cookie)
         scheme, _, presented = connection.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             raise NotAuthorizedException("a bearer token is needed", headers=CHALLENGE)
         token = await to_thread.run_sync(self.reader.authenticate, presented.strip())
         if token is None:
             raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
+        return AuthenticationResult(user=token, auth=token.token_id)
+
+    async def _session(
+        self, connection: ASGIConnection[Any, Any, Any, Any], cookie: str
+    ) -> AuthenticationResult:
+        token_id = self.sessions.token_of(cookie, self.reader.clock.now())
+        token = None if token_id is None else await to_thread.run_sync(self.reader.token, token_id)
+        if token is None or not token.active:
+            raise NotAuthorizedException("the session has ended: log in again")
+        if connection.scope.get("method", "GET") not in SAFE_METHODS and (
+            connection.headers.get("hx-request") != "true"
+        ):
+            raise PermissionDeniedException(
+                "a change made with the session cookie must come from the dashboard's own "
+                "page (HX-Request header missing)"
+            )
         return AuthenticationResult(user=token, auth=token.token_id)
 
 
