@@ -184,14 +184,7 @@ class Store(ABC):
     def sync_state(self, source_id: str) -> list[SyncState]:
         """Every sync-state row of one source, by URI."""
         return [
-            SyncState(
-                source_id=row["source_id"],
-                uri=row["uri"],
-                revision=row["revision"],
-                content_hash=row["content_hash"],
-                last_seen_at=from_us(row["last_seen_at"]),
-                last_ingested_at=from_us(row["last_ingested_at"]),
-            )
+            _sync_state_of(row)
             for row in self.read("sync_state_of_source", {"source_id": source_id})
         ]
 
@@ -199,17 +192,7 @@ class Store(ABC):
         """The sync-state rows of one source whose subject only ``org``'s jobs touched (the
         view has no org: a subject another org's job also synced is left out)."""
         rows = self.read("sync_state_of_source_of_org", {"source_id": source_id, "org": org})
-        return [
-            SyncState(
-                source_id=row["source_id"],
-                uri=row["uri"],
-                revision=row["revision"],
-                content_hash=row["content_hash"],
-                last_seen_at=from_us(row["last_seen_at"]),
-                last_ingested_at=from_us(row["last_ingested_at"]),
-            )
-            for row in rows
-        ]
+        return [_sync_state_of(row) for row in rows]
 
     def sources(self, *, org: str | None = None, source_id: str | None = None) -> list[Source]:
         """Each source known to the sync-state view or to a job's subject: its URIs, last
@@ -333,3 +316,15 @@ class Store(ABC):
     def check_initialised(self) -> None:
         """Raise unless this database holds this code's schema, all of it."""
         self.schema.check_initialised()
+
+
+def _sync_state_of(row: Mapping[str, Any]) -> SyncState:
+    """One ``jl_sync_state`` row as its value."""
+    return SyncState(
+        source_id=row["source_id"],
+        uri=row["uri"],
+        revision=row["revision"],
+        content_hash=row["content_hash"],
+        last_seen_at=from_us(row["last_seen_at"]),
+        last_ingested_at=from_us(row["last_ingested_at"]),
+    )
