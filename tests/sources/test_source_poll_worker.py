@@ -34,9 +34,10 @@ APP = textwrap.dedent(
 def test_a_worker_process_runs_a_poll_job_and_its_sync_jobs(
     sqlite_url: str, tmp_path: Path
 ) -> None:
-    """`worker --burst` claims the poll job (its type defined by the enqueue, served because
-    the registry has a lister), which enqueues one sync job per file; all succeed, the sync
-    state holds both files and source_polled names the poll job."""
+    """`worker --burst --types jobledger.source_poll` claims the poll job (its type defined by
+    the enqueue, served because the registry has a lister), which enqueues one sync job per
+    file; a second burst works those; the sync state holds both files and source_polled
+    names the poll job."""
     (tmp_path / "docs").mkdir()
     for name in ("a.md", "b.md"):
         (tmp_path / "docs" / name).write_text(name)
@@ -45,16 +46,23 @@ def test_a_worker_process_runs_a_poll_job_and_its_sync_jobs(
     with Ledger.open(sqlite_url) as ledger:
         poll_job = ledger.enqueue_source_poll("docs")
     argv = [JOBLEDGER, "--db", sqlite_url, "worker", "--app", f"{module}:registry"]
-    done = subprocess.run(
-        [*argv, "--burst", "--json", "--poll", "0.1"],
-        check=False,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["succeeded"] == 3, done.stdout
+
+    def burst(*options: str) -> int:
+        done = subprocess.run(
+            [*argv, "--burst", "--json", "--poll", "0.1", *options],
+            check=False,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return int(json.loads(done.stdout)["succeeded"])
+
+    assert burst("--types", "jobledger.source_poll") == 1  # the built-in type is selectable
+    with Ledger.open(sqlite_url) as ledger:
+        assert ledger.counts() == {"succeeded": 1, "pending": 2}
+    assert burst() == 2
     with Ledger.open(sqlite_url) as ledger:
         job = ledger.get(poll_job)
         assert job is not None and job.status is JobStatus.SUCCEEDED
