@@ -55,6 +55,9 @@ def test_sources_shows_last_poll_breaker_and_skip_reason(
     assert api_line.startswith("api") and "skipped" in api_line and "half_open" in api_line
     assert "breaker open after 2 consecutive failed polls" in api_line
     assert "polled" in wiki_line and "+1 =0 -0, enqueued 1" in wiki_line
+    for check in (("projections", "verify"), ("replay", "--check", "--all")):
+        held = invoke(db_url, *check)
+        assert held.exit_code == 0, (check, held.output)
 
 
 @pytest.fixture

@@ -6,12 +6,14 @@ the histories replay."""
 from __future__ import annotations
 
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ledger import FakeClock, Ledger
 from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
 from ledger.core.source_polls.state import BreakerState, PollResult
-from ledger.core.sources import SourceAction
+from ledger.core.sources import Listing, SourceAction
 from ledger.testing import drain
 from projections.rules.audit_query import AuditQuery
 from tests.sources.conftest import SYNC_TYPE, docs_registry
@@ -131,4 +133,27 @@ def test_failing_lister_opens_the_breaker_until_the_cooldown(
         ("source_poll_skipped", SOURCE_POLL_JOB_TYPE, "source.breaker_open"),
         ("source_breaker_opened", SOURCE_POLL_JOB_TYPE, None),
     ]
+    assert synced.projections().verify().clean
+
+
+def test_two_polls_at_once_fold_the_stream_in_turn(synced: Ledger, docs_dir: Path) -> None:
+    """Two threads poll one source together (released by a barrier): both are recorded, the
+    files get one sync job each, and the later poll counts them as already live."""
+    registry = docs_registry(docs_dir)
+    for name in ("a.md", "b.md", "c.md"):
+        _write(docs_dir / name, name, mtime_ns=1_000)
+    spec = registry.sources()[0]
+    barrier = threading.Barrier(2)
+
+    def listed() -> Listing:
+        found = spec.list()
+        barrier.wait(timeout=10)  # both listings are taken before either poll records
+        return found
+
+    with ThreadPoolExecutor(2) as pool:
+        polls = list(pool.map(lambda _: synced.poll_source("docs", listed, spec.config), [0, 1]))
+    counts = sorted((len(p.sync.enqueued), len(p.sync.skipped)) for p in polls if p.sync)
+    assert counts == [(0, 3), (3, 0)]
+    assert [r.event.name for r in synced.source_history("docs")] == ["source_polled"] * 2
+    assert synced.counts() == {"pending": 3}
     assert synced.projections().verify().clean
