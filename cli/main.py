@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "reap": "cli.reaper:reap",
     "diagnose": "cli.diagnose:diagnose",
     "sync-state": "cli.sync:sync_state",
+    "sources": "cli.sources:sources",
     "dlq": "cli.dlq:dlq",
     "worker": "cli.worker:worker",
     "demo": "cli.demo:demo",

@@ -17,6 +17,7 @@ from cli.errors import CliError
 from cli.render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
+from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
 from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
 from ledger.runtime.config import PoolConfig, check_host_id, worker_idle_in_transaction_s
 from ledger.runtime.handlers import Registry
@@ -270,7 +271,8 @@ def worker(
     """Run workers for the handlers registered in MODULE:ATTR."""
     registry = load_registry(app)
     selected = [t.strip() for t in types.split(",") if t.strip()] if types else None
-    unknown = sorted(set(selected or []) - set(registry.job_types()))
+    served = {*registry.job_types(), *([SOURCE_POLL_JOB_TYPE] if registry.sources() else [])}
+    unknown = sorted(set(selected or []) - served)
     if unknown:
         raise click.BadParameter(f"no handler registered for {unknown}", param_hint="--types")
     queue_names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None

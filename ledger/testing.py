@@ -51,6 +51,7 @@ from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool, process_worker_id
 from ledger.runtime.releases import Releaser
+from ledger.runtime.source_poller import with_source_polls
 from ledger.runtime.threads import ThreadLane
 
 
@@ -130,6 +131,7 @@ class _OneAtATime:
         config: PoolConfig,
     ) -> None:
         self.stats = PoolStats()
+        registry = with_source_polls(registry, ledger)  # as a pool serves it
         self._io = ThreadLane(1, "jobledger-testing-io")
         self._handler_threads = ThreadLane(1, "jobledger-handler")
         lease_lengths = registry.lease_lengths(config.lease_s)

@@ -9,6 +9,7 @@ depends on what the store holds, looks that up, and appends the plan in the same
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from uuid import UUID, uuid4
 
 from ledger.api.job_ids import random_uuids
@@ -59,20 +60,36 @@ def enqueue_batch(
             # What decides this batch (keys, live subjects, definitions to create) must
             # not change before it commits.
             uow.serialise_appends()
-        now = clock.now()
-        types = sorted({r.job_type for r in normalised})
-        plan = plan_enqueue(
-            normalised,
-            {t: s.definition for t, s in uow.definitions(types).items()},
-            stored_keys=_stored_keys(uow, normalised),
-            live_subjects=_live_subjects(uow, normalised),
-            now=now,
-            auto_define=auto_define,
-            new_id=new_id,
-            actor=actor,
+        plan = plan_in(
+            uow, normalised, now=clock.now(), auto_define=auto_define, new_id=new_id, actor=actor
         )
         uow.append(plan.job_changes, plan.definition_changes)
     return plan
+
+
+def plan_in(
+    uow: UnitOfWork,
+    normalised: Sequence[EnqueueRequest],
+    *,
+    now: datetime,
+    auto_define: bool,
+    new_id: Callable[[], UUID],
+    actor: str | None,
+) -> EnqueuePlan:
+    """The plan of ``normalised`` requests over what ``uow`` holds (not appended: a caller
+    that appends more in the same commit, a source poll, appends it with its own events).
+    The caller serialises the appends first when the plan depends on the store."""
+    types = sorted({r.job_type for r in normalised})
+    return plan_enqueue(
+        normalised,
+        {t: s.definition for t, s in uow.definitions(types).items()},
+        stored_keys=_stored_keys(uow, normalised),
+        live_subjects=_live_subjects(uow, normalised),
+        now=now,
+        auto_define=auto_define,
+        new_id=new_id,
+        actor=actor,
+    )
 
 
 def _stored_keys(

@@ -21,7 +21,7 @@ from datetime import datetime
 from typing import Any, Self
 from uuid import UUID, uuid4
 
-from ledger.api import definitions, operator_writes, tokens, workflows
+from ledger.api import definitions, operator_writes, source_polls, tokens, workflows
 from ledger.api.enqueueing import enqueue_batch, sync_listing
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
@@ -34,9 +34,17 @@ from ledger.api.workflows import WorkflowStarted
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.enqueue_plan import EnqueuePlan
+from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JSON, BackoffPolicy, EnqueueRequest, JobDefinition, Subject
 from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
+from ledger.core.source_polls.decide import (
+    POLL_JOB_MAX_ATTEMPTS,
+    POLL_JOB_TIMEOUT_S,
+    SourceConfig,
+    SourcePoll,
+)
+from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
 from ledger.core.sources import Listing, SourceSync
 from ledger.core.state import JobState
 from ledger.core.tokens import TokenState
@@ -221,6 +229,46 @@ class Ledger(WorkerCommands):
         return sync_listing(
             self.store, self.enqueue_many, source_id, listing, job_type=job_type, org=org
         )
+
+    def poll_source(
+        self,
+        source: str,
+        lister: Callable[[], Listing],
+        config: SourceConfig,
+        *,
+        poll_job_id: UUID | None = None,
+    ) -> SourcePoll:
+        """Poll ``source`` once with ``lister`` (see :mod:`ledger.api.source_polls`): skipped
+        while its breaker is open; else the listing diffed against the sync state and its
+        changes enqueued as ``config.job_type`` jobs in the commit that appends
+        ``source_polled``; a lister that raises is ``source_poll_failed`` (and, at the
+        breaker's threshold, ``source_breaker_opened``). A failed poll is a result, not an
+        exception: only the store's own errors raise."""
+        return source_polls.poll_source(
+            self.store,
+            self.clock,
+            source,
+            lister,
+            config,
+            auto_define=self.auto_define,
+            new_id=self._new_id,
+            poll_job_id=poll_job_id,
+        )
+
+    def enqueue_source_poll(self, source: str, *, actor: str | None = None) -> UUID:
+        """Enqueue one ``jobledger.source_poll`` job for ``source`` (a worker whose registry
+        has its lister runs it), defining the built-in type first if it is not yet."""
+        if not isinstance(source, str) or not source:
+            raise InvalidRequestError("a source's name must be a non-empty string")
+        if self.definition(SOURCE_POLL_JOB_TYPE) is None:
+            self.define(
+                SOURCE_POLL_JOB_TYPE,
+                max_attempts=POLL_JOB_MAX_ATTEMPTS,
+                default_timeout_s=POLL_JOB_TIMEOUT_S,
+            )
+        job_id = self.enqueue(SOURCE_POLL_JOB_TYPE, {"source": source}, actor=actor)
+        assert job_id is not None  # no subject, so never deduplicated
+        return job_id
 
     # --- workflows ----------------------------------------------------------------------------
 

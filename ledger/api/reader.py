@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 from uuid import UUID
 
 from ledger.api import tokens
 from ledger.api.pools import LedgerHealth, PoolReport, assess_pools, read_pools
+from ledger.api.source_views import source_views
 from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
@@ -32,6 +33,7 @@ from ledger.core.events import JobDefinition, JobEvent, JobStatus
 from ledger.core.exchange import Selection
 from ledger.core.facts import history_prefix
 from ledger.core.replay_findings import JobReplay
+from ledger.core.source_polls.state import SourcePollState, source_stream_id
 from ledger.core.state import JobState
 from ledger.core.tokens import TokenState
 from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
@@ -208,6 +210,30 @@ class Reader:
         """Each source known to the sync state or to a job's subject, with its URIs, last
         ingestion and jobs by status (see :meth:`Store.sources`)."""
         return self.store.sources(org=org, source_id=source_id)
+
+    def source_polls(self) -> dict[str, SourcePollState]:
+        """Every polled source's poll state (last poll, result, breaker), by source."""
+        return {state.source: state for state in self.store.source_polls()}
+
+    def source_history(self, source: str) -> list[Record]:
+        """Every poll event of one source, in order (its own stream; empty: never polled)."""
+        return self.store.history(source_stream_id(source))
+
+    def source_overview(
+        self, *, org: str | None = None, source_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """:meth:`sources` with each source's last poll and breaker (JSON-ready; see
+        :func:`ledger.api.source_views.source_views`); polled sources with no sync state
+        yet are included unless ``org`` scopes the read."""
+        polls = self.source_polls()
+        if source_id is not None:
+            polls = {source_id: polls[source_id]} if source_id in polls else {}
+        return source_views(
+            self.sources(org=org, source_id=source_id),
+            polls,
+            self.clock.now(),
+            polled_only_too=org is None,
+        )
 
     def revision_snapshot(self, source_id: str) -> dict[str, str]:
         """``{uri: revision}`` for the source's rows that have a revision."""

@@ -24,7 +24,14 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from ledger.core.events import JSON, BackoffPolicy, Subject, WorkflowLink
+from ledger.core.source_polls.decide import (
+    DEFAULT_COOLDOWN_S,
+    DEFAULT_THRESHOLD,
+    BreakerPolicy,
+    SourceConfig,
+)
 from ledger.core.state import JobState, Lease
+from ledger.runtime.sources import SourceLister, SourceSpec
 
 T = TypeVar("T")
 
@@ -290,6 +297,7 @@ Handler = AsyncHandler | SyncHandler
 """An ``async def`` handler takes a :class:`JobContext`; a plain ``def`` one a
 :class:`SyncJobContext`."""
 H = TypeVar("H", bound=Handler)
+L = TypeVar("L", bound=SourceLister)
 
 
 @dataclass(frozen=True)
@@ -307,9 +315,46 @@ class HandlerSpec:
 
 @dataclass
 class Registry:
-    """Job type → handler. ``@registry.handler("email.send", max_attempts=3)``."""
+    """Job type → handler. ``@registry.handler("email.send", max_attempts=3)``; and source →
+    lister: ``registry.source("docs", lister, job_type="docs.sync")``, whose polls a pool
+    of this registry runs (the built-in ``jobledger.source_poll`` type,
+    :mod:`ledger.runtime.source_poller`)."""
 
     _handlers: dict[str, HandlerSpec] = field(default_factory=dict)
+    _sources: dict[str, SourceSpec] = field(default_factory=dict)
+
+    def source(
+        self,
+        name: str,
+        lister: L | None = None,
+        *,
+        job_type: str,
+        org: str | None = None,
+        breaker_threshold: int = DEFAULT_THRESHOLD,
+        breaker_cooldown_s: float = DEFAULT_COOLDOWN_S,
+    ) -> Any:
+        """Register ``lister`` for source ``name``: its polls enqueue ``job_type`` jobs (of
+        ``org``) for the changes; ``breaker_threshold`` consecutive failed polls skip the
+        source's polls for ``breaker_cooldown_s``. Without ``lister``, a decorator."""
+
+        def register(function: L) -> L:
+            if not isinstance(name, str) or not name:
+                raise ValueError("a source's name must be a non-empty string")
+            if name in self._sources:
+                raise ValueError(f"a lister for source {name!r} is already registered")
+            breaker = BreakerPolicy(breaker_threshold, breaker_cooldown_s)
+            config = SourceConfig(job_type=job_type, org=org, breaker=breaker)
+            self._sources[name] = SourceSpec(name, function, config)
+            return function
+
+        return register if lister is None else register(lister)
+
+    def source_spec(self, name: str) -> SourceSpec | None:
+        return self._sources.get(name)
+
+    def sources(self) -> list[SourceSpec]:
+        """The registered sources, by name."""
+        return [self._sources[name] for name in sorted(self._sources)]
 
     def handler(
         self,

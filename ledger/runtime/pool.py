@@ -54,6 +54,7 @@ from ledger.runtime.metrics import PoolMetrics
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
 from ledger.runtime.slots import WorkerSlots
+from ledger.runtime.source_poller import with_source_polls
 from ledger.runtime.threads import ThreadLane
 from ledger.runtime.turns import BatchTurns
 from ledger.runtime.wakeup import Wakeup
@@ -110,6 +111,7 @@ class WorkerPool:
     ) -> None:
         self.config = config = PoolConfig.of(config, settings)
         self._ledger = ledger
+        registry = with_source_polls(registry, ledger)
         self._registry = registry
         self.worker_id = process_worker_id(config.name, config.host)
         self.stats = PoolStats()

@@ -23,6 +23,11 @@ from ledger.core.events import (
 )
 from ledger.core.policy import Change, RunEvents, Trigger
 from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
+from ledger.core.source_polls.state import (
+    SourcePollState,
+    evolve_source_poll,
+    source_stream_id,
+)
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
 from ledger.core.tokens import TokenState, evolve_token
 from ledger.core.workflows.state import RunState
@@ -129,6 +134,23 @@ class AppendFold:
             assert schedule is not None
             new_schedules[name] = schedule
         return new_schedules
+
+    def fold_source_polls(
+        self,
+        source_changes: Sequence[tuple[str, Sequence[Event]]],
+        known: Callable[[str], SourcePollState | None],
+    ) -> dict[str, SourcePollState]:
+        """Fold source-poll events onto the sources' poll states ``known`` (read in this unit
+        of work); the changed ones, by source. A source's stream id derives from its name."""
+        new_sources: dict[str, SourcePollState] = {}
+        for source, events in source_changes:
+            state = new_sources.get(source) or known(source)
+            for event in events:
+                state = evolve_source_poll(state, event)
+                self.records.append((source_stream_id(source), state.version, event))
+            assert state is not None
+            new_sources[source] = state
+        return new_sources
 
     def fold_definitions(
         self,

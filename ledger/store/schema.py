@@ -33,6 +33,7 @@ EXPECTED_TABLES = frozenset(
         "jl_workflow_steps",
         "jl_tokens",
         "jl_schedules",
+        "jl_source_polls",
         "jl_pools",
     }
 )

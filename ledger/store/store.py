@@ -29,6 +29,7 @@ from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.core.events import JobEvent
 from ledger.core.policy import Policy
 from ledger.core.schedules.state import ScheduleState
+from ledger.core.source_polls.state import SourcePollState
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
 from ledger.core.tokens import TokenState
@@ -46,6 +47,7 @@ from ledger.store.views import ViewTables
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.queue import decode_state
 from projections.rules.schedules import schedule_of_row
+from projections.rules.source_polls import source_poll_of_row
 from projections.rules.sync_state import Source, SyncState
 from projections.rules.tokens import token_of_row
 
@@ -265,6 +267,15 @@ class Store(ABC):
         """One schedule from the schedules view (``None``: no such schedule)."""
         rows = self.read("schedules_get", {"name": name})
         return schedule_of_row(rows[0]) if rows else None
+
+    def source_polls(self) -> list[SourcePollState]:
+        """Every polled source's poll state, by source, from the source-polls view."""
+        return [source_poll_of_row(row) for row in self.read("source_polls_all")]
+
+    def source_poll(self, source: str) -> SourcePollState | None:
+        """One source's poll state (``None``: never polled)."""
+        rows = self.read("source_polls_get", {"source": source})
+        return source_poll_of_row(rows[0]) if rows else None
 
     def count_by_status(self) -> dict[str, int]:
         """How many jobs the queue view holds in each status."""

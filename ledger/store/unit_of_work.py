@@ -28,6 +28,7 @@ from ledger.core.events import (
 )
 from ledger.core.policy import Policy, RunEvents, trigger_types
 from ledger.core.schedules.state import ScheduleState
+from ledger.core.source_polls.state import SourcePollState
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import to_us
 from ledger.core.tokens import TokenState
@@ -40,6 +41,7 @@ from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
 from projections.rules.queue import decode_state, queue_update_row, queue_values
 from projections.rules.schedules import schedule_of_row, schedule_row
+from projections.rules.source_polls import source_poll_of_row, source_poll_row
 from projections.rules.tokens import token_of_row, token_row
 from projections.rules.workflows import run_row, step_row
 from projections.rules.writes import ViewWrite
@@ -258,6 +260,17 @@ class UnitOfWork(RunReads, ABC):
         rows = self._rows("schedules_due", {"now": now_us, "limit": limit})
         return [schedule_of_row(row) for row in rows]
 
+    def source_poll(self, source: str) -> SourcePollState | None:
+        """A source's poll state from the source-polls view (``None``: never polled)."""
+        rows = self._rows("source_polls_get", {"source": source})
+        return source_poll_of_row(rows[0]) if rows else None
+
+    def sync_state_rows(self, source_id: str) -> dict[str, str | None]:
+        """``{uri: revision}`` of every sync-state row of one source, read in this unit of
+        work (a poll diffs against what its own transaction sees)."""
+        rows = self._rows("sync_state_of_source", {"source_id": source_id})
+        return {row["uri"]: row["revision"] for row in rows}
+
     # --- the one write ----------------------------------------------------------------------
 
     def append(
@@ -267,6 +280,8 @@ class UnitOfWork(RunReads, ABC):
         run_changes: Sequence[RunEvents] = (),
         token_changes: Sequence[tuple[UUID, Sequence[Event]]] = (),
         schedule_changes: Sequence[tuple[str, Sequence[Event]]] = (),
+        *,
+        source_changes: Sequence[tuple[str, Sequence[Event]]] = (),
     ) -> dict[UUID, JobState]:
         """Fold, append and project ``job_changes`` (and job-type and run changes) in this
         transaction.
@@ -286,6 +301,7 @@ class UnitOfWork(RunReads, ABC):
         new_definitions = fold.fold_definitions(definition_changes, self._definitions)
         new_tokens = fold.fold_tokens(token_changes, self.token)
         new_schedules = fold.fold_schedules(schedule_changes, self.schedule)
+        new_source_polls = fold.fold_source_polls(source_changes, self.source_poll)
         fold.fold_runs(run_changes)
         fold.fold_jobs(job_changes)
         asked: list[UUID] | None = None
@@ -329,6 +345,9 @@ class UnitOfWork(RunReads, ABC):
             if new_schedules:
                 rows = [schedule_row(state) for state in new_schedules.values()]
                 self._execute_writes([ViewWrite("schedules_upsert", row) for row in rows])
+            if new_source_polls:
+                rows = [source_poll_row(state) for state in new_source_polls.values()]
+                self._execute_writes([ViewWrite("source_polls_upsert", row) for row in rows])
         return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
 
     def _loaded_state(self, job_id: UUID) -> JobState | None:

@@ -21,6 +21,10 @@ the run's, and ``job_type`` / ``org`` are the run's ``workflow_type`` / ``org`` 
 step's job's events the job's link (``job_enqueued`` v2); ``NULL`` on a plain job's rows.
 ``code`` of a ``workflow_step_failed`` is its failure's, of a ``workflow_step_cancelled`` its
 cancel code (``workflow.dependency_unsatisfied``, ...).
+
+A source's poll events have rows too: ``job_id`` is the source's stream id, ``job_type``
+``jobledger.source_poll`` (:data:`SOURCE_POLL_ORIGIN`), ``org`` ``NULL``; ``code`` is a failed
+poll's error code or a skipped poll's reason code (``source.breaker_open``).
 """
 
 from __future__ import annotations
@@ -29,11 +33,19 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from ledger.core.events import Failure, JobEvent, JobReapDeferred
+from ledger.core.source_polls.events import (
+    SOURCE_POLL_EVENTS,
+    SOURCE_POLL_JOB_TYPE,
+    SourcePollEvent,
+    SourcePollFailed,
+    SourcePollSkipped,
+)
 from ledger.core.times import to_us
 from ledger.core.workflows.events import WORKFLOW_EVENTS, WorkflowEvent, WorkflowStepCancelled
 from projections.rules.view import ALL_JOB_EVENTS, Projection
 
 ALL_WORKFLOW_EVENTS = tuple(cls.name for cls in WORKFLOW_EVENTS)
+ALL_SOURCE_POLL_EVENTS = tuple(cls.name for cls in SOURCE_POLL_EVENTS)
 
 COLUMNS = (
     "position",
@@ -68,14 +80,22 @@ PROJECTION = Projection(
     ("position",),
     COLUMNS,
     "schema_audit",
-    ALL_JOB_EVENTS + ALL_WORKFLOW_EVENTS,
+    ALL_JOB_EVENTS + ALL_WORKFLOW_EVENTS + ALL_SOURCE_POLL_EVENTS,
     mode="tracked",
-    description="one row per job or workflow event, indexed for audit queries (tracked)",
+    description="one row per job, workflow or source-poll event, indexed for audit queries "
+    "(tracked)",
 )
+
+SOURCE_POLL_ORIGIN = Origin(SOURCE_POLL_JOB_TYPE, None)
+"""What a source-poll event's row carries: the poll job type, no org (a source's stream
+has none; its ``job_id`` is the source's stream id)."""
 
 
 def audit_row(
-    position: int, job_id: UUID, event: JobEvent | WorkflowEvent, origin: Origin
+    position: int,
+    job_id: UUID,
+    event: JobEvent | WorkflowEvent | SourcePollEvent,
+    origin: Origin,
 ) -> dict[str, Any]:
     """The audit row of one job event, or of one workflow event (``job_id`` the run's id,
     ``origin`` its workflow type and org); ``None`` where the event has no worker/run/attempt,
@@ -99,9 +119,11 @@ def audit_row(
     }
 
 
-def _code(event: JobEvent | WorkflowEvent) -> str | None:
-    """The code an audit query matches on: a failure's, a deferred reap's error's, or a step
-    cancel's."""
+def _code(event: JobEvent | WorkflowEvent | SourcePollEvent) -> str | None:
+    """The code an audit query matches on: a failure's, a deferred reap's error's, a step
+    cancel's, or a failed or skipped poll's."""
+    if isinstance(event, SourcePollFailed | SourcePollSkipped):
+        return event.code
     if isinstance(event, JobReapDeferred):
         return event.cause.code
     if isinstance(event, WorkflowStepCancelled):

@@ -24,6 +24,7 @@ __all__ = [
     "QUEUE",
     "SCHEDULES",
     "SHADOW_SUFFIX",
+    "SOURCE_POLLS",
     "SYNC_STATE",
     "TOKENS",
     "Mode",
@@ -49,6 +50,7 @@ DEAD_LETTERS = BY_NAME["dead_letters"]
 AUDIT = BY_NAME["audit"]
 TOKENS = BY_NAME["tokens"]
 SCHEDULES = BY_NAME["schedules"]
+SOURCE_POLLS = BY_NAME["source_polls"]
 
 SHADOW_SUFFIX = "__rebuild"
 """A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap."""

@@ -4,9 +4,9 @@ rebuilds and verifies, and what the catalogue lists.
 There are two kinds:
 
 - **folded** views (:data:`FOLDED`): the queue, the job definitions, the workflow view
-  (its runs and steps), the API tokens and the schedules, whose rows are the fold of each
-  stream (one row per job / job type / run / step / token / schedule), written from the
-  folded states;
+  (its runs and steps), the API tokens, the schedules and the source polls, whose rows are
+  the fold of each stream (one row per job / job type / run / step / token / schedule /
+  polled source), written from the folded states;
 - **written** views (:data:`WRITTEN`): each a rules module declaring a
   :class:`~projections.rules.view.WrittenView` — its catalogue entry, its pure
   ``writes(event, state)`` and, for every named SQL write it uses, the in-memory apply the
@@ -29,6 +29,7 @@ from projections.rules import (
     definitions,
     queue,
     schedules,
+    source_polls,
     sync_state,
     tokens,
     workflows,
@@ -43,6 +44,7 @@ FOLDED: tuple[Projection, ...] = (
     workflows.STEPS,
     tokens.PROJECTION,
     schedules.PROJECTION,
+    source_polls.PROJECTION,
 )
 WRITTEN: tuple[WrittenView[Any], ...] = (sync_state.VIEW, dead_letters.VIEW)
 

@@ -22,6 +22,12 @@ from uuid import UUID
 from ledger.core.events import Event, JobEvent, JobTypeDefined, JobTypeUpdated
 from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent
 from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
+from ledger.core.source_polls.events import SOURCE_POLL_EVENTS, SourcePollEvent
+from ledger.core.source_polls.state import (
+    SourcePollState,
+    evolve_source_poll,
+    source_stream_id,
+)
 from ledger.core.state import (
     DefinitionState,
     IllegalTransitionError,
@@ -33,12 +39,13 @@ from ledger.core.tokens import TokenCreated, TokenRevoked, TokenState, evolve_to
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
-from projections.rules.audit import Origin, audit_row
+from projections.rules.audit import SOURCE_POLL_ORIGIN, Origin, audit_row
 from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
 from projections.rules.registry import APPLIES, WRITTEN, view_writes
 from projections.rules.schedules import schedule_row
+from projections.rules.source_polls import source_poll_row
 from projections.rules.tokens import token_row
 from projections.rules.view import Key, MemoryTable, Row
 from projections.rules.workflows import run_row, step_row
@@ -73,6 +80,7 @@ class TailPosition(NamedTuple):
 
 
 _SCHEDULE_EVENTS = tuple(SCHEDULE_EVENTS)
+_SOURCE_POLL_EVENTS = tuple(SOURCE_POLL_EVENTS)
 
 
 class Replay:
@@ -94,6 +102,8 @@ class Replay:
         """API tokens by id (as text, the view's key)."""
         self._schedules: dict[str, ScheduleState] = {}
         """Schedules by name (the view's key)."""
+        self._source_polls: dict[str, SourcePollState] = {}
+        """Polled sources by name (the view's key)."""
         """Workflow runs, folded from nothing (complete): the workflow view's rows."""
         self._tables: dict[str, MemoryTable] = {
             view.projection.name: view.new_table() for view in WRITTEN
@@ -128,6 +138,9 @@ class Replay:
                     continue
             elif isinstance(item.event, _SCHEDULE_EVENTS):
                 if not self._apply_schedule(item, item.event):
+                    continue
+            elif isinstance(item.event, _SOURCE_POLL_EVENTS):
+                if not self._apply_source_poll(item, cast(SourcePollEvent, item.event)):
                     continue
             elif not self._apply_definition(item, item.event):
                 continue
@@ -195,7 +208,7 @@ class Replay:
         )
 
     def _add_audit_row(
-        self, item: StreamEvent, event: JobEvent | WorkflowEvent, origin: Origin
+        self, item: StreamEvent, event: JobEvent | WorkflowEvent | SourcePollEvent, origin: Origin
     ) -> None:
         self._audit[item.position] = audit_row(item.position, item.originator_id, event, origin)
         if self.track_dirty:
@@ -258,6 +271,24 @@ class Replay:
             self._dirty["schedules"].add((name,))
         return True
 
+    def _apply_source_poll(self, item: StreamEvent, event: SourcePollEvent) -> bool:
+        source = event.source
+        previous = self._source_polls.get(source)
+        if previous is not None and item.version <= previous.version:
+            return False
+        state = evolve_source_poll(previous, event)
+        if state.version != item.version or source_stream_id(source) != item.originator_id:
+            raise IllegalTransitionError(
+                f"event at position {item.position} is version {item.version} of stream "
+                f"{item.originator_id}, but folds to version {state.version} of source {source}"
+            )
+        self._source_polls[source] = state
+        if self.track_dirty:
+            self._dirty["source_polls"].add((source,))
+        if self._audits(item):
+            self._add_audit_row(item, event, SOURCE_POLL_ORIGIN)
+        return True
+
     def _apply_write(self, write: ViewWrite) -> None:
         """Apply one named view write to its view's in-memory table, as its SQL does (by the
         apply the view declares for that query; an undeclared one raises)."""
@@ -296,6 +327,9 @@ class Replay:
         if name == "schedules":
             schedule = self._schedules.get(key[0])
             return None if schedule is None else schedule_row(schedule)
+        if name == "source_polls":
+            polls = self._source_polls.get(key[0])
+            return None if polls is None else source_poll_row(polls)
         return self._tables[name].rows.get(key)
 
     def keys(self, name: str) -> list[Key]:
@@ -314,6 +348,8 @@ class Replay:
             return [(key,) for key in self._tokens]
         if name == "schedules":
             return [(key,) for key in self._schedules]
+        if name == "source_polls":
+            return [(key,) for key in self._source_polls]
         return list(self._tables[name].rows)
 
     def rows(self, name: str) -> Iterator[Row]:
@@ -340,6 +376,9 @@ class Replay:
         elif name == "schedules":
             for schedule in self._schedules.values():
                 yield schedule_row(schedule)
+        elif name == "source_polls":
+            for polls in self._source_polls.values():
+                yield source_poll_row(polls)
         else:
             yield from self._tables[name].rows.values()
 
@@ -358,6 +397,7 @@ class Replay:
             "workflow_steps",
             "tokens",
             "schedules",
+            "source_polls",
             *self._tables,
             "audit",
         )
@@ -375,6 +415,8 @@ class Replay:
             return self._tokens
         if name == "schedules":
             return self._schedules
+        if name == "source_polls":
+            return self._source_polls
         return self._tables[name].rows
 
     def take_dirty(self, name: str) -> set[Key]:

@@ -20,16 +20,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
+from operator import itemgetter
+from typing import Any, cast
 from uuid import UUID
 
 import msgspec
 
 from ledger.core.events import JobEnqueued, JobEvent
+from ledger.core.source_polls.events import SOURCE_POLL_EVENTS, SourcePollEvent
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
-from projections.rules.audit import Origin, audit_row
+from projections.rules.audit import SOURCE_POLL_ORIGIN, Origin, audit_row
 from projections.rules.catalog import AUDIT, Projection
 from projections.rules.replay import Row, StreamEvent, TailPosition
 from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
@@ -150,6 +152,7 @@ class TrackedRunner:
     def _rows(self, tables: ViewTables, events: list[StreamEvent]) -> list[Row]:
         if len(self._origins) > ORIGINS_CACHED:
             self._origins.clear()
+        polls = [item for item in events if isinstance(item.event, SOURCE_POLL_EVENTS)]
         kept = [item for item in events if isinstance(item.event, JobEvent | WorkflowEvent)]
         for item in kept:
             if isinstance(item.event, JobEnqueued):
@@ -179,4 +182,7 @@ class TrackedRunner:
                 raise UnknownJobError(f"stream {item.originator_id} has no first event or row")
             assert isinstance(item.event, JobEvent | WorkflowEvent)
             rows.append(audit_row(item.position, item.originator_id, item.event, origin))
-        return rows
+        for item in polls:  # a source's stream needs no lookup: its origin is fixed
+            event = cast(SourcePollEvent, item.event)
+            rows.append(audit_row(item.position, item.originator_id, event, SOURCE_POLL_ORIGIN))
+        return sorted(rows, key=itemgetter("position")) if polls else rows

@@ -16,7 +16,7 @@ def run(url: str, *args: str) -> Result:
 
 
 def test_list_names_every_projection(db_url: str) -> None:
-    """``list`` shows the eight inline projections, in text and JSON."""
+    """``list`` shows the nine inline projections, in text and JSON."""
     result = run(db_url, "list")
     assert result.exit_code == 0, result.output
     for name in ("queue", "definitions", "sync_state", "dead_letters"):
@@ -29,11 +29,12 @@ def test_list_names_every_projection(db_url: str) -> None:
         "workflow_steps",
         "tokens",
         "schedules",
+        "source_polls",
         "sync_state",
         "dead_letters",
         "audit",
     ]
-    assert [p["mode"] for p in listed] == ["inline"] * 8 + ["tracked"]
+    assert [p["mode"] for p in listed] == ["inline"] * 9 + ["tracked"]
     assert {p["name"]: p["version"] for p in listed} == {p.name: p.version for p in PROJECTIONS}
     assert {p["name"]: p["events"] for p in listed}["dead_letters"] == [
         "job_dead_lettered",
@@ -96,6 +97,7 @@ def test_rebuild_restores_and_reports(db_url: str) -> None:
         "workflow_steps": 0,
         "tokens": 0,
         "schedules": 0,
+        "source_polls": 0,
         "sync_state": 2,
         "dead_letters": 2,
         "audit": 35,

@@ -60,6 +60,7 @@ def test_a_populated_ledger_verifies_clean(db_url: str) -> None:
         "workflow_steps": 0,
         "tokens": 0,
         "schedules": 0,
+        "source_polls": 0,
         "sync_state": 2,
         "dead_letters": 2,
         "audit": 0,  # tracked, not caught up: compared at its position (0)
@@ -123,6 +124,7 @@ def test_rebuild_all_keeps_every_index_and_constraint(db_url: str) -> None:
             "workflow_steps": 0,
             "tokens": 0,
             "schedules": 0,
+            "source_polls": 0,
             "sync_state": 2,
             "dead_letters": 2,
             "audit": 35,

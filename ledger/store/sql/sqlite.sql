@@ -116,6 +116,19 @@ CREATE TABLE IF NOT EXISTS jl_schedules (
 CREATE INDEX IF NOT EXISTS jl_schedules_due_idx
     ON jl_schedules (next_slot) WHERE next_slot IS NOT NULL
 
+-- name: schema_source_polls
+-- The source-polls view (projections/rules/source_polls.py): the fold of each source's poll
+-- stream, one row per polled source.
+CREATE TABLE IF NOT EXISTS jl_source_polls (
+    source text PRIMARY KEY,
+    last_poll_at integer NOT NULL,
+    last_result text NOT NULL,
+    failures integer NOT NULL,
+    breaker_until integer,
+    stream_version integer NOT NULL,
+    state blob NOT NULL
+)
+
 -- name: schema_sync_state
 -- The sync-state view (projections/rules/sync_state.py): one row per (source_id, uri).
 CREATE TABLE IF NOT EXISTS jl_sync_state (
@@ -721,3 +734,20 @@ SELECT name, status, cron, tz, job_type, org, next_slot, last_slot, last_job_id,
 WHERE next_slot IS NOT NULL AND next_slot <= :now
 ORDER BY next_slot, name
 LIMIT :limit
+
+-- name: source_polls_upsert
+-- A source's poll row after its events (primary key).
+INSERT INTO jl_source_polls (source, last_poll_at, last_result, failures, breaker_until, stream_version, state)
+VALUES (:source, :last_poll_at, :last_result, :failures, :breaker_until, :stream_version, :state)
+ON CONFLICT (source) DO UPDATE SET
+    last_poll_at = EXCLUDED.last_poll_at, last_result = EXCLUDED.last_result,
+    failures = EXCLUDED.failures, breaker_until = EXCLUDED.breaker_until,
+    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state
+
+-- name: source_polls_all
+-- Every polled source, by name (a scan: one row per source).
+SELECT source, last_poll_at, last_result, failures, breaker_until, stream_version, state FROM jl_source_polls ORDER BY source
+
+-- name: source_polls_get
+-- One source's polls (primary key).
+SELECT source, last_poll_at, last_result, failures, breaker_until, stream_version, state FROM jl_source_polls WHERE source = :source
