@@ -130,6 +130,12 @@ class UnitOfWork(RunReads, ABC):
     def serialise_appends(self) -> None:
         """Block other appenders until commit, before reading what an append must not race."""
 
+    def stream_version(self, stream_id: UUID) -> int:
+        """A stream's newest version in this transaction (0: none), for an append to a
+        stream no view folds (``stream_changes``)."""
+        rows = self._rows("stream_version", {"stream_id": self._ids.key(stream_id)})
+        return int(rows[0]["version"])
+
     # --- reads ------------------------------------------------------------------------------
 
     def _remember(self, loaded: list[LoadedJob]) -> list[JobState]:
@@ -267,6 +273,8 @@ class UnitOfWork(RunReads, ABC):
         run_changes: Sequence[RunEvents] = (),
         token_changes: Sequence[tuple[UUID, Sequence[Event]]] = (),
         schedule_changes: Sequence[tuple[str, Sequence[Event]]] = (),
+        *,
+        stream_changes: Sequence[tuple[UUID, int, Sequence[Event]]] = (),
     ) -> dict[UUID, JobState]:
         """Fold, append and project ``job_changes`` (and job-type and run changes) in this
         transaction.
@@ -288,6 +296,10 @@ class UnitOfWork(RunReads, ABC):
         new_schedules = fold.fold_schedules(schedule_changes, self.schedule)
         fold.fold_runs(run_changes)
         fold.fold_jobs(job_changes)
+        for stream_id, version, events in stream_changes:
+            fold.records.extend(
+                (stream_id, version + offset, event) for offset, event in enumerate(events, 1)
+            )
         asked: list[UUID] | None = None
         if fold.triggers:
             asked = list(fold.states)  # follow-ups' jobs are not the caller's to see

@@ -1,0 +1,30 @@
+"""What a backend's archive moves and reports, whatever the backend (the SQLite archive file:
+:mod:`ledger.store.sqlite.archive`)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+from uuid import UUID
+
+
+class RetentionCandidate(NamedTuple):
+    """A finished job past the shortest rule's age, from the hot queue view."""
+
+    job_id: UUID
+    job_type: str
+    status: str
+    version: int
+    updated_at_us: int
+    last_position: int
+    """The notification id of the job's newest event."""
+
+
+class ArchiveMove(NamedTuple):
+    """What one batch's move did."""
+
+    moved: list[UUID]
+    """The jobs whose events and rows left the hot tables (named by the batch's event)."""
+    changed: list[UUID]
+    """Jobs that changed between the choice and the move (a requeue): kept hot."""
+    rows: dict[str, int]
+    """Rows moved per table."""

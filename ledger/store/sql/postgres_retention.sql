@@ -1,0 +1,25 @@
+-- Retention (ledger/maintenance/retention.py): which finished jobs are past their policy.
+-- PostgreSQL moves nothing yet (decision 30: partitions, designed); dry runs and `show` read
+-- these.
+
+-- name: retention_candidates
+-- The next finished jobs after :after unchanged since before :cutoff (µs), in id order
+-- (jl_queue primary key), that are neither a workflow step (jl_workflow_steps_job_idx) nor a
+-- sync subject's job; last_position is the job's newest event (jl_events primary key).
+SELECT q.job_id, q.job_type, q.status, q.version, q.updated_at,
+       (SELECT max(e.notification_id) FROM jl_events AS e WHERE e.originator_id = q.job_id)
+           AS last_position
+FROM jl_queue AS q
+WHERE q.job_id > %(after)s::uuid AND q.status IN ('succeeded', 'dead', 'cancelled')
+  AND q.updated_at < %(cutoff)s AND q.source_id IS NULL
+  AND NOT EXISTS (SELECT 1 FROM jl_workflow_steps AS s WHERE s.job_id = q.job_id)
+ORDER BY q.job_id LIMIT %(limit)s
+
+-- name: stream_version
+-- A stream's newest version, 0 if it has none (jl_events primary key).
+SELECT coalesce(max(originator_version), 0) AS version FROM jl_events
+WHERE originator_id = %(stream_id)s::uuid
+
+-- name: retention_head
+-- The events table's highest notification id.
+SELECT coalesce(max(notification_id), 0) AS head FROM jl_events
