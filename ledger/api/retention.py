@@ -31,7 +31,7 @@ from ledger.core.retention import (
     fold_policy,
     format_after,
 )
-from ledger.store.archive import RetentionCandidate
+from ledger.store.archive import RetentionCandidate, archive_unsupported
 from ledger.store.store import Store
 from projections.rules.catalog import AUDIT
 
@@ -165,9 +165,11 @@ def run_retention(
     list_limit: int = 1_000,
 ) -> RetentionRun:
     """One retention run at ``now`` (see the module docstring)."""
+    archive = store.archive_where
+    if archive is None and not dry_run:
+        raise archive_unsupported(store.backend)
     policy = policy_of(store)
     choice = choose(store, policy, now)
-    archive = store.archive_where
     if dry_run or not choice.eligible:
         listed = [job.job_id for job in choice.eligible[:list_limit]]
         return RetentionRun(

@@ -6,6 +6,16 @@ from __future__ import annotations
 from typing import NamedTuple
 from uuid import UUID
 
+from ledger.core.errors import RetentionUnsupportedError
+
+
+def archive_unsupported(backend: str) -> RetentionUnsupportedError:
+    """The refusal of a backend that cannot archive yet (PostgreSQL: decision 30)."""
+    return RetentionUnsupportedError(
+        f"{backend} cannot archive jobs yet (time-partitioned tables are designed, not "
+        "built: docs/architecture.md, decision 30); `retention run --dry-run` works"
+    )
+
 
 class RetentionCandidate(NamedTuple):
     """A finished job past the shortest rule's age, from the hot queue view."""

@@ -26,7 +26,6 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
-from ledger.core.errors import RetentionUnsupportedError
 from ledger.core.events import Event, JobEvent
 from ledger.core.policy import Policy
 from ledger.core.schedules.state import ScheduleState
@@ -34,7 +33,7 @@ from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
 from ledger.core.tokens import TokenState
 from ledger.core.workflows.policy import WorkflowPolicy
-from ledger.store.archive import ArchiveMove
+from ledger.store.archive import ArchiveMove, archive_unsupported
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import IdAdapter
 from ledger.store.listeners import ListenerBus
@@ -139,10 +138,7 @@ class Store(ABC):
         """Move finished jobs, each still at the version it was chosen at, out of the hot
         tables into the archive, with the event ``event_for`` builds in the transaction that
         removes them; jobs that changed meanwhile stay."""
-        raise RetentionUnsupportedError(
-            f"{self.backend} cannot archive jobs yet (time-partitioned tables are designed, "
-            "not built: docs/architecture.md, decision 30); `retention run --dry-run` works"
-        )
+        raise archive_unsupported(self.backend)
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table that retention moves, hot and archived, and bytes on disk."""
