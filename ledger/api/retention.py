@@ -35,7 +35,7 @@ from ledger.store.archive import RetentionCandidate, archive_unsupported
 from ledger.store.store import Store
 from projections.rules.catalog import AUDIT
 
-BATCH = 500
+BATCH = 2_000
 """Jobs moved per batch (two short transactions each; the event names them all)."""
 PAGE = 5_000
 """Hot queue rows read per page while choosing."""

@@ -5,10 +5,11 @@
 -- name: retention_candidates
 -- The next finished jobs after :after unchanged since before :cutoff (µs), in id order
 -- (jl_queue primary key), that are neither a workflow step (jl_workflow_steps_job_idx) nor a
--- sync subject's job; last_position is the job's newest event (jl_events primary key).
+-- sync subject's job; last_position is the job's newest event: its highest version's
+-- (the jl_events primary key backwards; max() of the id would walk the id index instead).
 SELECT q.job_id, q.job_type, q.status, q.version, q.updated_at,
-       (SELECT max(e.notification_id) FROM jl_events AS e WHERE e.originator_id = q.job_id)
-           AS last_position
+       (SELECT e.notification_id FROM jl_events AS e WHERE e.originator_id = q.job_id
+        ORDER BY e.originator_version DESC LIMIT 1) AS last_position
 FROM jl_queue AS q
 WHERE q.job_id > %(after)s::uuid AND q.status IN ('succeeded', 'dead', 'cancelled')
   AND q.updated_at < %(cutoff)s AND q.source_id IS NULL

@@ -6,8 +6,8 @@
 -- order (jl_queue primary key), that are neither a workflow step (jl_workflow_steps_job_idx)
 -- nor a sync subject's job; last_position is the job's newest event (jl_events primary key).
 SELECT q.job_id, q.job_type, q.status, q.version, q.updated_at,
-       (SELECT max(e.rowid) FROM jl_events AS e WHERE e.originator_id = q.job_id)
-           AS last_position
+       (SELECT e.rowid FROM jl_events AS e WHERE e.originator_id = q.job_id
+        ORDER BY e.originator_version DESC LIMIT 1) AS last_position
 FROM jl_queue AS q
 WHERE q.job_id > :after AND q.status IN ('succeeded', 'dead', 'cancelled')
   AND q.updated_at < :cutoff AND q.source_id IS NULL

@@ -31,8 +31,11 @@ def archive_path(db_path: str) -> str:
 
 
 def attach(cursor: SQLiteCursor, path: str) -> None:
-    """Attach the archive file (created if missing) outside any transaction."""
+    """Attach the archive file (created if missing) outside any transaction, in WAL mode as
+    the ledger is (a rollback journal made each batch's commit a journal file's creation,
+    sync and deletion more)."""
     cursor.execute(f"ATTACH DATABASE ? AS {ARCHIVE_SCHEMA}", (path,))
+    cursor.execute(f"PRAGMA {ARCHIVE_SCHEMA}.journal_mode=WAL")
 
 
 def detach(cursor: SQLiteCursor) -> None:

@@ -145,7 +145,8 @@ class SQLiteStore(Store):
                 if hot.get(job_id, ("", -1))[1] == version == archived.get(job_id)
                 and hot[job_id][0] in FINISHED_STATUSES
             ]
-            changed = [job_id for job_id in job_versions if job_id not in set(moved)]
+            kept = set(moved)
+            changed = [job_id for job_id in job_versions if job_id not in kept]
             if changed:
                 changed_ids = self.ids.keys(changed)
                 for statement in archive_files.delete_statements("archive").values():
