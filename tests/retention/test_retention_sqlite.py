@@ -52,6 +52,8 @@ def test_archived_jobs_keep_their_history_audit_and_export(sqlite_url: str) -> N
     _ok(sqlite_url, "projections", "verify")
     _ok(sqlite_url, "projections", "verify", "--include-archive")
     _ok(sqlite_url, "replay", "--check", "--all")
+    _ok(sqlite_url, "projections", "rebuild", "--all")  # from the hot history: the same hot views
+    _ok(sqlite_url, "projections", "verify", "--include-archive")
     rows = json.loads(_ok(sqlite_url, "audit", "--type", "retention", "--oldest", "--json"))
     assert [r["event"] for r in rows["rows"]] == [
         "retention_policy_set",
