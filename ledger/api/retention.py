@@ -1,8 +1,10 @@
 """Retention's commands: set a rule, read the policy, plan and run a move to the archive.
 
-A run pages through the hot queue view in job-id order, keeps the finished jobs past the
-most specific rule that are not held (their newest event not yet in the tracked audit view,
-or the hot events table's newest event: decision 30), and moves them a batch at a time
+A run pages through the hot queue view in enqueue order (a batch's rows are then neighbours
+in every table and index ordered by position, which keeps a SQLite move's page writes few),
+keeps the finished jobs past the most specific rule that are not held (their newest event
+not yet in the tracked audit view, or the hot events table's newest event: decision 30), and
+moves them a batch at a time
 (:meth:`Store.move_to_archive <ledger.store.store.Store.move_to_archive>`), each batch's
 ``jobs_archived`` appended in the transaction that removes it. A dry run moves and appends
 nothing. Runs may overlap (two workers' services): a job moves at most once, since the hot
@@ -114,7 +116,7 @@ def set_rule(
 
 
 def _candidates(store: Store, cutoff: int, page: int) -> Iterator[RetentionCandidate]:
-    after = "" if store.backend == "sqlite" else str(UUID(int=0))
+    after = 0
     while True:
         rows = store.read("retention_candidates", {"after": after, "cutoff": cutoff, "limit": page})
         for row in rows:
@@ -128,7 +130,7 @@ def _candidates(store: Store, cutoff: int, page: int) -> Iterator[RetentionCandi
             )
         if len(rows) < page:
             return
-        after = rows[-1]["job_id"]
+        after = int(rows[-1]["enqueue_seq"])
 
 
 def choose(store: Store, policy: RetentionPolicy, now: datetime, page: int = PAGE) -> Choice:

@@ -1,18 +1,20 @@
--- Retention (ledger/maintenance/retention.py, ledger/store/sqlite/archive.py): which finished
+-- Retention (ledger/api/retention.py, ledger/store/sqlite/archive.py): which finished
 -- jobs may leave the hot tables. The archive's own statements are derived from the catalogue.
 
 -- name: retention_candidates
--- The next finished jobs after :after (32-hex) unchanged since before :cutoff (µs), in id
--- order (jl_queue primary key), that are neither a workflow step (jl_workflow_steps_job_idx)
--- nor a sync subject's job; last_position is the job's newest event (jl_events primary key).
-SELECT q.job_id, q.job_type, q.status, q.version, q.updated_at,
+-- The next finished jobs enqueued after position :after unchanged since before :cutoff (µs),
+-- in enqueue order (jl_queue_listing_seq_idx: a batch's events and audit rows are then
+-- neighbours in their tables and indexes, so the move touches few pages), that are neither a
+-- workflow step (jl_workflow_steps_job_idx) nor a sync subject's job; last_position is the
+-- job's newest event: its highest version's (the jl_events primary key backwards).
+SELECT q.job_id, q.job_type, q.status, q.version, q.updated_at, q.enqueue_seq,
        (SELECT e.rowid FROM jl_events AS e WHERE e.originator_id = q.job_id
         ORDER BY e.originator_version DESC LIMIT 1) AS last_position
 FROM jl_queue AS q
-WHERE q.job_id > :after AND q.status IN ('succeeded', 'dead', 'cancelled')
+WHERE q.enqueue_seq > :after AND q.status IN ('succeeded', 'dead', 'cancelled')
   AND q.updated_at < :cutoff AND q.source_id IS NULL
   AND NOT EXISTS (SELECT 1 FROM jl_workflow_steps AS s WHERE s.job_id = q.job_id)
-ORDER BY q.job_id LIMIT :limit
+ORDER BY q.enqueue_seq LIMIT :limit
 
 -- name: retention_hot_versions
 -- The current status and version of the jobs in the JSON array :ids (jl_queue primary key),
