@@ -35,6 +35,7 @@ class ArchiveMove(NamedTuple):
     moved: list[UUID]
     """The jobs whose events and rows left the hot tables (named by the batch's event)."""
     changed: list[UUID]
-    """Jobs that changed between the choice and the move (a requeue): kept hot."""
+    """Jobs that changed between the choice and the move (a requeue): kept hot. Jobs another
+    run moved meanwhile are in neither list."""
     rows: dict[str, int]
     """Rows moved per table."""

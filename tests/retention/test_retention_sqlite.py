@@ -87,6 +87,28 @@ def test_a_job_that_changed_after_it_was_chosen_stays_hot(sqlite_url: str) -> No
     _ok(sqlite_url, "projections", "verify", "--include-archive")
 
 
+def test_a_batch_another_run_moved_meanwhile_is_left_as_that_run_left_it(
+    sqlite_url: str,
+) -> None:
+    """Two runs that chose the same jobs (two workers' services): the second moves nothing,
+    records nothing and undoes none of the first's archive rows."""
+    jobs = make_jobs(sqlite_url)
+    before = reads_of(sqlite_url, jobs.finished[0])
+    clock = FakeClock(datetime_in_2026())
+    with Ledger.open(sqlite_url, clock=clock) as ledger:
+        set_rule(ledger.store, clock.now(), job_type=None, status=None, after_s=86_400)
+        choice = choose(ledger.store, policy_of(ledger.store), clock.now())
+        versions = {job.job_id: job.version for job in choice.eligible}
+        first = ledger.store.move_to_archive(versions, _batch_event(clock))
+        head = ledger.store.head_position()
+        second = ledger.store.move_to_archive(versions, _batch_event(clock))
+        assert len(first.moved) == 6 and (second.moved, second.changed) == ([], [])
+        assert ledger.store.head_position() == head
+        assert ledger.store.table_sizes()["archive.jl_queue"] == 6
+    assert reads_of(sqlite_url, jobs.finished[0]) == before
+    _ok(sqlite_url, "projections", "verify", "--include-archive")
+
+
 def test_a_move_interrupted_after_its_copy_reads_once_and_finishes(sqlite_url: str) -> None:
     """Rows copied to the archive whose hot delete never committed (a crash between the two
     transactions) are read once, the hot copy winning, and the next run completes the move."""

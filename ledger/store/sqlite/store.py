@@ -145,8 +145,11 @@ class SQLiteStore(Store):
                 if hot.get(job_id, ("", -1))[1] == version == archived.get(job_id)
                 and hot[job_id][0] in FINISHED_STATUSES
             ]
+            # A job no longer hot was moved by another run meanwhile: its archive rows are
+            # that run's, never to be undone here. A job still hot but changed keeps the hot
+            # copy, the truth, and loses the archive's.
             kept = set(moved)
-            changed = [job_id for job_id in job_versions if job_id not in kept]
+            changed = [j for j in job_versions if j in hot and j not in kept]
             if changed:
                 changed_ids = self.ids.keys(changed)
                 for statement in archive_files.delete_statements("archive").values():
