@@ -4,7 +4,8 @@ Creates its own database (PostgreSQL: ``jl_bench_<random>``, dropped afterwards;
 temporary file and its archive), enqueues N jobs, finishes them (claim and succeed in
 batches; ``--live`` of them are left pending), catches the audit view up, moves the fake
 clock 31 days on, sets a 30-day rule and times: the dry run (choosing), the run (the move),
-``projections verify`` on the hot tables and on hot + archive. It prints the rows per table
+``projections verify`` on the hot tables and on hot + archive, and (SQLite) a ``VACUUM`` of
+the hot file, which a move leaves its size (SQLite reuses freed pages). It prints the rows per table
 and the files' bytes (SQLite) or the tables' total relation sizes (PostgreSQL) before and
 after. PostgreSQL moves nothing yet (decision 30): its figures stop at the dry run.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import time
 from datetime import UTC, datetime
 from typing import Any
@@ -91,6 +93,13 @@ def measure(url: str, n: int, live: int) -> dict[str, Any]:
         began = time.perf_counter()
         hot = ledger.projections().verify()
         figures["verify_hot_s"] = time.perf_counter() - began
+    began = time.perf_counter()
+    with sqlite3.connect(url, isolation_level=None) as conn:
+        conn.execute("VACUUM")  # the freed pages back to the file system
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    figures["vacuum_s"] = time.perf_counter() - began
+    with Ledger.open(url, pool_size=1) as ledger:
+        figures["after_vacuum_bytes"] = ledger.store.table_sizes()["file_bytes"]
     both = Reader.open_with_archive(url)
     assert both is not None
     with both:
@@ -114,6 +123,8 @@ def _line(backend: str, f: dict[str, Any]) -> str:
             f"({f['moved'] / f['run_s']:,.0f} jobs/s)",
             f"  after: {_sizes(f['after'])}",
             f"  verify: hot {f['verify_hot_s']:.2f} s, hot + archive {f['verify_both_s']:.2f} s",
+            f"  VACUUM of the hot file: {f['vacuum_s']:.1f} s, "
+            f"then {f['after_vacuum_bytes']:,} bytes",
         ]
     else:
         lines.append("  run: not on this backend yet (retention.unsupported)")
