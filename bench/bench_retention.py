@@ -3,11 +3,12 @@
 Creates its own database (PostgreSQL: ``jl_bench_<random>``, dropped afterwards; SQLite: a
 temporary file and its archive), enqueues N jobs, finishes them (claim and succeed in
 batches; ``--live`` of them are left pending), catches the audit view up, moves the fake
-clock 31 days on, sets a 30-day rule and times: the dry run (choosing), the run (the move),
-``projections verify`` on the hot tables and on hot + archive, and (SQLite) a ``VACUUM`` of
-the hot file, which a move leaves its size (SQLite reuses freed pages). It prints the rows per table
-and the files' bytes (SQLite) or the tables' total relation sizes (PostgreSQL) before and
-after. PostgreSQL moves nothing yet (decision 30): its figures stop at the dry run.
+clock 31 days on, sets a 30-day rule and times: ``projections verify`` before, the dry run
+(choosing), the run (the move), verify on the hot tables and on hot + archive, and (SQLite)
+a ``VACUUM`` of the hot file, which a move leaves at its size (SQLite reuses freed pages).
+It prints the rows per table and the files' bytes (SQLite) or the tables' total relation
+sizes (PostgreSQL) before and after. PostgreSQL moves nothing yet (decision 30): its
+figures stop at the dry run.
 
     .venv/bin/python bench/bench_retention.py [--n 100000] [--live 1000]
         [--backends sqlite,postgres] [--json out.json]
@@ -79,6 +80,10 @@ def measure(url: str, n: int, live: int) -> dict[str, Any]:
         ledger.catch_up()
         figures["before"] = sizes_of(ledger, url)
         began = time.perf_counter()
+        if not ledger.projections().verify().clean:
+            raise SystemExit("verify found drift before the run")
+        figures["verify_before_s"] = time.perf_counter() - began
+        began = time.perf_counter()
         choice = choose(ledger.store, policy_of(ledger.store), clock.now())
         figures["dry_run_s"] = time.perf_counter() - began
         figures["eligible"] = len(choice.eligible)
@@ -114,7 +119,7 @@ def measure(url: str, n: int, live: int) -> dict[str, Any]:
 def _line(backend: str, f: dict[str, Any]) -> str:
     lines = [
         f"{backend}: {f['n']:,} jobs ({f['live']:,} left pending) built in {f['build_s']:.1f} s",
-        f"  before: {_sizes(f['before'])}",
+        f"  before: {_sizes(f['before'])}; verify {f['verify_before_s']:.2f} s",
         f"  dry run: {f['eligible']:,} eligible, chosen in {f['dry_run_s']:.2f} s",
     ]
     if "run_s" in f:
