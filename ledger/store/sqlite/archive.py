@@ -35,7 +35,11 @@ def attach(cursor: SQLiteCursor, path: str) -> None:
     the ledger is (a rollback journal made each batch's commit a journal file's creation,
     sync and deletion more)."""
     cursor.execute(f"ATTACH DATABASE ? AS {ARCHIVE_SCHEMA}", (path,))
-    cursor.execute(f"PRAGMA {ARCHIVE_SCHEMA}.journal_mode=WAL")
+    try:
+        cursor.execute(f"PRAGMA {ARCHIVE_SCHEMA}.journal_mode=WAL")
+    except BaseException:
+        detach(cursor)  # a pooled connection must not keep it attached
+        raise
 
 
 def detach(cursor: SQLiteCursor) -> None:
