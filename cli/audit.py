@@ -69,9 +69,9 @@ def _cells(row: AuditRow) -> list[str]:
     ]
 
 
-def _next_command(query: AuditQuery, cursor: str) -> str:
+def _next_command(query: AuditQuery, cursor: str, *, include_archive: bool = False) -> str:
     """The command line of the page after this one (times as resolved, so it is stable)."""
-    words = ["jobledger", "audit"]
+    words = ["jobledger", "audit", *(["--include-archive"] if include_archive else [])]
     pairs: list[tuple[str, Any]] = [
         ("--job", query.job),
         ("--workflow", query.workflow),
@@ -170,6 +170,11 @@ def _pages(reader: Reader, query: AuditQuery, every: bool) -> Iterator[AuditPage
     help="json: one object {rows, next_cursor}; jsonl/csv: rows only, next cursor on stderr.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@click.option(
+    "--include-archive",
+    is_flag=True,
+    help="Also the rows of jobs retention moved to the archive (`jobledger retention`).",
+)
 @click.pass_obj
 def audit(
     settings: Settings,
@@ -190,6 +195,7 @@ def audit(
     every: bool,
     fmt: Format,
     as_json: bool,
+    include_archive: bool,
 ) -> None:
     """Search every job and workflow event ever recorded, newest first, a page at a time.
 
@@ -198,7 +204,8 @@ def audit(
     as JOB and its workflow type as TYPE. The audit view is caught up to the head first, so
     every committed event is found
     (not on a --read-db replica: it is read as the primary's catch-up left it, and the lag
-    line on stderr says how far behind that is).
+    line on stderr says how far behind that is). --include-archive adds the rows of the
+    jobs retention moved to the archive (`jobledger retention`).
     """
     order: Order = "oldest" if oldest else "newest"
     if cursor is not None:
@@ -208,7 +215,7 @@ def audit(
             raise BadUsageError(f"invalid value for '--cursor': {exc.message}") from None
     if as_json:
         fmt = "json"
-    with open_reader(settings, audit=True) as source:
+    with open_reader(settings, audit=True, archive=include_archive) as source:
         now = source.reader.clock.now()
         query = AuditQuery(
             job=job,
@@ -225,7 +232,8 @@ def audit(
             order=order,
             cursor=cursor,
         )
-        _print(_pages(source.reader, query, every), query, fmt, source.tagged)
+        pages = _pages(source.reader, query, every)
+        _print(pages, query, fmt, source.tagged, include_archive=include_archive)
 
 
 def _print(
@@ -233,6 +241,8 @@ def _print(
     query: AuditQuery,
     fmt: Format,
     tagged: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    include_archive: bool = False,
 ) -> None:
     last: str | None = None
     if fmt == "json":
@@ -268,7 +278,9 @@ def _print(
         if count == 0:
             click.echo("no audit rows match")
         if last is not None:
-            click.echo(f"\nnext page: {_next_command(query, last)}")
+            click.echo(
+                f"\nnext page: {_next_command(query, last, include_archive=include_archive)}"
+            )
         return
     if last is not None:
         click.echo(f"next cursor: {last}", err=True)

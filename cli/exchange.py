@@ -85,7 +85,7 @@ def export(
     )
     progress = StderrCounter()
     with ExitStack() as stack:
-        source = stack.enter_context(open_reader(settings))
+        source = stack.enter_context(open_reader(settings, archive=True))
         stack.callback(progress.close)
         if output is None:
             out: IO[bytes] = sys.stdout.buffer

@@ -131,7 +131,7 @@ def history(
     if follow:
         _follow(settings, job, as_json=as_json, poll=poll, linger=linger, timeout=timeout)
         return
-    with open_reader(settings) as source:
+    with open_reader(settings, archive=True) as source:
         records = job_records(source.reader, job)
     if as_json:
         echo_json([record_json(record) for record in records])

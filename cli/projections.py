@@ -126,13 +126,21 @@ def _report_text(report: VerifyReport) -> str:
 
 @projections.command()
 @click.argument("name", required=False, type=NAMES)
+@click.option(
+    "--include-archive",
+    is_flag=True,
+    help="Verify the hot tables and the archive together (`jobledger retention`).",
+)
 @json_option
 @click.pass_obj
-def verify(settings: Settings, name: str | None, as_json: bool) -> None:
-    """Replay the history and diff NAME (default: every view) against it; exit 1 on drift."""
+def verify(settings: Settings, name: str | None, include_archive: bool, as_json: bool) -> None:
+    """Replay the history and diff NAME (default: every view) against it; exit 1 on drift.
+
+    With --include-archive the history and the views are the hot tables and the archive
+    together (where there is none, the hot ones)."""
     bars = ProgressBars()
     try:
-        with open_reader(settings) as source:
+        with open_reader(settings, archive=include_archive) as source:
             report = source.reader.projections(progress=bars).verify(
                 None if name is None else [name]
             )

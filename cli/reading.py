@@ -22,6 +22,7 @@ from ledger.api.reader import Reader
 from ledger.api.shaping import plain
 from ledger.store.config import is_postgres
 from ledger.store.replica import ReplicaLag
+from projections.rules.catalog import AUDIT
 
 _PRIMARY_NOTES = {
     "unreachable": "the primary (--db) did not answer",
@@ -75,9 +76,23 @@ def lag_line(lag: ReplicaLag, audit_lag: int | None = None) -> str:
 
 
 @contextmanager
-def open_reader(settings: Settings, *, audit: bool = False) -> Iterator[Source]:
+def open_reader(
+    settings: Settings, *, audit: bool = False, archive: bool = False
+) -> Iterator[Source]:
     """The replica of ``--read-db`` (its lag line printed first), else the ledger of
-    ``--db``; ``audit``: also measure how far the replica's audit view is behind."""
+    ``--db``; ``audit``: also measure how far the replica's audit view is behind.
+    ``archive``: read the ledger of ``--db`` together with its archive where it has one
+    (decision 31); the audit view is caught up on the hot ledger first, since the reader
+    over both only reads."""
+    if archive and settings.read_url is None:
+        both = Reader.open_with_archive(settings.url, pool_size=POOL_SIZE)
+        if both is not None:
+            with both:
+                if audit:
+                    with open_ledger(settings.url) as ledger:
+                        ledger.catch_up([AUDIT.name])
+                yield Source(both)
+            return
     if settings.read_url is None:
         with open_ledger(settings.url) as ledger:
             yield Source(ledger)

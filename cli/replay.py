@@ -208,7 +208,7 @@ def replay(
         checkpoint=checkpoint,
         attempt=attempt,
     )
-    with open_reader(settings) as source:
+    with open_reader(settings, archive=True) as source:
         if mode == "--check":
             summary = _check(source.reader, job, job_type, batch, progress=all_jobs)
         elif mode == "--run":

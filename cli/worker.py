@@ -192,6 +192,14 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
     help="Between the pool's reaper passes (the first runs at start).",
 )
 @click.option(
+    "--retention-interval",
+    type=click.FloatRange(min=0),
+    default=PoolConfig.retention_interval_s,
+    show_default=True,
+    metavar="SECONDS",
+    help="Between the pool's retention passes (`jobledger retention`); 0: none here.",
+)
+@click.option(
     "--reaper-retry-delay",
     type=click.FloatRange(min=0, min_open=True),
     default=PoolConfig.reaper_retry_delay_s,
@@ -261,6 +269,7 @@ def worker(
     host_id: str | None,
     reaper_interval: float,
     reaper_retry_delay: float,
+    retention_interval: float,
     breaker_threshold: int,
     breaker_cooldown: float,
     metrics_port: int | None,
@@ -294,6 +303,7 @@ def worker(
             host=host_id,
             reaper_interval_s=reaper_interval,
             reaper_retry_delay_s=reaper_retry_delay,
+            retention_interval_s=retention_interval,
             breaker_threshold=breaker_threshold,
             breaker_cooldown_s=breaker_cooldown,
             report_interval_s=report_interval,

@@ -39,7 +39,7 @@ from ledger.core.tokens import TokenState
 from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
 from ledger.store import replay_reads, workflow_reads
 from ledger.store.audit_reads import read_page
-from ledger.store.config import open_replica_store
+from ledger.store.config import open_archive_store, open_replica_store
 from ledger.store.exporter import Exporter, ExportProgress, ExportReport, Write
 from ledger.store.job_views import jobs_at, list_jobs
 from ledger.store.replica import ReplicaLag
@@ -82,6 +82,23 @@ class Reader:
         has no replicas), as is a database without this code's ledger schema. Always a plain
         :class:`Reader`, also when called on :class:`~ledger.api.ledger.Ledger`."""
         store = open_replica_store(url, primary=primary, pool_size=pool_size)
+        try:
+            store.check_initialised()
+        except BaseException:
+            store.close()
+            raise
+        return Reader(store, clock=clock)
+
+    @classmethod
+    def open_with_archive(
+        cls, url: str, *, clock: Clock | None = None, pool_size: int | None = None
+    ) -> Reader | None:
+        """A reader over the ledger at ``url`` and its archive together (every read sees
+        archived jobs as hot ones; it never writes), or ``None`` if it has no archive
+        (docs/architecture.md, decision 31). Always a plain :class:`Reader`."""
+        store = open_archive_store(url, pool_size=pool_size)
+        if store is None:
+            return None
         try:
             store.check_initialised()
         except BaseException:

@@ -19,6 +19,7 @@ import msgspec
 
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import ALL_EVENTS, Event
+from ledger.core.retention import RETENTION_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS
 from ledger.core.tokens import TOKEN_EVENTS
@@ -26,10 +27,15 @@ from ledger.core.upcasters import UPCASTERS, Upcaster
 from ledger.core.workflows.events import WORKFLOW_EVENTS
 
 REGISTERED_EVENTS: tuple[type[Event], ...] = (
-    ALL_EVENTS + WORKFLOW_EVENTS + TOKEN_EVENTS + SCHEDULE_EVENTS + SOURCE_POLL_EVENTS
+    ALL_EVENTS
+    + WORKFLOW_EVENTS
+    + TOKEN_EVENTS
+    + SCHEDULE_EVENTS
+    + SOURCE_POLL_EVENTS
+    + RETENTION_EVENTS
 )
 """Every event the default codec reads and writes: job types', jobs', workflow runs', API
-tokens', schedules' and source polls'."""
+tokens', schedules', source polls' and retention's."""
 
 
 class Record(NamedTuple):

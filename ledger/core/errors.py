@@ -111,3 +111,9 @@ class UnknownEventError(LedgerError):
     """A stored event whose topic or schema version this code cannot read."""
 
     code = "store.unknown_event"
+
+
+class RetentionUnsupportedError(LedgerError):
+    """This backend cannot move jobs to an archive yet (PostgreSQL: decision 31)."""
+
+    code = "retention.unsupported"

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
+from ledger.maintenance.archiver import ArchiverConfig
 from ledger.maintenance.pool_reporter import PoolReporterConfig
 from ledger.maintenance.reaper import ReaperConfig
 from ledger.maintenance.watchdog import WatchdogConfig
@@ -58,6 +59,9 @@ class PoolConfig:
     """Between watchdog passes, which end a database session frozen inside a write that
     blocks other writers (PostgreSQL: :mod:`ledger.maintenance.watchdog`); ``None`` is half
     the ledger's idle-in-transaction bound (at least 0.5 s); 0 runs no watchdog here."""
+    retention_interval_s: float = 0.0
+    """Between archiver passes (retention: :mod:`ledger.maintenance.archiver`, moving the
+    finished jobs past their rule to the archive); 0, the default, runs none here."""
     report_interval_s: float = 5.0
     """Between the pool's reports of itself into ``jl_pools`` (its health, in flight:
     :mod:`ledger.maintenance.pool_reporter`); a reader counts it dead once it is silent for
@@ -141,6 +145,12 @@ class PoolConfig:
         retention_s = max(self.report_retention_s, self.report_interval_s)
         return PoolReporterConfig(interval_s=self.report_interval_s, retention_s=retention_s)
 
+    def archiver_config(self) -> ArchiverConfig | None:
+        """The archiver's, or ``None`` when this pool runs none (the default)."""
+        if self.retention_interval_s <= 0:
+            return None
+        return ArchiverConfig(interval_s=self.retention_interval_s)
+
     def reaper_config(self) -> ReaperConfig:
         return ReaperConfig(
             limit=self.reaper_batch,
@@ -186,6 +196,7 @@ class PoolSettings(TypedDict, total=False):
     reaper_retry_delay_s: float
     reaper_batch: int
     reaper_lock_timeout_s: float | None
+    retention_interval_s: float
     watchdog_interval_s: float | None
     report_interval_s: float
     report_retention_s: float

@@ -36,6 +36,7 @@ from uuid import UUID
 from ledger.api.ledger import Ledger
 from ledger.api.pools import PoolReport
 from ledger.core.state import JobState
+from ledger.maintenance.archiver import Archiver
 from ledger.maintenance.pool_reporter import PoolReporter
 from ledger.maintenance.reaper import Reaper
 from ledger.maintenance.runner import Service, ServiceRunner, ServiceStats
@@ -191,6 +192,8 @@ class WorkerPool:
             yield_between_jobs=config.batch_turns,
         )
         self._reaper = Reaper(ledger, config.reaper_config(), on_pass=self.metrics.reaper_passed)
+        archiver_config = config.archiver_config()
+        self._archiver = None if archiver_config is None else Archiver(ledger, archiver_config)
         reporter_config = config.reporter_config()
         self._reporter = (
             PoolReporter(ledger, self._report, reporter_config)
@@ -388,7 +391,8 @@ class WorkerPool:
     # --- maintenance ------------------------------------------------------------------------
 
     def _maintenance_services(self) -> list[Service]:
-        """The reaper (unless its interval is 0) and the watchdog (where the store can end
+        """The reaper (unless its interval is 0), the archiver (only if asked for) and the
+        watchdog (where the store can end
         frozen writers). The runner runs each pass on a thread of its own (never the
         loop's, nor the executor handlers use), logs a failed pass and keeps the interval;
         so a reaper blocked behind a frozen writer's lock does not hold up the watchdog."""
@@ -397,6 +401,8 @@ class WorkerPool:
             services.append(self._reporter)
         if self.config.reaper_interval_s > 0:
             services.append(self._reaper)
+        if self._archiver is not None:
+            services.append(self._archiver)
         if self._watchdog is not None and self._watchdog.enabled:
             services.append(self._watchdog)
         return services

@@ -152,6 +152,22 @@ def open_store(
     return SQLiteStore(sqlite_path(resolved), pool_size=pool_size or 5, create=create)
 
 
+def open_archive_store(url: str | None = None, *, pool_size: int | None = None) -> Store | None:
+    """A read-only store over the ledger at ``url`` and its archive together (decision 31),
+    or ``None`` where there is no archive to read (a SQLite ledger never archived; PostgreSQL,
+    whose archive is not built yet)."""
+    resolved = resolve_url(url)
+    if is_postgres(resolved):
+        return None
+    from ledger.store.sqlite.archive import archive_exists
+    from ledger.store.sqlite.store import SQLiteArchiveReadStore
+
+    path = sqlite_path(resolved)
+    if not archive_exists(path):
+        return None
+    return SQLiteArchiveReadStore(path, pool_size=pool_size or 5)
+
+
 def open_replica_store(
     url: str, *, primary: str | None = None, pool_size: int | None = None
 ) -> Store:

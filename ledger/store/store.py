@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 from uuid import UUID
 
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
-from ledger.core.events import JobEvent
+from ledger.core.events import Event, JobEvent
 from ledger.core.policy import Policy
 from ledger.core.schedules.state import ScheduleState
 from ledger.core.source_polls.state import SourcePollState
@@ -34,6 +34,7 @@ from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
 from ledger.core.tokens import TokenState
 from ledger.core.workflows.policy import WorkflowPolicy
+from ledger.store.archive import ArchiveMove, archive_unsupported
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import IdAdapter
 from ledger.store.listeners import ListenerBus
@@ -50,6 +51,9 @@ from projections.rules.schedules import schedule_of_row
 from projections.rules.source_polls import source_poll_of_row
 from projections.rules.sync_state import Source, SyncState
 from projections.rules.tokens import token_of_row
+
+ArchivedEvent = Callable[[list[UUID], dict[str, int]], Event]
+"""Builds a retention batch's event from the jobs it moved and the rows moved per table."""
 
 
 class Store(ABC):
@@ -122,6 +126,25 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    # --- retention (decision 31) ------------------------------------------------------------
+
+    @property
+    def archive_where(self) -> str | None:
+        """Where :meth:`move_to_archive` moves jobs (``None``: this backend cannot yet)."""
+        return None
+
+    def move_to_archive(
+        self, job_versions: Mapping[UUID, int], event_for: ArchivedEvent
+    ) -> ArchiveMove:
+        """Move finished jobs, each still at the version it was chosen at, out of the hot
+        tables into the archive, with the event ``event_for`` builds in the transaction that
+        removes them; jobs that changed meanwhile stay."""
+        raise archive_unsupported(self.backend)
+
+    def table_sizes(self) -> dict[str, int]:
+        """Rows per table that retention moves, hot and archived, and bytes on disk."""
+        return {}
 
     # --- writes -----------------------------------------------------------------------------
 

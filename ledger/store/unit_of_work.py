@@ -132,6 +132,12 @@ class UnitOfWork(RunReads, ABC):
     def serialise_appends(self) -> None:
         """Block other appenders until commit, before reading what an append must not race."""
 
+    def stream_version(self, stream_id: UUID) -> int:
+        """A stream's newest version in this transaction (0: none), for an append to a
+        stream no view folds (``stream_changes``)."""
+        rows = self._rows("stream_version", {"stream_id": self._ids.key(stream_id)})
+        return int(rows[0]["version"])
+
     # --- reads ------------------------------------------------------------------------------
 
     def _remember(self, loaded: list[LoadedJob]) -> list[JobState]:
@@ -282,6 +288,7 @@ class UnitOfWork(RunReads, ABC):
         schedule_changes: Sequence[tuple[str, Sequence[Event]]] = (),
         *,
         source_changes: Sequence[tuple[str, Sequence[Event]]] = (),
+        stream_changes: Sequence[tuple[UUID, int, Sequence[Event]]] = (),
     ) -> dict[UUID, JobState]:
         """Fold, append and project ``job_changes`` (and job-type and run changes) in this
         transaction.
@@ -304,6 +311,10 @@ class UnitOfWork(RunReads, ABC):
         new_source_polls = fold.fold_source_polls(source_changes, self.source_poll)
         fold.fold_runs(run_changes)
         fold.fold_jobs(job_changes)
+        for stream_id, version, events in stream_changes:
+            fold.records.extend(
+                (stream_id, version + offset, event) for offset, event in enumerate(events, 1)
+            )
         asked: list[UUID] | None = None
         if fold.triggers:
             asked = list(fold.states)  # follow-ups' jobs are not the caller's to see

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple, cast
 from uuid import UUID
 
 from ledger.core.events import Event, JobEvent, JobTypeDefined, JobTypeUpdated
+from ledger.core.retention import RETENTION_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent
 from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS, SourcePollEvent
@@ -39,7 +40,7 @@ from ledger.core.tokens import TokenCreated, TokenRevoked, TokenState, evolve_to
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
-from projections.rules.audit import SOURCE_POLL_ORIGIN, Origin, audit_row
+from projections.rules.audit import RETENTION_ORIGIN, SOURCE_POLL_ORIGIN, Origin, audit_row
 from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
@@ -81,6 +82,7 @@ class TailPosition(NamedTuple):
 
 _SCHEDULE_EVENTS = tuple(SCHEDULE_EVENTS)
 _SOURCE_POLL_EVENTS = tuple(SOURCE_POLL_EVENTS)
+_RETENTION_EVENTS = tuple(RETENTION_EVENTS)
 
 
 class Replay:
@@ -142,6 +144,10 @@ class Replay:
             elif isinstance(item.event, _SOURCE_POLL_EVENTS):
                 if not self._apply_source_poll(item, cast(SourcePollEvent, item.event)):
                     continue
+            elif isinstance(item.event, _RETENTION_EVENTS):
+                # No inline view folds retention's stream; its events have audit rows.
+                if self._audits(item):
+                    self._add_audit_row(item, item.event, RETENTION_ORIGIN)
             elif not self._apply_definition(item, item.event):
                 continue
             self.position = max(self.position, item.position)
@@ -208,7 +214,7 @@ class Replay:
         )
 
     def _add_audit_row(
-        self, item: StreamEvent, event: JobEvent | WorkflowEvent | SourcePollEvent, origin: Origin
+        self, item: StreamEvent, event: JobEvent | WorkflowEvent | Event, origin: Origin
     ) -> None:
         self._audit[item.position] = audit_row(item.position, item.originator_id, event, origin)
         if self.track_dirty:

@@ -26,12 +26,13 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core.events import JobEnqueued, JobEvent
+from ledger.core.events import Event, JobEnqueued, JobEvent
+from ledger.core.retention import RETENTION_EVENTS, RETENTION_STREAM_ID
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS, SourcePollEvent
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
-from projections.rules.audit import SOURCE_POLL_ORIGIN, Origin, audit_row
+from projections.rules.audit import RETENTION_ORIGIN, SOURCE_POLL_ORIGIN, Origin, audit_row
 from projections.rules.catalog import AUDIT, Projection
 from projections.rules.replay import Row, StreamEvent, TailPosition
 from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
@@ -42,6 +43,9 @@ ORIGINS_CACHED = 100_000
 """Jobs and runs whose origin (type, org, link) the runner remembers between batches (then it
 starts afresh)."""
 
+
+AUDITED: tuple[type[Event], ...] = (JobEvent, WorkflowEvent, *RETENTION_EVENTS)
+"""The events with audit rows: jobs', workflow runs' and retention's."""
 
 log = logging.getLogger("jobledger.projections")
 
@@ -69,7 +73,7 @@ class TrackedRunner:
         self.store = store
         self.projection = projection
         self.batch = batch
-        self._origins: dict[UUID, Origin] = {}
+        self._origins: dict[UUID, Origin] = {RETENTION_STREAM_ID: RETENTION_ORIGIN}
 
     def run_once(self, limit: int | None = None) -> int:
         """Apply the next batch (up to ``limit`` events) in one transaction; how many."""
@@ -151,9 +155,9 @@ class TrackedRunner:
 
     def _rows(self, tables: ViewTables, events: list[StreamEvent]) -> list[Row]:
         if len(self._origins) > ORIGINS_CACHED:
-            self._origins.clear()
+            self._origins = {RETENTION_STREAM_ID: RETENTION_ORIGIN}
         polls = [item for item in events if isinstance(item.event, SOURCE_POLL_EVENTS)]
-        kept = [item for item in events if isinstance(item.event, JobEvent | WorkflowEvent)]
+        kept = [item for item in events if isinstance(item.event, AUDITED)]
         for item in kept:
             if isinstance(item.event, JobEnqueued):
                 request, link = item.event.request, item.event.workflow
@@ -180,7 +184,6 @@ class TrackedRunner:
             origin = self._origins.get(item.originator_id)
             if origin is None:
                 raise UnknownJobError(f"stream {item.originator_id} has no first event or row")
-            assert isinstance(item.event, JobEvent | WorkflowEvent)
             rows.append(audit_row(item.position, item.originator_id, item.event, origin))
         for item in polls:  # a source's stream needs no lookup: its origin is fixed
             event = cast(SourcePollEvent, item.event)

@@ -13,22 +13,26 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 from eventsourcing.persistence import PersistenceError
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteDatastore
 
 from ledger.core.codec import EventCodec
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
+from ledger.core.retention import FINISHED_STATUSES, RETENTION_STREAM_ID
+from ledger.store.archive import ArchiveMove
 from ledger.store.ids import id_adapter
 from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
 from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
+from ledger.store.sqlite import archive as archive_files
 from ledger.store.sqlite.errors import errors_mapped, from_persistence, from_sqlite
 from ledger.store.sqlite.session import SQLiteRunner
 from ledger.store.sqlite.shadows import SQLiteShadowTables
 from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
 from ledger.store.sqlite.view_tables import SQLiteViewTables
-from ledger.store.store import Store
+from ledger.store.store import ArchivedEvent, Store
 
 BUSY_TIMEOUT_S = 30
 
@@ -70,9 +74,10 @@ class SQLiteStore(Store):
             )
 
     @contextmanager
-    def _connection(self, *, writer: bool) -> Iterator[SQLiteCursor]:
+    def _connection(self, *, writer: bool, archive: bool = False) -> Iterator[SQLiteCursor]:
         """A pooled connection's transaction (``BEGIN IMMEDIATE`` for a writer), committed
-        when the block exits normally."""
+        when the block exits normally; with ``archive``, the archive file attached for it
+        (and detached after: pooled connections are shared)."""
         try:
             conn = self.datastore.pool.get_connection(is_writer=writer)
         except sqlite3.Error as exc:
@@ -82,16 +87,101 @@ class SQLiteStore(Store):
         try:
             with errors_mapped(self.where):
                 cursor = conn.cursor()
-                cursor.execute("BEGIN IMMEDIATE" if writer else "BEGIN")
+                self._prepare(conn, cursor)
+                if archive:
+                    archive_files.attach(cursor, self.archive_path)
                 try:
-                    yield cursor
-                except BaseException:
-                    conn.rollback()
-                    raise
-                else:
-                    conn.commit()
+                    cursor.execute("BEGIN IMMEDIATE" if writer else "BEGIN")
+                    try:
+                        yield cursor
+                    except BaseException:
+                        conn.rollback()
+                        raise
+                    else:
+                        conn.commit()
+                finally:
+                    if archive:
+                        archive_files.detach(cursor)
         finally:
             self.datastore.pool.put_connection(conn)
+
+    def _prepare(self, conn: Any, cursor: SQLiteCursor) -> None:
+        """Set a connection up once for this store (nothing here; see
+        :class:`SQLiteArchiveReadStore`)."""
+
+    @property
+    def archive_path(self) -> str:
+        """The archive file beside the ledger (it may not exist yet)."""
+        return archive_files.archive_path(self.path)
+
+    @property
+    def archive_where(self) -> str | None:
+        return Path(self.archive_path).name
+
+    def move_to_archive(
+        self, job_versions: Mapping[UUID, int], event_for: ArchivedEvent
+    ) -> ArchiveMove:
+        """Move the jobs (each at the version it was chosen at) to the archive file: copy
+        in one transaction, then under the write lock again delete from the hot tables the
+        jobs still at that version, appending ``event_for(moved, rows)`` in the same
+        transaction (decision 31: a WAL database commits several files atomically per file
+        only, so the copy is durable before any hot row goes)."""
+        ids = self.ids.keys(job_versions)
+        with self._connection(writer=True, archive=True) as cursor:
+            for statement in archive_files.create_statements():
+                cursor.execute(statement)
+            for statement in archive_files.copy_statements().values():
+                cursor.execute(statement, {"ids": ids})
+        with self._connection(writer=True, archive=True) as cursor:
+            cursor.execute(self.sql["retention_hot_versions"], {"ids": ids})
+            hot = {
+                self.ids.uuid(r["job_id"]): (r["status"], r["version"]) for r in cursor.fetchall()
+            }
+            cursor.execute(self.sql["retention_archived_versions"], {"ids": ids})
+            archived = {self.ids.uuid(r["job_id"]): r["version"] for r in cursor.fetchall()}
+            moved = [
+                job_id
+                for job_id, version in job_versions.items()
+                if hot.get(job_id, ("", -1))[1] == version == archived.get(job_id)
+                and hot[job_id][0] in FINISHED_STATUSES
+            ]
+            # A job no longer hot was moved by another run meanwhile: its archive rows are
+            # that run's, never to be undone here. A job still hot but changed keeps the hot
+            # copy, the truth, and loses the archive's.
+            kept = set(moved)
+            changed = [j for j in job_versions if j in hot and j not in kept]
+            if changed:
+                changed_ids = self.ids.keys(changed)
+                for statement in archive_files.delete_statements("archive").values():
+                    cursor.execute(statement, {"ids": changed_ids})
+            rows: dict[str, int] = {}
+            if moved:
+                moved_ids = self.ids.keys(moved)
+                for table, statement in archive_files.delete_statements("main").items():
+                    cursor.execute(statement, {"ids": moved_ids})
+                    rows[table] = int(cursor.sqlite_cursor.rowcount)
+                uow = SQLiteUnitOfWork(self, cursor)
+                version = uow.stream_version(RETENTION_STREAM_ID)
+                uow.append(
+                    stream_changes=[(RETENTION_STREAM_ID, version, [event_for(moved, rows)])]
+                )
+        return ArchiveMove(moved, changed, rows)
+
+    def table_sizes(self) -> dict[str, int]:
+        """Rows per table, hot and (``archive.<table>``) archived, and each file's bytes."""
+        tables = [EVENTS_TABLE, *(v.table for v in archive_files.ARCHIVED_VIEWS)]
+        has_archive = Path(self.archive_path).exists()
+        sizes: dict[str, int] = {}
+        with self._connection(writer=False, archive=has_archive) as cursor:
+            for schema in ("main", "archive") if has_archive else ("main",):
+                for table in tables:
+                    cursor.execute(f"SELECT count(*) AS n FROM {schema}.{table}")
+                    prefix = "" if schema == "main" else "archive."
+                    sizes[prefix + table] = int(cursor.fetchone()["n"])
+        sizes["file_bytes"] = _file_bytes(self.path)
+        if has_archive:
+            sizes["archive.file_bytes"] = _file_bytes(self.archive_path)
+        return sizes
 
     def _errors_mapped(self) -> AbstractContextManager[None]:
         return errors_mapped(self.where)
@@ -132,3 +222,25 @@ class SQLiteStore(Store):
 
     def close(self) -> None:
         self.datastore.close()
+
+
+def _file_bytes(path: str) -> int:
+    """A database file's bytes with its write-ahead log (what it holds on disk now)."""
+    return sum(Path(p).stat().st_size for p in (path, f"{path}-wal") if Path(p).exists())
+
+
+class SQLiteArchiveReadStore(SQLiteStore):
+    """A ledger file read together with its archive: every connection attaches the archive
+    and puts TEMP views of hot + archive in front of the hot tables (decision 31), so every
+    read sees archived jobs as if they were hot. It only reads (a view is not writable), so
+    nothing is caught up through it."""
+
+    read_only = True
+
+    def _prepare(self, conn: Any, cursor: SQLiteCursor) -> None:
+        if getattr(conn, "_jl_archive_views", False) or not Path(self.archive_path).exists():
+            return
+        archive_files.attach(cursor, self.archive_path)
+        for statement in archive_files.union_view_statements():
+            cursor.execute(statement)
+        conn._jl_archive_views = True

@@ -59,8 +59,9 @@ class SQLiteUnitOfWork(UnitOfWork):
         self, stored: list[EventRow], *, positions_needed: bool
     ) -> Sequence[int] | None:
         # One executemany instead of the recorder's execute per event. The positions are
-        # consecutive rowids: BEGIN IMMEDIATE excludes other writers, and jl_events rows are
-        # never deleted, so each new rowid is the previous maximum plus one.
+        # consecutive rowids: BEGIN IMMEDIATE excludes other writers, and the row holding the
+        # maximum is never deleted (retention moves only older rows to the archive: decision
+        # 30), so each new rowid is the previous maximum plus one.
         self._cursor.executemany(
             self._sql["events_insert"],
             [(s.originator_id.hex, s.originator_version, s.topic, s.state) for s in stored],

@@ -1,0 +1,41 @@
+"""What a backend's archive moves and reports, whatever the backend (the SQLite archive file:
+:mod:`ledger.store.sqlite.archive`)."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+from uuid import UUID
+
+from ledger.core.errors import RetentionUnsupportedError
+
+
+def archive_unsupported(backend: str) -> RetentionUnsupportedError:
+    """The refusal of a backend that cannot archive yet (PostgreSQL: decision 31)."""
+    return RetentionUnsupportedError(
+        f"{backend} cannot archive jobs yet (time-partitioned tables are designed, not "
+        "built: docs/architecture.md, decision 31); `retention run --dry-run` works"
+    )
+
+
+class RetentionCandidate(NamedTuple):
+    """A finished job past the shortest rule's age, from the hot queue view."""
+
+    job_id: UUID
+    job_type: str
+    status: str
+    version: int
+    updated_at_us: int
+    last_position: int
+    """The notification id of the job's newest event."""
+
+
+class ArchiveMove(NamedTuple):
+    """What one batch's move did."""
+
+    moved: list[UUID]
+    """The jobs whose events and rows left the hot tables (named by the batch's event)."""
+    changed: list[UUID]
+    """Jobs that changed between the choice and the move (a requeue): kept hot. Jobs another
+    run moved meanwhile are in neither list."""
+    rows: dict[str, int]
+    """Rows moved per table."""

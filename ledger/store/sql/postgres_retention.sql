@@ -1,0 +1,26 @@
+-- Retention (ledger/api/retention.py): which finished jobs are past their policy.
+-- PostgreSQL moves nothing yet (decision 31: partitions, designed); dry runs and `show` read
+-- these.
+
+-- name: retention_candidates
+-- The next finished jobs enqueued after position :after unchanged since before :cutoff (µs),
+-- in enqueue order (jl_queue_listing_seq_idx), that are neither a workflow step (jl_workflow_steps_job_idx) nor a
+-- sync subject's job; last_position is the job's newest event: its highest version's
+-- (the jl_events primary key backwards; max() of the id would walk the id index instead).
+SELECT q.job_id, q.job_type, q.status, q.version, q.updated_at, q.enqueue_seq,
+       (SELECT e.notification_id FROM jl_events AS e WHERE e.originator_id = q.job_id
+        ORDER BY e.originator_version DESC LIMIT 1) AS last_position
+FROM jl_queue AS q
+WHERE q.enqueue_seq > %(after)s AND q.status IN ('succeeded', 'dead', 'cancelled')
+  AND q.updated_at < %(cutoff)s AND q.source_id IS NULL
+  AND NOT EXISTS (SELECT 1 FROM jl_workflow_steps AS s WHERE s.job_id = q.job_id)
+ORDER BY q.enqueue_seq LIMIT %(limit)s
+
+-- name: stream_version
+-- A stream's newest version, 0 if it has none (jl_events primary key).
+SELECT coalesce(max(originator_version), 0) AS version FROM jl_events
+WHERE originator_id = %(stream_id)s::uuid
+
+-- name: retention_head
+-- The events table's highest notification id.
+SELECT coalesce(max(notification_id), 0) AS head FROM jl_events
