@@ -53,6 +53,8 @@ def plain(value: Any) -> Any:
     """
     if isinstance(value, msgspec.Struct):
         return {name: plain(getattr(value, name)) for name in _field_names(type(value))}
+    if value is msgspec.UNSET:
+        return None  # a field left out when unset (a definition's limits): null, "none"
     if isinstance(value, dict):
         return {str(key): plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
