@@ -12,7 +12,7 @@ from cli.database import Settings
 from cli.reading import open_reader
 from cli.render import MISSING, echo_json, fields, json_option, scalar, when
 from cli.state_text import state_lines
-from ledger.api.shaping import job_details_json, plain
+from ledger.api.shaping import job_details_json
 from ledger.core import diagnostics, facts
 from ledger.core.blockers import Blocker
 from ledger.core.codec import Record
@@ -57,8 +57,7 @@ def show(settings: Settings, *, job: UUID, as_json: bool) -> None:
         held_back = source.reader.blockers(state)
     findings = diagnostics.diagnose(records, now=now)
     if as_json:
-        details = job_details_json(state, records, findings)
-        echo_json(source.tagged({**details, "blockers": [plain(b) for b in held_back]}))
+        echo_json(source.tagged(job_details_json(state, records, findings, held_back)))
     else:
         lines = [*state_lines(state), *_blocker_lines(held_back)]
         click.echo(fields([*lines, *_detail_lines(state, records, findings)]))
