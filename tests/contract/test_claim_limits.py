@@ -126,3 +126,18 @@ def test_removing_a_limit_lets_the_backlog_run(defined: Ledger) -> None:
     defined.define("t")
     assert len(defined.claim("w", limit=3)) == 2
     assert defined.counts() == {"leased": 3}
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{"types": ["t"]}, {"queues": ["default"]}, {"types": ["t"], "queues": ["q", "default"]}],
+)
+def test_claims_by_type_or_queue_are_fair_across_orgs_too(
+    defined: Ledger, filters: dict[str, list[str]]
+) -> None:
+    """Every claim query is fair: by type, by queue, by both."""
+    defined.enqueue_many([EnqueueRequest(job_type="t", org="big") for _ in range(50)])
+    small = defined.enqueue_many([EnqueueRequest(job_type="t", org="small") for _ in range(2)])
+    claimed = defined.claim("w", limit=4, **filters)
+    assert {job.job_id for job in claimed} >= set(small)
+    assert len(claimed) == 4
