@@ -22,7 +22,7 @@ from ledger.core.events import (
 )
 
 HERE = Path(__file__).parent
-JOBS = 24
+JOBS = 60
 LIMIT = 2
 
 # Events that end a lease (an attempt): the fold's ways out of `leased`. A failure is
@@ -46,7 +46,7 @@ def most_live_leases(records: list[Record]) -> int:
     return most
 
 
-def _worker(url: str, name: str) -> subprocess.Popen[bytes]:
+def _worker(url: str, name: str, log: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), *sys.path])}
     command = [
         str(Path(sys.executable).parent / "jobledger"),
@@ -62,19 +62,32 @@ def _worker(url: str, name: str) -> subprocess.Popen[bytes]:
         "--host-id",
         name,
     ]
-    return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    with log.open("wb") as stderr:
+        return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
 
 
-def test_a_limit_of_two_holds_across_two_worker_processes(db_url: str) -> None:
+def _wait_started(workers: list[subprocess.Popen[bytes]], logs: list[Path]) -> None:
+    """Until every worker has said it runs (its first line: "N workers for …"), so the
+    jobs are enqueued for both, not worked off by the first before the second starts."""
+    deadline = time.monotonic() + 60
+    while not all(b"workers for" in log.read_bytes() for log in logs):
+        assert time.monotonic() < deadline, [log.read_text() for log in logs]
+        assert all(w.poll() is None for w in workers), [log.read_text() for log in logs]
+        time.sleep(0.05)  # polling a process's start, not ordering the test's steps
+
+
+def test_a_limit_of_two_holds_across_two_worker_processes(db_url: str, tmp_path: Path) -> None:
     """Two processes of four slots each never hold more than two leases of a type limited
     to two at once (from the history), and both reach it: the limit, not luck, held."""
     with Ledger.open(db_url) as ledger:
         ledger.define("limited.work", concurrency=LIMIT)
-        ids = ledger.enqueue_many(
-            [EnqueueRequest(job_type="limited.work", payload={"ms": 20}) for _ in range(JOBS)]
-        )
-        workers = [_worker(db_url, f"host-{n}") for n in range(2)]
+        logs = [tmp_path / f"worker-{n}.log" for n in range(2)]
+        workers = [_worker(db_url, f"host-{n}", log) for n, log in enumerate(logs)]
         try:
+            _wait_started(workers, logs)
+            ids = ledger.enqueue_many(
+                [EnqueueRequest(job_type="limited.work", payload={"ms": 10}) for _ in range(JOBS)]
+            )
             deadline = time.monotonic() + 60
             while ledger.counts().get("succeeded", 0) < JOBS:
                 assert time.monotonic() < deadline, ledger.counts()
