@@ -8,6 +8,7 @@ from cli.database import Settings, open_ledger
 from cli.reading import open_reader
 from cli.render import echo_json, json_option, scalar, seconds, table
 from ledger.api.shaping import plain
+from ledger.core.concurrency import limits_of
 from ledger.core.events import BackoffPolicy, JobDefinition
 
 _DEFAULTS = JobDefinition(job_type="-")
@@ -31,7 +32,23 @@ def _summary(definition: JobDefinition) -> str:
         f"timeout {seconds(definition.default_timeout_s)}, "
         f"priority {definition.default_priority}, "
         f"backoff {_backoff_text(definition.backoff)}"
+        f"{_limits_text(definition)}"
     )
+
+
+def _limits_text(definition: JobDefinition) -> str:
+    """The definition's concurrency limits, as ", limits ..." (empty if it has none)."""
+    limits = limits_of(definition)
+    if limits is None:
+        return ""
+    parts = []
+    if limits.concurrency is not None:
+        parts.append(f"{limits.concurrency} at once")
+    if limits.per_org is not None:
+        parts.append(f"{limits.per_org} per org")
+    if limits.resource is not None:
+        parts.append(f"resource {limits.resource} ({limits.resource_limit})")
+    return ", limits " + ", ".join(parts)
 
 
 @click.command()
@@ -89,6 +106,30 @@ def _summary(definition: JobDefinition) -> str:
     show_default=True,
     help="Whether jobs of this type may be enqueued.",
 )
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="At most K jobs of this type leased at once, across every worker  [default: no limit]",
+)
+@click.option(
+    "--per-org",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="At most K jobs of this type leased at once per org  [default: no limit]",
+)
+@click.option(
+    "--resource",
+    metavar="NAME",
+    help="A resource shared with other types: at most --resource-limit jobs of all the types "
+    "naming it leased at once",
+)
+@click.option(
+    "--resource-limit",
+    type=click.IntRange(min=1),
+    metavar="K",
+    help="The limit of --resource (types naming one resource are held to the smallest)",
+)
 @json_option
 @click.pass_obj
 def define(
@@ -103,13 +144,20 @@ def define(
     backoff_max: float | None,
     backoff_jitter: float | None,
     enabled: bool,
+    concurrency: int | None,
+    per_org: int | None,
+    resource: str | None,
+    resource_limit: int | None,
     as_json: bool,
 ) -> None:
     """Define job type JOB_TYPE, or replace its definition.
 
     The definition is replaced whole: options left out take their defaults, not the
-    previous values. Re-defining a type identically records nothing.
+    previous values. Re-defining a type identically records nothing. The concurrency
+    limits are enforced in every claim's transaction (docs/operations.md).
     """
+    if (resource is None) != (resource_limit is None):
+        raise click.UsageError("--resource and --resource-limit go together")
     with open_ledger(settings.url) as ledger:
         # Read first only to say what happened; define() itself does not report it.
         before = ledger.definition(job_type)
@@ -121,6 +169,10 @@ def define(
             default_priority=priority,
             enabled=enabled,
             backoff=_backoff(backoff_base, backoff_max, backoff_jitter),
+            concurrency=concurrency,
+            per_org_concurrency=per_org,
+            resource=resource,
+            resource_limit=resource_limit,
         )
     change = "defined" if before is None else "unchanged" if before == after else "updated"
     if as_json:
@@ -163,6 +215,7 @@ def _row(definition: JobDefinition) -> list[str]:
         seconds(definition.default_timeout_s),
         str(definition.default_priority),
         _backoff_text(definition.backoff),
+        _limits_text(definition).removeprefix(", limits ") or "-",
     ]
 
 
@@ -178,5 +231,14 @@ def definitions(settings: Settings, *, as_json: bool) -> None:
     elif not found:
         click.echo("no job types defined")
     else:
-        headers = ["TYPE", "VERSION", "ENABLED", "ATTEMPTS", "TIMEOUT", "PRIORITY", "BACKOFF"]
+        headers = [
+            "TYPE",
+            "VERSION",
+            "ENABLED",
+            "ATTEMPTS",
+            "TIMEOUT",
+            "PRIORITY",
+            "BACKOFF",
+            "LIMITS",
+        ]
         click.echo(table(headers, [_row(definition) for definition in found]))

@@ -14,6 +14,7 @@ from cli.render import MISSING, echo_json, fields, json_option, scalar, when
 from cli.state_text import state_lines
 from ledger.api.shaping import job_details_json
 from ledger.core import diagnostics, facts
+from ledger.core.blockers import Blocker
 from ledger.core.codec import Record
 from ledger.core.diagnostics import Finding
 from ledger.core.errors import JobNotFoundError
@@ -48,12 +49,23 @@ def show(settings: Settings, *, job: UUID, as_json: bool) -> None:
         state = source.reader.get(job)
         records = source.reader.history(job) if state is not None else []
         now = source.reader.clock.now()
-    if state is None:
-        raise JobNotFoundError(f"no job {job}")
-    # The view and the history are two reads: fold what was read, so both describe one moment.
-    state = diagnostics.current_state(records) or state
+        if state is None:
+            raise JobNotFoundError(f"no job {job}")
+        # The view and the history are two reads: fold what was read, so both describe one
+        # moment.
+        state = diagnostics.current_state(records) or state
+        held_back = source.reader.blockers(state)
     findings = diagnostics.diagnose(records, now=now)
     if as_json:
-        echo_json(source.tagged(job_details_json(state, records, findings)))
+        echo_json(source.tagged(job_details_json(state, records, findings, held_back)))
     else:
-        click.echo(fields([*state_lines(state), *_detail_lines(state, records, findings)]))
+        lines = [*state_lines(state), *_blocker_lines(held_back)]
+        click.echo(fields([*lines, *_detail_lines(state, records, findings)]))
+
+
+def _blocker_lines(held_back: Sequence[Blocker]) -> list[tuple[str, str]]:
+    """Why a pending job is not running (its limits reached), one line each."""
+    return [
+        ("not running" if index == 0 else "", blocker.message)
+        for index, blocker in enumerate(held_back)
+    ]

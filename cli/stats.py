@@ -8,6 +8,7 @@ from cli.database import Settings
 from cli.reading import open_reader
 from cli.render import MISSING, echo_json, json_option, table
 from ledger.api.shaping import plain
+from ledger.core.concurrency import LimitUse
 from projections.runners.stats import Stats
 
 
@@ -15,7 +16,14 @@ def _seconds(value: float | None) -> str:
     return MISSING if value is None else f"{value:.3f}s"
 
 
-def _text(stats: Stats) -> str:
+def _limit_lines(limits: list[LimitUse]) -> list[str]:
+    if not limits:
+        return []
+    rows = [[use.kind, use.name, str(use.limit), str(use.leased)] for use in limits]
+    return ["", "concurrency limits", table(["KIND", "NAME", "LIMIT", "LEASED"], rows)]
+
+
+def _text(stats: Stats, limits: list[LimitUse]) -> str:
     statuses = sorted({s for counts in stats.by_type.values() for s in counts})
     lines = [f"jobs: {sum(stats.by_status.values())}"]
     if stats.by_type:
@@ -47,6 +55,7 @@ def _text(stats: Stats) -> str:
                 ],
             )
         )
+    lines += _limit_lines(limits)
     lines.append(f"\naudit position {stats.audit_position}, lag {stats.audit_lag}")
     return "\n".join(lines)
 
@@ -55,14 +64,18 @@ def _text(stats: Stats) -> str:
 @json_option
 @click.pass_obj
 def stats(settings: Settings, as_json: bool) -> None:
-    """Jobs by status and type, throughput (5 min, 1 h), oldest due job, p50/p95 run time.
+    """Jobs by status and type, throughput (5 min, 1 h), oldest due job, p50/p95 run time,
+    and each concurrency limit with the leases it counts (for a per-org limit, its busiest
+    org's).
 
     The audit view is caught up to the head first (not on a --read-db replica: it is read as
     the primary's catch-up left it, as its audit lag says).
     """
     with open_reader(settings) as source:
         figures = source.reader.stats()
+        limits = source.reader.concurrency_limits()
     if as_json:
-        echo_json(source.tagged(plain(figures)))
+        found = plain(figures)
+        echo_json(source.tagged({**found, "concurrency_limits": [plain(u) for u in limits]}))
     else:
-        click.echo(_text(figures))
+        click.echo(_text(figures, limits))

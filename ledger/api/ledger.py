@@ -18,8 +18,10 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 from uuid import UUID, uuid4
+
+import msgspec
 
 from ledger.api import definitions, operator_writes, source_polls, tokens, workflows
 from ledger.api.enqueueing import enqueue_batch, sync_listing
@@ -64,6 +66,8 @@ __all__ = [  # the outcome and lease types are imported from here by the runtime
     "Outcome",
     "TurnResult",
 ]
+
+_Limit = TypeVar("_Limit", int, str)
 
 
 class Ledger(WorkerCommands):
@@ -131,8 +135,17 @@ class Ledger(WorkerCommands):
         default_priority: int = 100,
         enabled: bool = True,
         backoff: BackoffPolicy | None = None,
+        concurrency: int | None = None,
+        per_org_concurrency: int | None = None,
+        resource: str | None = None,
+        resource_limit: int | None = None,
     ) -> JobDefinition:
-        """Define a job type, or update it. Re-defining it identically appends nothing."""
+        """Define a job type, or update it. Re-defining it identically appends nothing.
+
+        ``concurrency``: at most this many of its jobs leased at once, across every process;
+        ``per_org_concurrency``: the same per org; ``resource`` with ``resource_limit``: at
+        most that many leased at once of all the types naming the resource (``None``: no
+        such limit; docs/operations.md, "Concurrency limits")."""
         definition = JobDefinition(
             job_type=job_type,
             version=version,
@@ -141,6 +154,10 @@ class Ledger(WorkerCommands):
             default_priority=default_priority,
             enabled=enabled,
             backoff=backoff or BackoffPolicy(),
+            concurrency=_unset_if_none(concurrency),
+            per_org_concurrency=_unset_if_none(per_org_concurrency),
+            resource=_unset_if_none(resource),
+            resource_limit=_unset_if_none(resource_limit),
         )
         validated = validate_definition(definition)
         return definitions.put_definition(self.store, self.clock, validated)
@@ -419,3 +436,8 @@ class Ledger(WorkerCommands):
         )
         self.catch_up(["audit"])
         return report
+
+
+def _unset_if_none(value: _Limit | None) -> _Limit | msgspec.UnsetType:
+    """A definition's optional field as stored: ``UNSET`` (left out), never ``None``."""
+    return msgspec.UNSET if value is None else value

@@ -21,12 +21,14 @@ from types import TracebackType
 from typing import Any, Self
 from uuid import UUID
 
-from ledger.api import tokens
+from ledger.api import limit_reads, tokens
 from ledger.api.pools import LedgerHealth, PoolReport, assess_pools, read_pools
 from ledger.api.source_views import source_views
 from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
+from ledger.core.blockers import Blocker
 from ledger.core.codec import Record
+from ledger.core.concurrency import LimitUse
 from ledger.core.diagnostics import current_state
 from ledger.core.errors import ReadOnlyDatabaseError
 from ledger.core.events import JobDefinition, JobEvent, JobStatus
@@ -315,6 +317,17 @@ class Reader:
         if catch_up and not self.store.read_only:
             self.catch_up([AUDIT.name])
         return collect(self.store, now or self.clock.now(), org=org)
+
+    # --- concurrency limits (ledger/api/limit_reads.py) -----------------------------------
+
+    def blockers(self, state: JobState) -> list[Blocker]:
+        """Why a pending job is held back now (its limits reached); empty if nothing is, or
+        if it is not pending."""
+        return limit_reads.blockers(self.store, state)
+
+    def concurrency_limits(self) -> list[LimitUse]:
+        """Every concurrency limit and the live leases it counts now (``jobledger stats``)."""
+        return limit_reads.concurrency_limits(self.store)
 
     # --- decision replay (jobledger replay --check; see ledger/core/decision_replay.py) -------
 

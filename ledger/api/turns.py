@@ -17,13 +17,16 @@ from uuid import UUID
 
 import msgspec
 
+from ledger.api.claim_limits import claim_within_limits
 from ledger.api.leases import LeaseLength
 from ledger.api.outcomes import BatchResult
 from ledger.api.worker_writes import Decision, checked_claim, decide_each, lease_changes
 from ledger.clock import Clock
 from ledger.core.errors import InvalidRequestError
-from ledger.core.state import JobState
+from ledger.core.events import JobEvent, JobStatus
+from ledger.core.state import JobState, fold
 from ledger.store.store import Store
+from ledger.store.unit_of_work import UnitOfWork
 
 
 class TurnResult(msgspec.Struct):
@@ -54,7 +57,13 @@ def finish_and_claim(
     claiming = limit > 0 and (types is None or bool(types)) and (queues is None or bool(queues))
     with store.unit_of_work() as uow:
         changes, rejected = decide_each(uow, clock, outcomes)
-        due = uow.claimable(clock.now(), types, limit, queues) if claiming else []
+        due = (
+            claim_within_limits(
+                uow, clock.now(), types, limit, queues, freed=_ended_leases(uow, changes)
+            )
+            if claiming
+            else []
+        )
         # Outcomes first: in commit order an attempt ends before the next lease begins.
         new_states = uow.append([*changes, *lease_changes(clock, due, worker_id, lease_s)])
     finished = BatchResult(
@@ -62,3 +71,22 @@ def finish_and_claim(
         rejected=rejected,
     )
     return TurnResult(finished, [new_states[state.job_id] for state in due])
+
+
+def _ended_leases(
+    uow: UnitOfWork, changes: Sequence[tuple[UUID, Sequence[JobEvent]]]
+) -> list[JobState]:
+    """The leased jobs that ``changes`` end (their slots free for the turn's claim)."""
+    after: dict[UUID, JobState] = {}
+    before: dict[UUID, JobState] = {}
+    for job_id, events in changes:
+        state = after.get(job_id) or uow.loaded(job_id)
+        if state is None:
+            continue
+        before.setdefault(job_id, state)
+        after[job_id] = fold(events, state) or state
+    return [
+        before[job_id]
+        for job_id, state in after.items()
+        if before[job_id].status is JobStatus.LEASED and state.status is not JobStatus.LEASED
+    ]

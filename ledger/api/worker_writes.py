@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from uuid import UUID
 
+from ledger.api.claim_limits import claim_within_limits
 from ledger.api.leases import LeaseLength, all_positive, lease_for
 from ledger.api.outcomes import BatchResult, Completion, Outcome
 from ledger.clock import Clock
@@ -53,7 +54,7 @@ def claim(
     if (types is not None and not types) or (queues is not None and not queues):
         return []
     with store.unit_of_work() as uow:
-        due = uow.claimable(clock.now(), types, limit, queues)
+        due = claim_within_limits(uow, clock.now(), types, limit, queues)
         if not due:
             return []
         leased = uow.append(lease_changes(clock, due, worker_id, lease_s))

@@ -120,6 +120,18 @@ class JobDefinition(_Value, frozen=True):
     default_priority: int = 100
     enabled: bool = True
     backoff: BackoffPolicy = BackoffPolicy()
+    # The concurrency limits (docs/operations.md, "Concurrency limits"): UNSET, never None,
+    # when there is none, so the field is left out of the stored map and a definition without
+    # limits is stored byte for byte as before the fields existed.
+    concurrency: int | msgspec.UnsetType = msgspec.UNSET
+    """At most this many leases of the type alive at once, across every process."""
+    per_org_concurrency: int | msgspec.UnsetType = msgspec.UNSET
+    """At most this many leases of the type alive at once per org (no org is one org)."""
+    resource: str | msgspec.UnsetType = msgspec.UNSET
+    """A named resource the type's jobs share with other types' (``resource_limit``)."""
+    resource_limit: int | msgspec.UnsetType = msgspec.UNSET
+    """At most this many leases alive at once of all the types naming ``resource``; types
+    naming one resource with different limits are held to the smallest."""
 
 
 DEFAULT_QUEUE = "default"

@@ -96,7 +96,22 @@ def validate_definition(definition: JobDefinition) -> JobDefinition:
     check_seconds(backoff.max_s, "backoff max_s", zero=True)
     if backoff.max_s < backoff.base_s or not 0 <= backoff.jitter < 1:
         raise InvalidRequestError("backoff needs 0 <= base_s <= max_s and 0 <= jitter < 1")
+    _check_limits(definition)
     return definition
+
+
+def _check_limits(definition: JobDefinition) -> None:
+    """A concurrency limit is a positive 32-bit count; a resource limit needs its resource."""
+    for name in ("concurrency", "per_org_concurrency", "resource_limit"):
+        value = getattr(definition, name)
+        if value is not msgspec.UNSET and not 1 <= value < INT32:
+            raise InvalidRequestError(f"{name} must be >= 1 and fit in 32 bits")
+    if definition.resource is not msgspec.UNSET:
+        check_name(definition.resource, "resource")
+        if definition.resource_limit is msgspec.UNSET:
+            raise InvalidRequestError("a resource needs its resource_limit")
+    elif definition.resource_limit is not msgspec.UNSET:
+        raise InvalidRequestError("resource_limit needs a resource")
 
 
 def normalise_request(request: EnqueueRequest) -> EnqueueRequest:

@@ -60,7 +60,7 @@ def show_job(ledger: Ledger, caller: TokenState, job_id: UUID) -> dict[str, Any]
     state = diagnostics.current_state(records) or state
     findings = diagnostics.diagnose(records, now=ledger.clock.now())
     return {
-        **job_details_json(state, records, findings),
+        **job_details_json(state, records, findings, ledger.blockers(state)),
         "history": [record_json(record) for record in records],
     }
 

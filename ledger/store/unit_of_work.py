@@ -15,7 +15,7 @@ knows which database it talks to.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -159,11 +159,25 @@ class UnitOfWork(RunReads, ABC):
         types: Sequence[str] | None,
         limit: int,
         queues: Sequence[str] | None = None,
+        *,
+        full_types: Iterable[str] = (),
+        full_orgs: Iterable[tuple[str, str]] = (),
+        taken: Iterable[UUID] = (),
     ) -> list[JobState]:
-        """Due pending jobs in claim order, up to ``limit``, locked (others' locks skipped);
-        of ``types`` and in ``queues`` only, where given (a job without a queue is in
-        ``DEFAULT_QUEUE``)."""
-        params: dict[str, Any] = {"now": to_us(now), "limit": limit}
+        """Due pending jobs in fair claim order (round-robin across orgs), up to ``limit``,
+        locked (others' locks skipped); of ``types`` and in ``queues`` only, where given (a
+        job without a queue is in ``DEFAULT_QUEUE``). Left out: jobs of ``full_types``, of
+        the ``full_orgs`` (type, org) pairs (``""`` is no org) and ``taken``.
+
+        The rows carry their types' definitions: :meth:`definitions` of the claimed jobs'
+        types then asks nothing more of the database."""
+        params: dict[str, Any] = {
+            "now": to_us(now),
+            "limit": limit,
+            "full_types": self._ids.values(sorted(full_types)),
+            "full_orgs": self._ids.values(sorted(f"{t}\x1f{o}" for t, o in full_orgs)),
+            "taken": self._ids.keys(taken),
+        }
         query = "queue_claim"
         if types is not None:
             params["types"] = self._ids.values(types)
@@ -171,7 +185,43 @@ class UnitOfWork(RunReads, ABC):
         if queues is not None:
             params["queues"] = self._ids.values(queues)
             query += "_queues"
-        return self._remember(self._fetch_jobs(query, params))
+        loaded: list[LoadedJob] = []
+        for row in self._rows(query, params):
+            state = decode_state(row["state"])
+            loaded.append(LoadedJob(state, row["enqueue_seq"]))
+            blob = row["definition"]
+            if blob is not None and state.job_type not in self._definitions:
+                self._definitions[state.job_type] = decode_definition_row(
+                    blob, row["definition_version"]
+                )
+        return self._remember(loaded)
+
+    def live_leases(self, job_types: Sequence[str]) -> dict[tuple[str, str], int]:
+        """Live leases (status ``leased``) per (type, org) of ``job_types``; ``""`` is no
+        org. Counted in this transaction, after :meth:`lock_limit_keys`."""
+        if not job_types:
+            return {}
+        rows = self._rows("queue_live_leases", {"types": self._ids.values(job_types)})
+        return {(row["job_type"], row["org"]): row["n"] for row in rows}
+
+    def lock_limit_keys(self, keys: Sequence[str]) -> None:
+        """Serialise, until commit, the claims of these limited keys (sorted by the caller,
+        so two claims never wait for each other's). SQLite: nothing to do, its writers are
+        already serialised by BEGIN IMMEDIATE."""
+
+    def all_definitions(self) -> list[DefinitionState]:
+        """Every job type's definition, read now (and remembered)."""
+        found = [
+            decode_definition_row(row["state"], row["stream_version"])
+            for row in self._rows("definitions_all", {})
+        ]
+        for state in found:
+            self._definitions[state.definition.job_type] = state
+        return found
+
+    def loaded(self, job_id: UUID) -> JobState | None:
+        """A job's state as this unit of work last read or folded it."""
+        return self._loaded_state(job_id)
 
     def expired_leases(self, now: datetime, limit: int) -> list[JobState]:
         """Leased jobs whose lease ended strictly before ``now``, oldest first, locked

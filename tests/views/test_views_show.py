@@ -116,7 +116,9 @@ def test_show_and_history_json_are_the_shared_shapes(db_url: str, clock: FakeClo
         # Pending, so no live lease: the findings do not depend on whose clock reads them.
         findings = diagnose(records, now=clock.now())
     _, shown = _show(db_url, job_id)
-    assert shown == as_json(job_details_json(current, records, findings))
+    # Pending and of a type without limits: nothing holds it back.
+    assert shown == as_json(job_details_json(current, records, findings, blockers=[]))
+    assert shown["blockers"] == []
     history = invoke(db_url, "history", str(job_id), "--json")
     assert history.exit_code == 0, history.stderr
     assert json.loads(history.stdout) == as_json([record_json(record) for record in records])

@@ -15,6 +15,7 @@ jl_jobs_available``, sent only by commits that may make jobs claimable.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,13 @@ from ledger.store.postgres.recorder import LedgerRecorder
 from ledger.store.unit_of_work import EventRow, UnitOfWork
 from projections.rules.queue import COLUMNS
 from projections.rules.writes import ViewWrite
+
+
+def limit_lock_id(key: str) -> int:
+    """A limited key's advisory lock id: a stable 64-bit hash of it (the same in every
+    process and release; a collision only serialises two keys' claims together)."""
+    digest = hashlib.blake2b(f"jobledger.limit:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 class StoreParts(Protocol):
@@ -132,6 +140,14 @@ class PostgresUnitOfWork(UnitOfWork):
         if updates:
             rows = _json_encoder.encode(updates).decode()
             self._cursor.execute(self._sql["queue_update"], {"rows": rows}, prepare=True)
+
+    def lock_limit_keys(self, keys: Sequence[str]) -> None:
+        # A transaction advisory lock per key rather than a row per key locked FOR UPDATE:
+        # per-org keys are open-ended (a row would have to be inserted first, racing), the
+        # lock leaves no row to vacuum, and it ends with the transaction. One per statement,
+        # in the caller's order (a single SELECT over them would not promise the order).
+        for key in keys:
+            self._cursor.execute(self._sql["limit_lock"], {"key": limit_lock_id(key)})
 
     def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
         self._cursor.executemany(self._sql["definitions_upsert"], rows)

@@ -50,6 +50,13 @@ CREATE INDEX IF NOT EXISTS jl_queue_claim_queue_idx
     ON jl_queue ((coalesce(queue, 'default')), priority DESC, run_at, enqueue_seq)
     WHERE status = 'pending'
 
+-- name: schema_queue_claim_org_idx
+-- Fair claims (queue_claim): claim order within each org ('' is no org), pending jobs only;
+-- also the loose index scan that lists the orgs with pending jobs.
+CREATE INDEX IF NOT EXISTS jl_queue_claim_org_idx
+    ON jl_queue ((coalesce(org, '')), priority DESC, run_at, enqueue_seq)
+    WHERE status = 'pending'
+
 -- name: schema_queue_lease_idx
 -- Expired-lease scans (reaper), oldest expiry first.
 CREATE INDEX IF NOT EXISTS jl_queue_lease_idx
@@ -327,54 +334,162 @@ ORDER BY job_id
 FOR UPDATE
 
 -- name: queue_claim
--- Due pending jobs in claim order, skipping rows another claimer holds (jl_queue_claim_idx).
-SELECT job_id, enqueue_seq, state FROM jl_queue
-WHERE status = 'pending' AND run_at <= %(now)s
-ORDER BY priority DESC, run_at, enqueue_seq
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED
-
--- name: queue_claim_types
--- As queue_claim, for some job types only (jl_queue_claim_idx, filtered).
-SELECT job_id, enqueue_seq, state FROM jl_queue
-WHERE status = 'pending' AND run_at <= %(now)s AND job_type = ANY(%(types)s)
-ORDER BY priority DESC, run_at, enqueue_seq
-LIMIT %(limit)s
-FOR UPDATE SKIP LOCKED
-
--- name: queue_claim_queues
--- As queue_claim, for some queues only ('default' is no queue): per queue an ordered walk of
--- jl_queue_claim_queue_idx (a LATERAL per name, so each is an equality and the index gives the
--- order), merged. `= ANY(queues)` instead would walk jl_queue_claim_idx past every other
--- queue's job: 8.8 ms over 20,000 pending jobs of another queue, 0.14 ms so. Each queue's walk
--- may lock up to limit rows the merge then drops; they are free again at commit. The names
--- must be distinct (the store dedupes them).
-SELECT c.job_id, c.enqueue_seq, c.state
-FROM unnest(%(queues)s::text[]) AS wanted (name)
+-- Due pending jobs in fair claim order (docs/operations.md, "Claim order"): each org's jobs
+-- in claim order (priority DESC, run_at, enqueue order), taken round-robin across orgs (every
+-- org's first job, then every org's second...), skipping rows another claimer holds. The
+-- orgs with pending jobs are found by a loose index scan of jl_queue_claim_org_idx (one probe
+-- per org), each org's jobs by an ordered walk of it (a LATERAL per org, each an equality).
+-- An org's walk may lock up to limit rows the merge then drops; they are free at commit.
+-- Each row carries its type's definition (the claim's limits, no second query). Rows of
+-- full_types, of the (type, org) pairs full_orgs (type, U+001F, org) and taken are left out
+-- (a claim whose limits refused some candidates asks again without them).
+WITH RECURSIVE orgs (org) AS (
+    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
+    UNION ALL
+    SELECT (
+        SELECT coalesce(q.org, '') FROM jl_queue AS q
+        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+        ORDER BY 1 LIMIT 1
+    )
+    FROM orgs WHERE orgs.org IS NOT NULL
+)
+SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
+    d.stream_version AS definition_version
+FROM orgs
 CROSS JOIN LATERAL (
-    SELECT job_id, enqueue_seq, state, priority, run_at FROM jl_queue
-    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(queue, 'default') = wanted.name
+    SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
+    FROM jl_queue
+    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(org, '') = orgs.org
+      AND job_type <> ALL(%(full_types)s::text[])
+      AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
+      AND job_id <> ALL(%(taken)s::uuid[])
     ORDER BY priority DESC, run_at, enqueue_seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ) AS c
-ORDER BY c.priority DESC, c.run_at, c.enqueue_seq
+LEFT JOIN jl_definitions AS d ON d.job_type = c.job_type
+ORDER BY
+    row_number() OVER (PARTITION BY c.org ORDER BY c.priority DESC, c.run_at, c.enqueue_seq),
+    c.priority DESC, c.run_at, c.enqueue_seq
+LIMIT %(limit)s
+
+-- name: queue_claim_types
+-- As queue_claim, for some job types only (jl_queue_claim_org_idx, filtered).
+WITH RECURSIVE orgs (org) AS (
+    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
+    UNION ALL
+    SELECT (
+        SELECT coalesce(q.org, '') FROM jl_queue AS q
+        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+        ORDER BY 1 LIMIT 1
+    )
+    FROM orgs WHERE orgs.org IS NOT NULL
+)
+SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
+    d.stream_version AS definition_version
+FROM orgs
+CROSS JOIN LATERAL (
+    SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
+    FROM jl_queue
+    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(org, '') = orgs.org
+      AND job_type = ANY(%(types)s)
+      AND job_type <> ALL(%(full_types)s::text[])
+      AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
+      AND job_id <> ALL(%(taken)s::uuid[])
+    ORDER BY priority DESC, run_at, enqueue_seq
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+) AS c
+LEFT JOIN jl_definitions AS d ON d.job_type = c.job_type
+ORDER BY
+    row_number() OVER (PARTITION BY c.org ORDER BY c.priority DESC, c.run_at, c.enqueue_seq),
+    c.priority DESC, c.run_at, c.enqueue_seq
+LIMIT %(limit)s
+
+-- name: queue_claim_queues
+-- As queue_claim, for some queues only ('default' is no queue): per queue and org an ordered
+-- walk of jl_queue_claim_queue_idx (a LATERAL per name, so each is an equality and the index
+-- gives the order; the org filtered), merged. `= ANY(queues)` instead would walk
+-- jl_queue_claim_idx past every other queue's job: 8.8 ms over 20,000 pending jobs of another
+-- queue, 0.14 ms so. The names must be distinct (the store dedupes them).
+WITH RECURSIVE orgs (org) AS (
+    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
+    UNION ALL
+    SELECT (
+        SELECT coalesce(q.org, '') FROM jl_queue AS q
+        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+        ORDER BY 1 LIMIT 1
+    )
+    FROM orgs WHERE orgs.org IS NOT NULL
+)
+SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
+    d.stream_version AS definition_version
+FROM unnest(%(queues)s::text[]) AS wanted (name)
+CROSS JOIN orgs
+CROSS JOIN LATERAL (
+    SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
+    FROM jl_queue
+    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(queue, 'default') = wanted.name
+      AND coalesce(org, '') = orgs.org
+      AND job_type <> ALL(%(full_types)s::text[])
+      AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
+      AND job_id <> ALL(%(taken)s::uuid[])
+    ORDER BY priority DESC, run_at, enqueue_seq
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+) AS c
+LEFT JOIN jl_definitions AS d ON d.job_type = c.job_type
+ORDER BY
+    row_number() OVER (PARTITION BY c.org ORDER BY c.priority DESC, c.run_at, c.enqueue_seq),
+    c.priority DESC, c.run_at, c.enqueue_seq
 LIMIT %(limit)s
 
 -- name: queue_claim_types_queues
 -- As queue_claim_queues, for some job types only (jl_queue_claim_queue_idx, filtered).
-SELECT c.job_id, c.enqueue_seq, c.state
+WITH RECURSIVE orgs (org) AS (
+    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
+    UNION ALL
+    SELECT (
+        SELECT coalesce(q.org, '') FROM jl_queue AS q
+        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+        ORDER BY 1 LIMIT 1
+    )
+    FROM orgs WHERE orgs.org IS NOT NULL
+)
+SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
+    d.stream_version AS definition_version
 FROM unnest(%(queues)s::text[]) AS wanted (name)
+CROSS JOIN orgs
 CROSS JOIN LATERAL (
-    SELECT job_id, enqueue_seq, state, priority, run_at FROM jl_queue
+    SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
+    FROM jl_queue
     WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(queue, 'default') = wanted.name
+      AND coalesce(org, '') = orgs.org
       AND job_type = ANY(%(types)s)
+      AND job_type <> ALL(%(full_types)s::text[])
+      AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
+      AND job_id <> ALL(%(taken)s::uuid[])
     ORDER BY priority DESC, run_at, enqueue_seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
 ) AS c
-ORDER BY c.priority DESC, c.run_at, c.enqueue_seq
+LEFT JOIN jl_definitions AS d ON d.job_type = c.job_type
+ORDER BY
+    row_number() OVER (PARTITION BY c.org ORDER BY c.priority DESC, c.run_at, c.enqueue_seq),
+    c.priority DESC, c.run_at, c.enqueue_seq
 LIMIT %(limit)s
+
+-- name: queue_live_leases
+-- Live leases per (type, org) of some job types (jl_queue_listing_idx): what the concurrency
+-- limits count.
+SELECT job_type, coalesce(org, '') AS org, count(*) AS n FROM jl_queue
+WHERE status = 'leased' AND job_type = ANY(%(types)s)
+GROUP BY job_type, coalesce(org, '')
+
+-- name: limit_lock
+-- Serialise the claims of one limited key until commit (a transaction advisory lock on the
+-- key's stable 64-bit hash, see ledger/store/claim_locks.py).
+SELECT pg_advisory_xact_lock(%(key)s)
 
 -- name: queue_expired_leases
 -- Leased jobs whose lease ended strictly before now, oldest first (jl_queue_lease_idx).

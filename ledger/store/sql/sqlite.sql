@@ -45,6 +45,13 @@ CREATE INDEX IF NOT EXISTS jl_queue_claim_queue_idx
     ON jl_queue ((coalesce(queue, 'default')), priority DESC, run_at, enqueue_seq)
     WHERE status = 'pending'
 
+-- name: schema_queue_claim_org_idx
+-- Fair claims (queue_claim): claim order within each org ('' is no org), pending jobs only;
+-- also the loose index scan that lists the orgs with pending jobs.
+CREATE INDEX IF NOT EXISTS jl_queue_claim_org_idx
+    ON jl_queue ((coalesce(org, '')), priority DESC, run_at, enqueue_seq)
+    WHERE status = 'pending'
+
 -- name: schema_queue_lease_idx
 -- Expired-lease scans (reaper), oldest expiry first.
 CREATE INDEX IF NOT EXISTS jl_queue_lease_idx
@@ -295,41 +302,161 @@ WHERE job_id IN (SELECT value FROM json_each(:job_ids))
 ORDER BY job_id
 
 -- name: queue_claim
--- Due pending jobs in claim order (jl_queue_claim_idx).
--- INDEXED BY: without statistics SQLite would sort every pending/leased row.
-SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_idx
-WHERE status = 'pending' AND run_at <= :now
-ORDER BY priority DESC, run_at, enqueue_seq
+-- Due pending jobs in fair claim order (docs/operations.md, "Claim order"): each org's jobs
+-- in claim order (priority DESC, run_at, enqueue order), taken round-robin across orgs (every
+-- org's first job, then every org's second...). The orgs with pending jobs are found by a
+-- loose index scan of jl_queue_claim_org_idx (one probe per org), each org's jobs by an
+-- ordered walk of it, gathered as a JSON array (SQLite has no LATERAL; an IN (subquery) per
+-- org measured 4x slower). Each row carries its type's definition (the claim's limits, no
+-- second query). Rows of full_types, of the (type, org) pairs full_orgs (type, U+001F, org)
+-- and taken are left out; each list is tested only when not empty (an empty json_each per
+-- org cost more than the walk itself). INDEXED BY, +run_at: as queue_claim_queues was.
+WITH RECURSIVE orgs (org) AS (
+    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
+            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
+    UNION ALL
+    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
+            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+            ORDER BY coalesce(q.org, '') LIMIT 1)
+    FROM orgs WHERE orgs.org IS NOT NULL
+),
+picked AS (
+    SELECT j.key AS rank, j.value AS job_id FROM orgs, json_each((
+        SELECT json_group_array(job_id) FROM (
+            SELECT job_id FROM jl_queue INDEXED BY jl_queue_claim_org_idx
+            WHERE status = 'pending' AND +run_at <= :now AND coalesce(org, '') = orgs.org
+              AND (:full_types = '[]'
+                   OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
+              AND (:full_orgs = '[]'
+                   OR (job_type || char(31) || coalesce(org, ''))
+                      NOT IN (SELECT value FROM json_each(:full_orgs)))
+              AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+            ORDER BY priority DESC, run_at, enqueue_seq
+            LIMIT :limit
+        )
+    )) AS j
+)
+SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
+    d.stream_version AS definition_version
+FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
+LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
+ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
 LIMIT :limit
 
 -- name: queue_claim_types
--- As queue_claim, for some job types only (jl_queue_claim_idx, filtered).
--- INDEXED BY: without statistics SQLite would sort every pending/leased row.
-SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_idx
-WHERE status = 'pending' AND run_at <= :now AND job_type IN (SELECT value FROM json_each(:types))
-ORDER BY priority DESC, run_at, enqueue_seq
+-- As queue_claim, for some job types only (jl_queue_claim_org_idx, filtered).
+WITH RECURSIVE orgs (org) AS (
+    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
+            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
+    UNION ALL
+    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
+            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+            ORDER BY coalesce(q.org, '') LIMIT 1)
+    FROM orgs WHERE orgs.org IS NOT NULL
+),
+picked AS (
+    SELECT j.key AS rank, j.value AS job_id FROM orgs, json_each((
+        SELECT json_group_array(job_id) FROM (
+            SELECT job_id FROM jl_queue INDEXED BY jl_queue_claim_org_idx
+            WHERE status = 'pending' AND +run_at <= :now AND coalesce(org, '') = orgs.org
+              AND job_type IN (SELECT value FROM json_each(:types))
+              AND (:full_types = '[]'
+                   OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
+              AND (:full_orgs = '[]'
+                   OR (job_type || char(31) || coalesce(org, ''))
+                      NOT IN (SELECT value FROM json_each(:full_orgs)))
+              AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+            ORDER BY priority DESC, run_at, enqueue_seq
+            LIMIT :limit
+        )
+    )) AS j
+)
+SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
+    d.stream_version AS definition_version
+FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
+LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
+ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
 LIMIT :limit
 
 -- name: queue_claim_queues
--- As queue_claim, for some queues only (jl_queue_claim_queue_idx; 'default' is no queue).
--- INDEXED BY: without statistics SQLite would walk jl_queue_claim_idx past other queues.
--- +run_at: with statistics SQLite would skip-scan the priorities to reach run_at (measured
--- 2.9 ms a claim over 20,000 pending jobs instead of 0.6 ms).
-SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_queue_idx
-WHERE status = 'pending' AND +run_at <= :now
-  AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
-ORDER BY priority DESC, run_at, enqueue_seq
+-- As queue_claim, for some queues only ('default' is no queue): each org's walk is of
+-- jl_queue_claim_queue_idx, the org filtered (so one org's claims by queue do not walk other
+-- queues' jobs; with several orgs, a walk passes the other orgs' jobs of its queues).
+WITH RECURSIVE orgs (org) AS (
+    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
+            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
+    UNION ALL
+    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
+            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+            ORDER BY coalesce(q.org, '') LIMIT 1)
+    FROM orgs WHERE orgs.org IS NOT NULL
+),
+picked AS (
+    SELECT j.key AS rank, j.value AS job_id FROM orgs, json_each((
+        SELECT json_group_array(job_id) FROM (
+            SELECT job_id FROM jl_queue INDEXED BY jl_queue_claim_queue_idx
+            WHERE status = 'pending' AND +run_at <= :now AND coalesce(org, '') = orgs.org
+              AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
+              AND (:full_types = '[]'
+                   OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
+              AND (:full_orgs = '[]'
+                   OR (job_type || char(31) || coalesce(org, ''))
+                      NOT IN (SELECT value FROM json_each(:full_orgs)))
+              AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+            ORDER BY priority DESC, run_at, enqueue_seq
+            LIMIT :limit
+        )
+    )) AS j
+)
+SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
+    d.stream_version AS definition_version
+FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
+LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
+ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
 LIMIT :limit
 
 -- name: queue_claim_types_queues
 -- As queue_claim_queues, for some job types only (jl_queue_claim_queue_idx, filtered).
--- INDEXED BY, +run_at: as queue_claim_queues.
-SELECT job_id, enqueue_seq, state FROM jl_queue INDEXED BY jl_queue_claim_queue_idx
-WHERE status = 'pending' AND +run_at <= :now
-  AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
-  AND job_type IN (SELECT value FROM json_each(:types))
-ORDER BY priority DESC, run_at, enqueue_seq
+WITH RECURSIVE orgs (org) AS (
+    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
+            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
+    UNION ALL
+    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
+            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+            ORDER BY coalesce(q.org, '') LIMIT 1)
+    FROM orgs WHERE orgs.org IS NOT NULL
+),
+picked AS (
+    SELECT j.key AS rank, j.value AS job_id FROM orgs, json_each((
+        SELECT json_group_array(job_id) FROM (
+            SELECT job_id FROM jl_queue INDEXED BY jl_queue_claim_queue_idx
+            WHERE status = 'pending' AND +run_at <= :now AND coalesce(org, '') = orgs.org
+              AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
+              AND job_type IN (SELECT value FROM json_each(:types))
+              AND (:full_types = '[]'
+                   OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
+              AND (:full_orgs = '[]'
+                   OR (job_type || char(31) || coalesce(org, ''))
+                      NOT IN (SELECT value FROM json_each(:full_orgs)))
+              AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+            ORDER BY priority DESC, run_at, enqueue_seq
+            LIMIT :limit
+        )
+    )) AS j
+)
+SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
+    d.stream_version AS definition_version
+FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
+LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
+ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
 LIMIT :limit
+
+-- name: queue_live_leases
+-- Live leases per (type, org) of some job types (jl_queue_listing_idx): what the concurrency
+-- limits count.
+SELECT job_type, coalesce(org, '') AS org, count(*) AS n FROM jl_queue
+WHERE status = 'leased' AND job_type IN (SELECT value FROM json_each(:types))
+GROUP BY job_type, coalesce(org, '')
 
 -- name: queue_expired_leases
 -- Leased jobs whose lease ended strictly before now, oldest first (jl_queue_lease_idx).
