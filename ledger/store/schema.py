@@ -141,6 +141,12 @@ class Schema:
                 f"database lacks columns {lacking} that this release added; "
                 "run `jobledger migrate` to add them"
             )
+        without = self.missing_indexes(tables)
+        if without:  # the claim names one by INDEXED BY on SQLite: every claim would fail
+            raise DatabaseNotInitialisedError(
+                f"database lacks indexes {without} that this release added; "
+                "run `jobledger migrate` to add them"
+            )
 
 
 def _other_version(marker: str) -> DatabaseUnusableError:

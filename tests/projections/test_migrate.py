@@ -92,6 +92,23 @@ def test_a_missing_index_is_planned_and_init_creates_it(db_url: str) -> None:
     assert code == 0 and out.endswith("is up to date\n")
 
 
+def test_a_ledger_lacking_a_new_index_is_refused_until_migrated(db_url: str) -> None:
+    """Opening an existing ledger (what a worker does) that lacks an index this release added
+    is refused with the migrate hint, not left to fail every claim (SQLite names the fair
+    claim's index: INDEXED BY); after migrate the claim works."""
+    with Ledger.open(db_url) as ledger:
+        ledger.define("t")
+        ledger.enqueue("t")
+    raw(db_url, "DROP INDEX jl_queue_claim_org_idx")
+    with pytest.raises(DatabaseNotInitialisedError, match="jl_queue_claim_org_idx.*migrate"):
+        Ledger.open(db_url)
+    code, _, _ = run(db_url)
+    assert code == 0
+    with Ledger.open(db_url) as ledger:
+        [job] = ledger.claim("w")
+        assert job.job_type == "t"
+
+
 def test_migrate_refuses_a_database_without_a_ledger(tmp_path: Path, empty_pg_url: str) -> None:
     """Unlike init, migrate never creates a ledger: a missing SQLite file and an empty
     PostgreSQL database are refused with exit 1 and a hint."""
