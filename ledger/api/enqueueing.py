@@ -64,7 +64,7 @@ def enqueue_batch(
         plan = plan_enqueue(
             normalised,
             {t: s.definition for t, s in uow.definitions(types).items()},
-            stored_keys=_stored_keys(uow, normalised),
+            stored_keys=stored_keys(uow, normalised),
             live_subjects=_live_subjects(uow, normalised),
             now=now,
             auto_define=auto_define,
@@ -75,7 +75,7 @@ def enqueue_batch(
     return plan
 
 
-def _stored_keys(
+def stored_keys(
     uow: UnitOfWork, requests: Sequence[EnqueueRequest]
 ) -> dict[IdempotencyKey, KeyedJob]:
     """The jobs already holding the batch's idempotency keys (one lookup per distinct key)."""
