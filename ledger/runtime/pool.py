@@ -39,6 +39,7 @@ from ledger.core.state import JobState
 from ledger.maintenance.pool_reporter import PoolReporter
 from ledger.maintenance.reaper import Reaper
 from ledger.maintenance.runner import Service, ServiceRunner, ServiceStats
+from ledger.maintenance.scheduler import Scheduler
 from ledger.maintenance.watchdog import Watchdog
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
@@ -194,6 +195,10 @@ class WorkerPool:
             PoolReporter(ledger, self._report, reporter_config)
             if reporter_config is not None
             else None
+        )
+        scheduler_config = config.scheduler_config()
+        self._scheduler = (
+            Scheduler(ledger, scheduler_config) if scheduler_config is not None else None
         )
         self._runner: ServiceRunner | None = None
         watchdog_config = config.watchdog_config()
@@ -386,15 +391,18 @@ class WorkerPool:
     # --- maintenance ------------------------------------------------------------------------
 
     def _maintenance_services(self) -> list[Service]:
-        """The reaper (unless its interval is 0) and the watchdog (where the store can end
-        frozen writers). The runner runs each pass on a thread of its own (never the
-        loop's, nor the executor handlers use), logs a failed pass and keeps the interval;
+        """The reporter, the reaper and the scheduler (unless their intervals are 0) and the
+        watchdog (where the store can end frozen writers). The runner runs each pass on a
+        thread of its own (never the loop's, nor the executor handlers use), logs a failed
+        pass and keeps the interval;
         so a reaper blocked behind a frozen writer's lock does not hold up the watchdog."""
         services: list[Service] = []
         if self._reporter is not None:
             services.append(self._reporter)
         if self.config.reaper_interval_s > 0:
             services.append(self._reaper)
+        if self._scheduler is not None:
+            services.append(self._scheduler)
         if self._watchdog is not None and self._watchdog.enabled:
             services.append(self._watchdog)
         return services
