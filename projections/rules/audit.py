@@ -21,6 +21,13 @@ the run's, and ``job_type`` / ``org`` are the run's ``workflow_type`` / ``org`` 
 step's job's events the job's link (``job_enqueued`` v2); ``NULL`` on a plain job's rows.
 ``code`` of a ``workflow_step_failed`` is its failure's, of a ``workflow_step_cancelled`` its
 cancel code (``workflow.dependency_unsatisfied``, ...).
+
+A cron schedule's events have rows too (version 4): ``job_id`` is the schedule's stream id
+(:func:`~ledger.core.schedules.state.schedule_stream_id`), ``job_type`` / ``org`` those of the
+jobs the schedule enqueued when the event was recorded (its latest ``schedule_added``), so
+``audit --type T`` shows a type's schedules beside its jobs. ``code`` of a ``schedule_missed``
+whose slots' jobs enqueue refused is ``schedule.enqueue_refused`` (``NULL`` for a catch-up
+policy's miss).
 """
 
 from __future__ import annotations
@@ -29,11 +36,18 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from ledger.core.events import Failure, JobEvent, JobReapDeferred
+from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent, ScheduleMissed
 from ledger.core.times import to_us
 from ledger.core.workflows.events import WORKFLOW_EVENTS, WorkflowEvent, WorkflowStepCancelled
 from projections.rules.view import ALL_JOB_EVENTS, Projection
 
 ALL_WORKFLOW_EVENTS = tuple(cls.name for cls in WORKFLOW_EVENTS)
+ALL_SCHEDULE_EVENTS = tuple(cls.name for cls in SCHEDULE_EVENTS)
+ENQUEUE_REFUSED = "schedule.enqueue_refused"
+"""The code of a ``schedule_missed`` row whose slots' jobs enqueue refused."""
+
+AuditedEvent = JobEvent | WorkflowEvent | ScheduleEvent
+"""The events that have audit rows."""
 
 COLUMNS = (
     "position",
@@ -52,8 +66,8 @@ COLUMNS = (
 
 
 class Origin(NamedTuple):
-    """What a stream's rows carry besides the event: a job's type, org and workflow link, or
-    a run's workflow type and org (its link is itself)."""
+    """What a stream's rows carry besides the event: a job's type, org and workflow link, a
+    run's workflow type and org (its link is itself), or a schedule's job type and org."""
 
     job_type: str
     org: str | None
@@ -63,20 +77,18 @@ class Origin(NamedTuple):
 
 PROJECTION = Projection(
     "audit",
-    3,
+    4,
     "jl_audit",
     ("position",),
     COLUMNS,
     "schema_audit",
-    ALL_JOB_EVENTS + ALL_WORKFLOW_EVENTS,
+    ALL_JOB_EVENTS + ALL_WORKFLOW_EVENTS + ALL_SCHEDULE_EVENTS,
     mode="tracked",
-    description="one row per job or workflow event, indexed for audit queries (tracked)",
+    description="one row per job, workflow or schedule event, indexed for audit queries (tracked)",
 )
 
 
-def audit_row(
-    position: int, job_id: UUID, event: JobEvent | WorkflowEvent, origin: Origin
-) -> dict[str, Any]:
+def audit_row(position: int, job_id: UUID, event: AuditedEvent, origin: Origin) -> dict[str, Any]:
     """The audit row of one job event, or of one workflow event (``job_id`` the run's id,
     ``origin`` its workflow type and org); ``None`` where the event has no worker/run/attempt,
     no code, or belongs to no workflow run. A workflow event's ``step_key`` is its own."""
@@ -99,9 +111,11 @@ def audit_row(
     }
 
 
-def _code(event: JobEvent | WorkflowEvent) -> str | None:
-    """The code an audit query matches on: a failure's, a deferred reap's error's, or a step
-    cancel's."""
+def _code(event: AuditedEvent) -> str | None:
+    """The code an audit query matches on: a failure's, a deferred reap's error's, a step
+    cancel's, or a refused schedule slot's."""
+    if isinstance(event, ScheduleMissed):
+        return None if event.reason is None else ENQUEUE_REFUSED
     if isinstance(event, JobReapDeferred):
         return event.cause.code
     if isinstance(event, WorkflowStepCancelled):

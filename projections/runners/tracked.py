@@ -25,11 +25,12 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core.events import JobEnqueued, JobEvent
+from ledger.core.events import JobEnqueued
+from ledger.core.schedules.events import ScheduleAdded, ScheduleEvent
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
-from projections.rules.audit import Origin, audit_row
+from projections.rules.audit import AuditedEvent, Origin, audit_row
 from projections.rules.catalog import AUDIT, Projection
 from projections.rules.replay import Row, StreamEvent, TailPosition
 from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
@@ -150,9 +151,11 @@ class TrackedRunner:
     def _rows(self, tables: ViewTables, events: list[StreamEvent]) -> list[Row]:
         if len(self._origins) > ORIGINS_CACHED:
             self._origins.clear()
-        kept = [item for item in events if isinstance(item.event, JobEvent | WorkflowEvent)]
+        kept = [item for item in events if isinstance(item.event, AuditedEvent)]
         for item in kept:
-            if isinstance(item.event, JobEnqueued):
+            if isinstance(item.event, ScheduleAdded):
+                self._origins[item.originator_id] = Origin(item.event.job_type, item.event.org)
+            elif isinstance(item.event, JobEnqueued):
                 request, link = item.event.request, item.event.workflow
                 self._origins[item.originator_id] = Origin(
                     request.job_type,
@@ -170,13 +173,33 @@ class TrackedRunner:
         unknown = {item.originator_id for item in kept if item.originator_id not in self._origins}
         if unknown:
             runs = {i.originator_id for i in kept if isinstance(i.event, WorkflowEvent)}
-            self._origins.update(tables.job_origins(sorted(unknown - runs)))
+            schedules = {i.originator_id for i in kept if isinstance(i.event, ScheduleEvent)}
+            jobs = unknown - runs - schedules
+            self._origins.update(tables.job_origins(sorted(jobs)))
             self._origins.update(tables.run_origins(sorted(unknown & runs)))
+            for item in kept:
+                if item.originator_id in unknown & schedules:
+                    self._origins.setdefault(item.originator_id, self._schedule_origin(item))
         rows: list[dict[str, Any]] = []
         for item in kept:
             origin = self._origins.get(item.originator_id)
             if origin is None:
                 raise UnknownJobError(f"stream {item.originator_id} has no first event or row")
-            assert isinstance(item.event, JobEvent | WorkflowEvent)
+            assert isinstance(item.event, AuditedEvent)
             rows.append(audit_row(item.position, item.originator_id, item.event, origin))
         return rows
+
+    def _schedule_origin(self, item: StreamEvent) -> Origin:
+        """A schedule's origin at ``item``: its latest ``schedule_added`` up to ``item``'s
+        version, read from its stream (rare: only a schedule whose add came before this
+        runner's memory). The view holds the latest definition, which a later replace may
+        have changed."""
+        added: ScheduleAdded | None = None
+        for record in self.store.history(item.originator_id):
+            if record.originator_version > item.version:
+                break
+            if isinstance(record.event, ScheduleAdded):
+                added = record.event
+        if added is None:
+            raise UnknownJobError(f"schedule stream {item.originator_id} has no schedule_added")
+        return Origin(added.job_type, added.org)

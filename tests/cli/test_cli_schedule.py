@@ -11,7 +11,8 @@ from ledger import Ledger
 
 
 def test_add_list_show_pause_resume_remove(run: Run, db_url: str) -> None:
-    """The life of a schedule through the CLI; show names the job each fired slot made."""
+    """The life of a schedule through the CLI; show names the job each fired slot made;
+    stats counts the schedules and names the next fire."""
     assert run("define", "t").exit_code == 0
     added = run(
         "schedule", "add", "every", "--cron", "*/10 * * * *", "--type", "t",
@@ -33,6 +34,10 @@ def test_add_list_show_pause_resume_remove(run: Run, db_url: str) -> None:
     assert len(shown["next_slots"]) == 10 and shown["missed_slots"] == []
     text = run("schedule", "show", "every").stdout
     assert str(report.fired[0].job_id) in text and "next slots:" in text
+    figures = json.loads(run("stats", "--json").stdout)
+    assert figures["schedules"] == {"active": 1} and figures["next_schedule"] == "every"
+    assert figures["next_schedule_slot"] == shown["next_slot"]
+    assert "next fire:" in run("stats").stdout
     paused = run("schedule", "pause", "every", "--json")
     assert json.loads(paused.stdout)["status"] == "paused"
     assert run("schedule", "resume", "every").stdout.startswith("resumed schedule every")

@@ -721,3 +721,23 @@ SELECT name, status, cron, tz, job_type, org, next_slot, last_slot, last_job_id,
 WHERE next_slot IS NOT NULL AND next_slot <= :now
 ORDER BY next_slot, name
 LIMIT :limit
+
+-- name: schedules_counts
+-- Schedules by status, for stats (a scan: a handful of rows).
+SELECT status, count(*) AS n FROM jl_schedules GROUP BY status
+
+-- name: schedules_counts_of_org
+-- One org's schedules by status, for stats (a scan: a handful of rows).
+SELECT status, count(*) AS n FROM jl_schedules WHERE org = :org GROUP BY status
+
+-- name: schedules_next
+-- The next slot of any active schedule, and whose (jl_schedules_due).
+SELECT name, next_slot FROM jl_schedules WHERE next_slot IS NOT NULL
+ORDER BY next_slot, name
+LIMIT 1
+
+-- name: schedules_next_of_org
+-- One org's next slot of an active schedule, and whose (a scan of the due index).
+SELECT name, next_slot FROM jl_schedules WHERE next_slot IS NOT NULL AND org = :org
+ORDER BY next_slot, name
+LIMIT 1
