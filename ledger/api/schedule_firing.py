@@ -80,6 +80,9 @@ class FireReport(msgspec.Struct, frozen=True):
     """The pass read as many due schedules as it may: more may be due."""
     conflict: bool = False
     """Another writer appended to a schedule first: nothing was appended."""
+    contended: bool = False
+    """Something was due before the append lock and nothing under it: another scheduler
+    fired those slots first."""
 
 
 EMPTY = FireReport([], [], 0, more=False)
@@ -105,6 +108,8 @@ def fire_due(
         with store.unit_of_work() as uow:
             uow.serialise_appends()
             due = uow.due_schedules(now_us, limit)
+            if not due:
+                return FireReport([], [], 0, more=False, contended=True)
             batch = _FireBatch(uow, moment, auto_define, new_id)
             for state in due:
                 batch.add(state, plan_pass(state, moment, bounds))
