@@ -323,8 +323,13 @@ class WorkerPool:
             return
         self._stop_requested.set()
         self._producer.stop()
+        # Shielded: cancelling stop() must not cancel the producer mid-claim. Its claim runs
+        # on an I/O thread that a cancel cannot stop; the claimed jobs would then be leased
+        # in the database with no one left to release them (observed when a second signal
+        # came while the maintenance passes were still ending).
+        ending = asyncio.gather(*self._tasks, return_exceptions=True)
         try:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.shield(ending)
             await self._producer.give_back_buffered(self._releaser.release)
             self._producer.close_slots(len(self._workers))
             finishing = asyncio.gather(*self._workers, return_exceptions=True)
@@ -336,6 +341,9 @@ class WorkerPool:
                 except TimeoutError:
                     await self._cancel_workers()
         except asyncio.CancelledError:
+            for task in self._tasks[1:]:
+                task.cancel()  # the maintenance runner: a pass in progress is not waited for
+            await asyncio.gather(self._tasks[0], return_exceptions=True)  # its last claim
             await self._cancel_workers()
             await self._shut_down()
             raise
