@@ -65,10 +65,14 @@ def _state_then(records: list[Record], to_event: int | None, at: datetime | None
 # --- decision replay ------------------------------------------------------------------------
 
 
+_STREAM_KINDS = {"workflow": "run"}
+"""How a finding names its stream's kind (a job's is ``job``, a schedule's ``schedule``)."""
+
+
 def _finding_text(finding: ReplayFinding) -> str:
     return "\n".join(
         [
-            f"{'run' if finding.kind == 'workflow' else 'job'} {finding.job_id} event "
+            f"{_STREAM_KINDS.get(finding.kind, finding.kind)} {finding.job_id} event "
             f"{finding.version} {finding.topic}: {finding.rule}",
             f"  expected  {finding.expected}",
             f"  recorded  {finding.recorded}",
@@ -78,6 +82,8 @@ def _finding_text(finding: ReplayFinding) -> str:
 
 def _summary_line(summary: ReplaySummary) -> str:
     runs = f" and {summary.runs} workflow run(s)" if summary.runs else ""
+    if summary.schedules:
+        runs += f" and {summary.schedules} schedule(s)"
     return (
         f"checked {summary.jobs} job(s){runs}, {summary.events} event(s): "
         f"{len(summary.findings)} finding(s)"

@@ -6,7 +6,7 @@ import click
 
 from cli.database import Settings
 from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, table
+from cli.render import MISSING, echo_json, json_option, printable, table, when
 from ledger.api.shaping import plain
 from ledger.core.concurrency import LimitUse
 from projections.runners.stats import Stats
@@ -56,6 +56,11 @@ def _text(stats: Stats, limits: list[LimitUse]) -> str:
             )
         )
     lines += _limit_lines(limits)
+    counts = ", ".join(f"{n} {status}" for status, n in stats.schedules.items()) or "none"
+    lines.append(f"\nschedules: {counts}")
+    if stats.next_schedule is not None:
+        name = printable(stats.next_schedule)
+        lines.append(f"next fire: {when(stats.next_schedule_slot)} ({name})")
     lines.append(f"\naudit position {stats.audit_position}, lag {stats.audit_lag}")
     return "\n".join(lines)
 

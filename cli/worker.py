@@ -208,6 +208,15 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
     help="Delay before a reaped job runs again; also how far a deferred reap pushes the lease.",
 )
 # --- end of the pool's reaper options ---------------------------------------------------------
+@click.option(
+    "--scheduler-interval",
+    type=click.FloatRange(min=0),
+    default=PoolConfig.scheduler_interval_s,
+    show_default=True,
+    metavar="SECONDS",
+    help="Between the pool's scheduler passes, which fire the cron schedules' due slots "
+    "(any number of workers may run one; each slot fires once); 0: no scheduler here.",
+)
 # --- the circuit breaker and the second signal (issue 12: runtime under real use) ----------
 @click.option(
     "--breaker-threshold",
@@ -270,6 +279,7 @@ def worker(
     reaper_interval: float,
     reaper_retry_delay: float,
     retention_interval: float,
+    scheduler_interval: float,
     breaker_threshold: int,
     breaker_cooldown: float,
     metrics_port: int | None,
@@ -304,6 +314,7 @@ def worker(
             reaper_interval_s=reaper_interval,
             reaper_retry_delay_s=reaper_retry_delay,
             retention_interval_s=retention_interval,
+            scheduler_interval_s=scheduler_interval,
             breaker_threshold=breaker_threshold,
             breaker_cooldown_s=breaker_cooldown,
             report_interval_s=report_interval,

@@ -83,7 +83,7 @@ def plan_in(
     return plan_enqueue(
         normalised,
         {t: s.definition for t, s in uow.definitions(types).items()},
-        stored_keys=_stored_keys(uow, normalised),
+        stored_keys=stored_keys(uow, normalised),
         live_subjects=_live_subjects(uow, normalised),
         now=now,
         auto_define=auto_define,
@@ -92,7 +92,7 @@ def plan_in(
     )
 
 
-def _stored_keys(
+def stored_keys(
     uow: UnitOfWork, requests: Sequence[EnqueueRequest]
 ) -> dict[IdempotencyKey, KeyedJob]:
     """The jobs already holding the batch's idempotency keys (one lookup per distinct key)."""

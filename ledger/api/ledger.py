@@ -23,12 +23,13 @@ from uuid import UUID, uuid4
 
 import msgspec
 
-from ledger.api import definitions, operator_writes, source_polls, tokens, workflows
+from ledger.api import definitions, operator_writes, schedules, source_polls, tokens, workflows
 from ledger.api.enqueueing import enqueue_batch, sync_listing
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
 from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
 from ledger.api.reaping import reap
+from ledger.api.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport, fire_due
 from ledger.api.turns import TurnResult
 from ledger.api.worker_commands import WorkerCommands
 from ledger.api.workflow_handle import WorkflowHandle
@@ -40,6 +41,8 @@ from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JSON, BackoffPolicy, EnqueueRequest, JobDefinition, Subject
 from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
+from ledger.core.schedules.catch_up import PassBounds
+from ledger.core.schedules.state import ScheduleState
 from ledger.core.source_polls.decide import (
     POLL_JOB_MAX_ATTEMPTS,
     POLL_JOB_TIMEOUT_S,
@@ -349,6 +352,92 @@ class Ledger(WorkerCommands):
             from_step=from_step,
             reason=reason,
             request_key=request_key,
+        )
+
+    # --- cron schedules -----------------------------------------------------------------------
+
+    def add_schedule(
+        self,
+        name: str,
+        cron: str,
+        job_type: str,
+        payload: dict[str, JSON] | None = None,
+        *,
+        tz: str = "UTC",
+        catch_up: str = "latest",
+        jitter_s: float = 0.0,
+        org: str | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        replace: bool = False,
+        reason: str = "added by operator",
+    ) -> ScheduleState:
+        """Add a cron schedule: a ``job_type`` job with ``payload`` per slot of ``cron`` read
+        in ``tz``; ``catch_up`` (``all``, ``latest``, ``none``) says what slots overdue after
+        downtime do. An existing name is ``schedule.exists`` unless ``replace`` (a new
+        ``schedule_added``, its slots starting afresh); a bad expression is
+        ``schedule.invalid_cron``, a bad zone ``schedule.unknown_tz``, a type enqueue would
+        refuse ``job.definition_not_found_or_disabled`` (``docs/schedules.md``)."""
+        spec = schedules.ScheduleSpec(
+            name=name,
+            cron=cron,
+            job_type=job_type,
+            payload=payload if payload is not None else {},
+            tz=tz,
+            catch_up=catch_up,
+            jitter_s=jitter_s,
+            org=org,
+            queue=queue,
+            priority=priority,
+        )
+        return schedules.add_schedule(
+            self.store,
+            self.clock,
+            spec,
+            replace=replace,
+            auto_define=self.auto_define,
+            reason=reason,
+        )
+
+    def pause_schedule(self, name: str, *, reason: str = "paused by operator") -> ScheduleState:
+        """Stop a schedule firing; its slots while paused are neither fired nor missed."""
+        return schedules.pause_schedule(self.store, self.clock, name, reason)
+
+    def resume_schedule(self, name: str, *, reason: str = "resumed by operator") -> ScheduleState:
+        """Fire a paused schedule again, from its first slot after now."""
+        return schedules.resume_schedule(self.store, self.clock, name, reason)
+
+    def remove_schedule(self, name: str, *, reason: str = "removed by operator") -> ScheduleState:
+        """Remove a schedule (its history stays; the name may be added again)."""
+        return schedules.remove_schedule(self.store, self.clock, name, reason)
+
+    def schedules(self) -> list[ScheduleState]:
+        """Every schedule, removed ones too, by name."""
+        return self.store.schedules()
+
+    def schedule(self, name: str) -> ScheduleState | None:
+        """One schedule (``None``: no such name)."""
+        return self.store.schedule(name)
+
+    def fire_due(
+        self,
+        now: datetime | None = None,
+        *,
+        bounds: PassBounds | None = None,
+        limit: int = DEFAULT_SCHEDULES_PER_PASS,
+    ) -> FireReport:
+        """One scheduler pass at ``now`` (the clock's by default): each due slot of up to
+        ``limit`` schedules fired (a job, keyed by the slot) or missed by its catch-up
+        policy, in one transaction; safe in any number of processes at once
+        (:mod:`ledger.api.schedule_firing`)."""
+        return fire_due(
+            self.store,
+            self.clock,
+            now,
+            bounds=bounds or PassBounds(),
+            limit=limit,
+            auto_define=self.auto_define,
+            new_id=self._new_id,
         )
 
     # --- operators, the reaper and imports ----------------------------------------------------

@@ -33,7 +33,7 @@ class ReplayFinding(msgspec.Struct, frozen=True):
     """What the current code would have produced (or refused)."""
     recorded: str
     kind: str = "job"
-    """``job``, or ``workflow`` for a run's stream."""
+    """``job``, ``workflow`` for a run's stream, or ``schedule`` for a cron schedule's."""
 
 
 class JobReplay(msgspec.Struct, frozen=True):
@@ -46,16 +46,19 @@ class JobReplay(msgspec.Struct, frozen=True):
 
 
 class ReplaySummary(msgspec.Struct):
-    """Jobs, workflow runs and events checked so far, and every finding."""
+    """Jobs, workflow runs, schedules and events checked so far, and every finding."""
 
     jobs: int = 0
     events: int = 0
     findings: list[ReplayFinding] = msgspec.field(default_factory=list)
     runs: int = 0
+    schedules: int = 0
 
     def add(self, checked: JobReplay) -> None:
         if checked.kind == "job":
             self.jobs += 1
+        elif checked.kind == "schedule":
+            self.schedules += 1
         else:
             self.runs += 1
         self.events += checked.events

@@ -18,6 +18,7 @@ from typing import TypedDict
 from ledger.maintenance.archiver import ArchiverConfig
 from ledger.maintenance.pool_reporter import PoolReporterConfig
 from ledger.maintenance.reaper import ReaperConfig
+from ledger.maintenance.scheduler import DEFAULT_SCHEDULER_INTERVAL_S, SchedulerConfig
 from ledger.maintenance.watchdog import WatchdogConfig
 from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
 from ledger.runtime.handlers import Registry
@@ -55,6 +56,10 @@ class PoolConfig:
     reaper_lock_timeout_s: float | None = 2.0
     """A reap blocked on a lock would hold the events-table lock and stall every writer: the
     reaper gives up on that job after this long (it is deferred, not lost)."""
+    scheduler_interval_s: float = DEFAULT_SCHEDULER_INTERVAL_S
+    """Between scheduler passes, which fire the cron schedules' due slots
+    (:mod:`ledger.maintenance.scheduler`; any number of pools may run one, each slot still
+    fires once); 0 runs no scheduler in this pool."""
     watchdog_interval_s: float | None = None
     """Between watchdog passes, which end a database session frozen inside a write that
     blocks other writers (PostgreSQL: :mod:`ledger.maintenance.watchdog`); ``None`` is half
@@ -116,6 +121,8 @@ class PoolConfig:
             check_host_id(self.host)
         if self.report_interval_s < 0:
             raise ValueError("report_interval_s must be >= 0 (0: no reports)")
+        if self.scheduler_interval_s < 0:
+            raise ValueError("scheduler_interval_s must be >= 0 (0: no scheduler)")
 
     @classmethod
     def of(cls, config: PoolConfig | None, settings: PoolSettings) -> PoolConfig:
@@ -150,6 +157,12 @@ class PoolConfig:
         if self.retention_interval_s <= 0:
             return None
         return ArchiverConfig(interval_s=self.retention_interval_s)
+
+    def scheduler_config(self) -> SchedulerConfig | None:
+        """The scheduler's settings; ``None`` when this pool runs none."""
+        if self.scheduler_interval_s == 0:
+            return None
+        return SchedulerConfig(interval_s=self.scheduler_interval_s)
 
     def reaper_config(self) -> ReaperConfig:
         return ReaperConfig(
@@ -197,6 +210,7 @@ class PoolSettings(TypedDict, total=False):
     reaper_batch: int
     reaper_lock_timeout_s: float | None
     retention_interval_s: float
+    scheduler_interval_s: float
     watchdog_interval_s: float | None
     report_interval_s: float
     report_retention_s: float

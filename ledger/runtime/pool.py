@@ -40,6 +40,7 @@ from ledger.maintenance.archiver import Archiver
 from ledger.maintenance.pool_reporter import PoolReporter
 from ledger.maintenance.reaper import Reaper
 from ledger.maintenance.runner import Service, ServiceRunner, ServiceStats
+from ledger.maintenance.scheduler import Scheduler
 from ledger.maintenance.watchdog import Watchdog
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
@@ -200,6 +201,10 @@ class WorkerPool:
             if reporter_config is not None
             else None
         )
+        scheduler_config = config.scheduler_config()
+        self._scheduler = (
+            Scheduler(ledger, scheduler_config) if scheduler_config is not None else None
+        )
         self._runner: ServiceRunner | None = None
         watchdog_config = config.watchdog_config()
         self._watchdog = (
@@ -323,8 +328,13 @@ class WorkerPool:
             return
         self._stop_requested.set()
         self._producer.stop()
+        # Shielded: cancelling stop() must not cancel the producer mid-claim. Its claim runs
+        # on an I/O thread that a cancel cannot stop; the claimed jobs would then be leased
+        # in the database with no one left to release them (observed when a second signal
+        # came while the maintenance passes were still ending).
+        ending = asyncio.gather(*self._tasks, return_exceptions=True)
         try:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.shield(ending)
             await self._producer.give_back_buffered(self._releaser.release)
             self._producer.close_slots(len(self._workers))
             finishing = asyncio.gather(*self._workers, return_exceptions=True)
@@ -336,6 +346,9 @@ class WorkerPool:
                 except TimeoutError:
                     await self._cancel_workers()
         except asyncio.CancelledError:
+            for task in self._tasks[1:]:
+                task.cancel()  # the maintenance runner: a pass in progress is not waited for
+            await asyncio.gather(self._tasks[0], return_exceptions=True)  # its last claim
             await self._cancel_workers()
             await self._shut_down()
             raise
@@ -391,10 +404,10 @@ class WorkerPool:
     # --- maintenance ------------------------------------------------------------------------
 
     def _maintenance_services(self) -> list[Service]:
-        """The reaper (unless its interval is 0), the archiver (only if asked for) and the
-        watchdog (where the store can end
-        frozen writers). The runner runs each pass on a thread of its own (never the
-        loop's, nor the executor handlers use), logs a failed pass and keeps the interval;
+        """The reporter, the reaper and the scheduler (unless their intervals are 0), the
+        archiver (only if asked for) and the watchdog (where the store can end frozen
+        writers). The runner runs each pass on a thread of its own (never the loop's, nor the
+        executor handlers use), logs a failed pass and keeps the interval;
         so a reaper blocked behind a frozen writer's lock does not hold up the watchdog."""
         services: list[Service] = []
         if self._reporter is not None:
@@ -403,6 +416,8 @@ class WorkerPool:
             services.append(self._reaper)
         if self._archiver is not None:
             services.append(self._archiver)
+        if self._scheduler is not None:
+            services.append(self._scheduler)
         if self._watchdog is not None and self._watchdog.enabled:
             services.append(self._watchdog)
         return services

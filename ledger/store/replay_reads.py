@@ -6,9 +6,11 @@ type) from one read-only snapshot: a page of job ids by primary key (``replay_jo
 that page's histories in one query (``events_of_streams``), so memory holds one page of
 histories at a time and a failure is never split from its outcome. Without a job type it
 then pages through the workflow runs the same way (``replay_run_ids``), each run's stream
-and its released jobs' histories read together. The checking itself is
-:func:`ledger.core.decision_replay.check_history` and
-:func:`ledger.core.workflow_replay.check_run`, pure.
+and its released jobs' histories read together, then every cron schedule's stream with its
+view row (a handful). The checking itself is
+:func:`ledger.core.decision_replay.check_history`,
+:func:`ledger.core.workflow_replay.check_run` and
+:func:`ledger.core.schedules.replay.check_schedule`, pure.
 """
 
 from __future__ import annotations
@@ -22,11 +24,15 @@ from ledger.core.decision_replay import check_history, definitions_of
 from ledger.core.errors import JobNotFoundError
 from ledger.core.events import JobDefinition, JobEnqueued
 from ledger.core.replay_findings import JobReplay
+from ledger.core.schedules.events import ScheduleAdded
+from ledger.core.schedules.replay import check_schedule
+from ledger.core.schedules.state import schedule_stream_id
 from ledger.core.workflow_replay import check_run, job_types, step_job_ids
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
+from projections.rules.schedules import schedule_of_row
 
 Definitions = list[tuple[datetime, JobDefinition]]
 
@@ -45,6 +51,8 @@ def check_job(store: Store, job_id: UUID) -> JobReplay:
     if isinstance(records[0].event, WorkflowEvent):
         with store.read_snapshot() as snapshot:
             return _check_runs(snapshot, {job_id: records}, {})[0]
+    if isinstance(records[0].event, ScheduleAdded):
+        return check_schedule(records, store.schedule(records[0].event.schedule))
     definitions = definitions_of(store.history(job_type_stream_id(_job_type(records))))
     return check_history(records, definitions)
 
@@ -72,6 +80,7 @@ def check_all(
             after = snapshot.ids.key(ids[-1])
         if job_type is None:
             yield from _all_runs(snapshot, batch_size, definitions)
+            yield from _all_schedules(snapshot)
 
 
 def _all_runs(
@@ -85,6 +94,16 @@ def _all_runs(
         runs = {run_id: records for run_id, records in snapshot.histories(ids).items() if records}
         yield from _check_runs(snapshot, runs, definitions)
         after = snapshot.ids.key(ids[-1])
+
+
+def _all_schedules(snapshot: ReadSnapshot) -> Iterator[JobReplay]:
+    """:func:`check_schedule` for every schedule with a view row (a schedule's events
+    without a row are reported by ``projections verify``)."""
+    rows = {row["name"]: schedule_of_row(row) for row in snapshot.fetch("schedules_all")}
+    streams = {schedule_stream_id(name): name for name in rows}
+    for stream_id, records in snapshot.histories(list(streams)).items():
+        if records:
+            yield check_schedule(records, rows[streams[stream_id]])
 
 
 def _check_runs(

@@ -25,6 +25,13 @@ cancel code (``workflow.dependency_unsatisfied``, ...).
 A source's poll events have rows too: ``job_id`` is the source's stream id, ``job_type``
 ``jobledger.source_poll`` (:data:`SOURCE_POLL_ORIGIN`), ``org`` ``NULL``; ``code`` is a failed
 poll's error code or a skipped poll's reason code (``source.breaker_open``).
+
+A cron schedule's events have rows too (version 4): ``job_id`` is the schedule's stream id
+(:func:`~ledger.core.schedules.state.schedule_stream_id`), ``job_type`` / ``org`` those of the
+jobs the schedule enqueued when the event was recorded (its latest ``schedule_added``), so
+``audit --type T`` shows a type's schedules beside its jobs. ``code`` of a ``schedule_missed``
+whose slots' jobs enqueue refused is ``schedule.enqueue_refused`` (``NULL`` for a catch-up
+policy's miss).
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from uuid import UUID
 
 from ledger.core.events import Event, Failure, JobEvent, JobReapDeferred
 from ledger.core.retention import RETENTION_EVENTS
+from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent, ScheduleMissed
 from ledger.core.source_polls.events import (
     SOURCE_POLL_EVENTS,
     SOURCE_POLL_JOB_TYPE,
@@ -47,6 +55,13 @@ from projections.rules.view import ALL_JOB_EVENTS, Projection
 ALL_WORKFLOW_EVENTS = tuple(cls.name for cls in WORKFLOW_EVENTS)
 ALL_SOURCE_POLL_EVENTS = tuple(cls.name for cls in SOURCE_POLL_EVENTS)
 ALL_RETENTION_EVENTS = tuple(cls.name for cls in RETENTION_EVENTS)
+ALL_SCHEDULE_EVENTS = tuple(cls.name for cls in SCHEDULE_EVENTS)
+ENQUEUE_REFUSED = "schedule.enqueue_refused"
+"""The code of a ``schedule_missed`` row whose slots' jobs enqueue refused."""
+
+AuditedEvent = JobEvent | WorkflowEvent | ScheduleEvent
+"""The events whose rows need their stream's origin (a job's, a run's, a schedule's); source
+polls' and retention's rows have a fixed one."""
 
 COLUMNS = (
     "position",
@@ -65,8 +80,8 @@ COLUMNS = (
 
 
 class Origin(NamedTuple):
-    """What a stream's rows carry besides the event: a job's type, org and workflow link, or
-    a run's workflow type and org (its link is itself)."""
+    """What a stream's rows carry besides the event: a job's type, org and workflow link, a
+    run's workflow type and org (its link is itself), or a schedule's job type and org."""
 
     job_type: str
     org: str | None
@@ -76,15 +91,19 @@ class Origin(NamedTuple):
 
 PROJECTION = Projection(
     "audit",
-    3,
+    4,
     "jl_audit",
     ("position",),
     COLUMNS,
     "schema_audit",
-    ALL_JOB_EVENTS + ALL_WORKFLOW_EVENTS + ALL_SOURCE_POLL_EVENTS + ALL_RETENTION_EVENTS,
+    ALL_JOB_EVENTS
+    + ALL_WORKFLOW_EVENTS
+    + ALL_SCHEDULE_EVENTS
+    + ALL_SOURCE_POLL_EVENTS
+    + ALL_RETENTION_EVENTS,
     mode="tracked",
-    description="one row per job, workflow, source-poll or retention event, indexed for audit "
-    "queries (tracked)",
+    description="one row per job, workflow, schedule, source-poll or retention event, indexed "
+    "for audit queries (tracked)",
 )
 
 SOURCE_POLL_ORIGIN = Origin(SOURCE_POLL_JOB_TYPE, None)
@@ -126,9 +145,11 @@ def audit_row(
 
 def _code(event: JobEvent | WorkflowEvent | Event) -> str | None:
     """The code an audit query matches on: a failure's, a deferred reap's error's, a step
-    cancel's, or a failed or skipped poll's."""
+    cancel's, a failed or skipped poll's, or a refused schedule slot's."""
     if isinstance(event, SourcePollFailed | SourcePollSkipped):
         return event.code
+    if isinstance(event, ScheduleMissed):
+        return None if event.reason is None else ENQUEUE_REFUSED
     if isinstance(event, JobReapDeferred):
         return event.cause.code
     if isinstance(event, WorkflowStepCancelled):

@@ -275,6 +275,9 @@ class Replay:
         self._schedules[name] = state
         if self.track_dirty:
             self._dirty["schedules"].add((name,))
+        if self._audits(item):
+            origin = Origin(state.job_type, state.org)
+            self._add_audit_row(item, cast(ScheduleEvent, event), origin)
         return True
 
     def _apply_source_poll(self, item: StreamEvent, event: SourcePollEvent) -> bool:

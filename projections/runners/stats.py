@@ -15,7 +15,7 @@ from datetime import datetime
 
 import msgspec
 
-from ledger.core.times import to_us
+from ledger.core.times import from_us, to_us
 from ledger.store.store import Store
 from projections.rules.catalog import AUDIT
 
@@ -55,6 +55,12 @@ class Stats(msgspec.Struct, frozen=True):
     run_time_window_s: int
     audit_position: int
     audit_lag: int
+    schedules: dict[str, int] = msgspec.field(default_factory=dict)
+    """Cron schedules by status (``active``, ``paused``, ``removed``)."""
+    next_schedule: str | None = None
+    """The active schedule whose slot comes next (``None``: none is active)."""
+    next_schedule_slot: datetime | None = None
+    """That slot (a due one not fired yet may be in the past)."""
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -72,6 +78,8 @@ def summarise(
     run_times_us: Iterable[tuple[str, int]],
     audit_position: int,
     head: int,
+    schedules: Iterable[tuple[str, int]] = (),
+    next_schedule: tuple[str, int] | None = None,
 ) -> Stats:
     """Assemble the figures from the rows read (pure)."""
     by_status: dict[str, int] = {}
@@ -105,6 +113,9 @@ def summarise(
         run_time_window_s=RUN_TIME_WINDOW_S,
         audit_position=audit_position,
         audit_lag=head - audit_position,
+        schedules=dict(sorted(schedules)),
+        next_schedule=None if next_schedule is None else next_schedule[0],
+        next_schedule_slot=None if next_schedule is None else from_us(next_schedule[1]),
     )
 
 
@@ -137,6 +148,14 @@ def collect(store: Store, now: datetime, *, org: str | None = None) -> Stats:
                 {"since": now_us - RUN_TIME_WINDOW_S * 10**6, **scope},
             )
         ]
+        schedules = [
+            (row["status"], int(row["n"]))
+            for row in tables.fetch("schedules_counts" + suffix, scope)
+        ]
+        coming = [
+            (row["name"], int(row["next_slot"]))
+            for row in tables.fetch("schedules_next" + suffix, scope)
+        ]
     oldest_us = None if oldest["run_at"] is None else int(oldest["run_at"])
     return summarise(
         now,
@@ -146,4 +165,6 @@ def collect(store: Store, now: datetime, *, org: str | None = None) -> Stats:
         run_times_us=run_times,
         audit_position=position,
         head=head,
+        schedules=schedules,
+        next_schedule=coming[0] if coming else None,
     )

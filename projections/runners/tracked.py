@@ -28,6 +28,7 @@ import msgspec
 
 from ledger.core.events import Event, JobEnqueued, JobEvent
 from ledger.core.retention import RETENTION_EVENTS, RETENTION_STREAM_ID
+from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleAdded, ScheduleEvent
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS, SourcePollEvent
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.store import Store
@@ -44,8 +45,9 @@ ORIGINS_CACHED = 100_000
 starts afresh)."""
 
 
-AUDITED: tuple[type[Event], ...] = (JobEvent, WorkflowEvent, *RETENTION_EVENTS)
-"""The events with audit rows: jobs', workflow runs' and retention's."""
+AUDITED: tuple[type[Event], ...] = (JobEvent, WorkflowEvent, *SCHEDULE_EVENTS, *RETENTION_EVENTS)
+"""The events with audit rows whose origin is their stream's: jobs', workflow runs',
+schedules' and retention's (source polls' have a fixed one)."""
 
 log = logging.getLogger("jobledger.projections")
 
@@ -159,7 +161,9 @@ class TrackedRunner:
         polls = [item for item in events if isinstance(item.event, SOURCE_POLL_EVENTS)]
         kept = [item for item in events if isinstance(item.event, AUDITED)]
         for item in kept:
-            if isinstance(item.event, JobEnqueued):
+            if isinstance(item.event, ScheduleAdded):
+                self._origins[item.originator_id] = Origin(item.event.job_type, item.event.org)
+            elif isinstance(item.event, JobEnqueued):
                 request, link = item.event.request, item.event.workflow
                 self._origins[item.originator_id] = Origin(
                     request.job_type,
@@ -177,8 +181,13 @@ class TrackedRunner:
         unknown = {item.originator_id for item in kept if item.originator_id not in self._origins}
         if unknown:
             runs = {i.originator_id for i in kept if isinstance(i.event, WorkflowEvent)}
-            self._origins.update(tables.job_origins(sorted(unknown - runs)))
+            schedules = {i.originator_id for i in kept if isinstance(i.event, ScheduleEvent)}
+            jobs = unknown - runs - schedules
+            self._origins.update(tables.job_origins(sorted(jobs)))
             self._origins.update(tables.run_origins(sorted(unknown & runs)))
+            for item in kept:
+                if item.originator_id in unknown & schedules:
+                    self._origins.setdefault(item.originator_id, self._schedule_origin(item))
         rows: list[dict[str, Any]] = []
         for item in kept:
             origin = self._origins.get(item.originator_id)
@@ -189,3 +198,18 @@ class TrackedRunner:
             event = cast(SourcePollEvent, item.event)
             rows.append(audit_row(item.position, item.originator_id, event, SOURCE_POLL_ORIGIN))
         return sorted(rows, key=itemgetter("position")) if polls else rows
+
+    def _schedule_origin(self, item: StreamEvent) -> Origin:
+        """A schedule's origin at ``item``: its latest ``schedule_added`` up to ``item``'s
+        version, read from its stream (rare: only a schedule whose add came before this
+        runner's memory). The view holds the latest definition, which a later replace may
+        have changed."""
+        added: ScheduleAdded | None = None
+        for record in self.store.history(item.originator_id):
+            if record.originator_version > item.version:
+                break
+            if isinstance(record.event, ScheduleAdded):
+                added = record.event
+        if added is None:
+            raise UnknownJobError(f"schedule stream {item.originator_id} has no schedule_added")
+        return Origin(added.job_type, added.org)

@@ -106,7 +106,7 @@ def test_init_rebuilds_a_version_1_audit_view_and_code_queries_work(db_url: str)
     assert init.exit_code == 0, init.output
     assert audit_columns(db_url)[-3:] == ["code", "workflow_run", "step_key"]
     recorded = run_sql(db_url, [f"SELECT value FROM jl_meta WHERE key = '{version_key('audit')}'"])
-    assert recorded == [(str(AUDIT.version),)] and AUDIT.version == 3
+    assert recorded == [(str(AUDIT.version),)] and AUDIT.version == 4
 
     after = runner.invoke(cli, args)
     assert after.exit_code == 0, after.output

@@ -22,6 +22,7 @@ PAGES: dict[str, dict[Kind, int]] = {
     "docs/events.md": {Kind.PYTHON: 3},
     "docs/cli.md": {Kind.CONSOLE: 45, Kind.PYTHON: 20},
     "docs/workflows.md": {Kind.PYTHON: 4, Kind.CONSOLE: 9},
+    "docs/schedules.md": {Kind.PYTHON: 3, Kind.CONSOLE: 4},
 }
 # Pages whose examples need a PostgreSQL database (``pg_url`` in their namespace).
 ON_POSTGRES = {"docs/cli.md"}

@@ -100,7 +100,7 @@ def test_a_ledger_lacking_a_new_index_is_refused_until_migrated(db_url: str) -> 
         ledger.define("t")
         ledger.enqueue("t")
     raw(db_url, "DROP INDEX jl_queue_claim_org_idx")
-    with pytest.raises(DatabaseNotInitialisedError, match="jl_queue_claim_org_idx.*migrate"):
+    with pytest.raises(DatabaseNotInitialisedError, match=r"jl_queue_claim_org_idx.*migrate"):
         Ledger.open(db_url)
     code, _, _ = run(db_url)
     assert code == 0

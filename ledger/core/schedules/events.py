@@ -87,12 +87,17 @@ class ScheduleFired(Event, frozen=True):
     run_at: datetime
 
 
-class ScheduleMissed(Event, frozen=True):
-    """Overdue slots the catch-up policy skipped: active -> active, the slots are consumed.
+class ScheduleMissed(Event, frozen=True, omit_defaults=True):
+    """Slots that made no job: active -> active, the slots are consumed.
 
-    ``slots`` names them, oldest first, up to a cap; ``count`` is how many there were in all
-    (more than ``len(slots)`` after a long downtime) and ``through`` the last of them, where
-    the schedule's slots continue from."""
+    Overdue slots the catch-up policy skipped, or (with ``reason``) slots the scheduler could
+    not fire because enqueue refused their job (its type disabled or undefined, or the
+    slot's idempotency key held by a job asked with other fields). ``slots`` names them,
+    oldest first, up to a cap; ``count`` is how many there were in all (more than
+    ``len(slots)`` after a long downtime) and ``through`` the last of them, where the
+    schedule's slots continue from. ``reason`` is the one field left out of the stored map
+    when unset (``omit_defaults``), so a policy's miss is stored as before it existed; its
+    default, ``None`` ("missed by the catch-up policy"), must never change."""
 
     name = "schedule_missed"
     schedule: str
@@ -100,6 +105,7 @@ class ScheduleMissed(Event, frozen=True):
     count: int
     through: datetime
     policy: str
+    reason: str | None = None
 
 
 SCHEDULE_EVENTS: tuple[type[Event], ...] = (

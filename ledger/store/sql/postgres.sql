@@ -1024,3 +1024,23 @@ SELECT source, last_poll_at, last_result, failures, breaker_until, stream_versio
 -- name: source_polls_get
 -- One source's polls (primary key).
 SELECT source, last_poll_at, last_result, failures, breaker_until, stream_version, state FROM jl_source_polls WHERE source = %(source)s
+
+-- name: schedules_counts
+-- Schedules by status, for stats (a scan: a handful of rows).
+SELECT status, count(*) AS n FROM jl_schedules GROUP BY status
+
+-- name: schedules_counts_of_org
+-- One org's schedules by status, for stats (a scan: a handful of rows).
+SELECT status, count(*) AS n FROM jl_schedules WHERE org = %(org)s GROUP BY status
+
+-- name: schedules_next
+-- The next slot of any active schedule, and whose (jl_schedules_due).
+SELECT name, next_slot FROM jl_schedules WHERE next_slot IS NOT NULL
+ORDER BY next_slot, name
+LIMIT 1
+
+-- name: schedules_next_of_org
+-- One org's next slot of an active schedule, and whose (a scan of the due index).
+SELECT name, next_slot FROM jl_schedules WHERE next_slot IS NOT NULL AND org = %(org)s
+ORDER BY next_slot, name
+LIMIT 1
