@@ -21,7 +21,9 @@ from datetime import datetime
 from typing import Any, Self
 from uuid import UUID, uuid4
 
-from ledger.api import definitions, operator_writes, tokens, workflows
+import msgspec
+
+from ledger.api import definitions, operator_writes, queues, tokens, workflows
 from ledger.api.enqueueing import enqueue_batch, sync_listing
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
@@ -34,7 +36,15 @@ from ledger.api.workflows import WorkflowStarted
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.enqueue_plan import EnqueuePlan
-from ledger.core.events import JSON, BackoffPolicy, EnqueueRequest, JobDefinition, Subject
+from ledger.core.events import (
+    JSON,
+    BackoffPolicy,
+    EnqueueRequest,
+    JobDefinition,
+    RateLimit,
+    Subject,
+)
+from ledger.core.queues import QueueState
 from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
 from ledger.core.sources import Listing, SourceSync
@@ -123,8 +133,13 @@ class Ledger(WorkerCommands):
         default_priority: int = 100,
         enabled: bool = True,
         backoff: BackoffPolicy | None = None,
+        rate: RateLimit | None = None,
     ) -> JobDefinition:
-        """Define a job type, or update it. Re-defining it identically appends nothing."""
+        """Define a job type, or update it. Re-defining it identically appends nothing.
+
+        ``rate`` limits how many of its jobs may start per period across every process
+        (:func:`ledger.core.rates.parse_rate` reads ``"10/1m"``); jobs over it stay pending.
+        The definition is replaced whole: leaving ``rate`` out removes a rate it had."""
         definition = JobDefinition(
             job_type=job_type,
             version=version,
@@ -133,9 +148,24 @@ class Ledger(WorkerCommands):
             default_priority=default_priority,
             enabled=enabled,
             backoff=backoff or BackoffPolicy(),
+            rate=msgspec.UNSET if rate is None else rate,
         )
         validated = validate_definition(definition)
         return definitions.put_definition(self.store, self.clock, validated)
+
+    def pause_queue(
+        self, queue: str, *, reason: str = "paused", actor: str | None = None
+    ) -> QueueState | None:
+        """Stop claiming ``queue``'s jobs (they stay pending; leased ones finish). A
+        ``queue_paused`` event names ``actor`` and ``reason``; pausing a paused queue appends
+        nothing."""
+        return queues.set_paused(self.store, self.clock, queue, True, reason=reason, actor=actor)
+
+    def resume_queue(
+        self, queue: str, *, reason: str = "resumed", actor: str | None = None
+    ) -> QueueState | None:
+        """Claim ``queue``'s jobs again (a ``queue_resumed``; nothing if it is not paused)."""
+        return queues.set_paused(self.store, self.clock, queue, False, reason=reason, actor=actor)
 
     def set_enabled(
         self, job_type: str, enabled: bool, *, actor: str | None = None

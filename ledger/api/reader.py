@@ -21,10 +21,12 @@ from types import TracebackType
 from typing import Self
 from uuid import UUID
 
-from ledger.api import tokens
+from ledger.api import blocking, tokens
 from ledger.api.pools import LedgerHealth, PoolReport, assess_pools, read_pools
+from ledger.api.queues import QueueSummary, queue_summaries
 from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
+from ledger.core.blockers import Blocker
 from ledger.core.codec import Record
 from ledger.core.diagnostics import current_state
 from ledger.core.errors import ReadOnlyDatabaseError
@@ -48,6 +50,7 @@ from projections.rules.audit_query import AuditPage, AuditQuery
 from projections.rules.catalog import AUDIT, TRACKED, tracked
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage, job_query
+from projections.rules.rate_buckets import RateBucket
 from projections.rules.sync_state import Source, SyncState
 from projections.runners.rebuilder import Progress, Rebuilder, resolve
 from projections.runners.stats import Stats, collect
@@ -387,6 +390,31 @@ class Reader:
         self.store.remove_listener(listener)
 
     # --- worker pools' reports (operational state: ledger/api/pools.py) ---------------------
+
+    def blockers(self, job_id: UUID, now: datetime | None = None) -> list[Blocker]:
+        """Why the job is not running at ``now`` (the clock's by default): its ``run_at``
+        still to come, its queue paused, its rate key out of tokens, its type's circuit
+        breaker open in a live pool, its type disabled (:mod:`ledger.core.blockers`). Empty
+        for a job that is not pending, or pending with nothing holding it back."""
+        state = self.get(job_id)
+        if state is None or state.status is not JobStatus.PENDING:
+            return []
+        at = now or self.clock.now()
+        return blocking.blockers_of(state, blocking.read_facts(self.store, at), at)
+
+    def held_back(self, now: datetime | None = None) -> list[blocking.HeldBack]:
+        """What holds back pending jobs at ``now`` (the clock's by default): paused queues,
+        rate keys without a token, circuit breakers open in live pools, disabled types."""
+        return blocking.held_back(self.store, now or self.clock.now())
+
+    def queues(self) -> list[QueueSummary]:
+        """Every queue with live jobs or a pause history, by name: pending and leased counts
+        and whether (by whom, why) it is paused."""
+        return queue_summaries(self.store)
+
+    def rate_buckets(self) -> list[RateBucket]:
+        """Every rate-limit key's token bucket (the rate-bucket view)."""
+        return self.store.rate_buckets()
 
     def pools(self) -> list[PoolReport]:
         """Every worker pool's latest report of itself, by id (stale ones included)."""

@@ -24,6 +24,7 @@ from ledger.api.pools import LedgerHealth, PoolHealth
 from ledger.api.workflow_views import TimelineEntry
 from ledger.api.workflows import WorkflowStarted
 from ledger.core import facts
+from ledger.core.blockers import Blocker
 from ledger.core.codec import Record
 from ledger.core.diagnostics import Finding
 from ledger.core.events import JSON
@@ -57,6 +58,8 @@ def plain(value: Any) -> Any:
         return {str(key): plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [plain(item) for item in value]
+    if value is msgspec.UNSET:  # a field never stored (a definition's rate): null to a reader
+        return None
     return msgspec.to_builtins(value)
 
 
@@ -92,15 +95,20 @@ def state_json(state: JobState) -> dict[str, JSON]:
 
 
 def job_details_json(
-    state: JobState, records: Sequence[Record], findings: Sequence[Finding]
+    state: JobState,
+    records: Sequence[Record],
+    findings: Sequence[Finding],
+    blockers: Sequence[Blocker] = (),
 ) -> dict[str, JSON]:
     """The state plus what only the history tells (``show --json``): the current attempt's
-    lease renewals, the next retry, the diagnostics."""
+    lease renewals, the next retry, the diagnostics, and why a pending job is not running
+    (``blocked_by``, :mod:`ledger.core.blockers`)."""
     return {
         **state_json(state),
         "lease_renewals": facts.lease_renewals(state, records),
         "next_retry_at": plain(facts.next_retry_at(state, records)),
         "diagnostics": [plain(finding) for finding in findings],
+        "blocked_by": [plain(blocker) for blocker in blockers],
     }
 
 

@@ -19,7 +19,8 @@ import msgspec
 
 from ledger.api.leases import LeaseLength
 from ledger.api.outcomes import BatchResult
-from ledger.api.worker_writes import Decision, checked_claim, decide_each, lease_changes
+from ledger.api.rate_room import RatedClaim
+from ledger.api.worker_writes import Decision, checked_claim, claim_due, decide_each, lease_changes
 from ledger.clock import Clock
 from ledger.core.errors import InvalidRequestError
 from ledger.core.state import JobState
@@ -54,11 +55,11 @@ def finish_and_claim(
     claiming = limit > 0 and (types is None or bool(types)) and (queues is None or bool(queues))
     with store.unit_of_work() as uow:
         changes, rejected = decide_each(uow, clock, outcomes)
-        due = uow.claimable(clock.now(), types, limit, queues) if claiming else []
+        claimed = claim_due(uow, clock, types, limit, queues) if claiming else RatedClaim([], {})
         # Outcomes first: in commit order an attempt ends before the next lease begins.
-        new_states = uow.append([*changes, *lease_changes(clock, due, worker_id, lease_s)])
+        new_states = uow.append([*changes, *lease_changes(clock, claimed, worker_id, lease_s)])
     finished = BatchResult(
         accepted=[new_states[job_id] for job_id in dict.fromkeys(job_id for job_id, _ in changes)],
         rejected=rejected,
     )
-    return TurnResult(finished, [new_states[state.job_id] for state in due])
+    return TurnResult(finished, [new_states[state.job_id] for state in claimed.due])

@@ -19,13 +19,14 @@ import msgspec
 
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import ALL_EVENTS, Event
+from ledger.core.queues import QUEUE_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS
 from ledger.core.tokens import TOKEN_EVENTS
 from ledger.core.upcasters import UPCASTERS, Upcaster
 from ledger.core.workflows.events import WORKFLOW_EVENTS
 
 REGISTERED_EVENTS: tuple[type[Event], ...] = (
-    ALL_EVENTS + WORKFLOW_EVENTS + TOKEN_EVENTS + SCHEDULE_EVENTS
+    ALL_EVENTS + WORKFLOW_EVENTS + TOKEN_EVENTS + SCHEDULE_EVENTS + QUEUE_EVENTS
 )
 """Every event the default codec reads and writes: job types', jobs', workflow runs', API
 tokens' and schedules'."""

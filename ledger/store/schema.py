@@ -33,6 +33,8 @@ EXPECTED_TABLES = frozenset(
         "jl_workflow_steps",
         "jl_tokens",
         "jl_schedules",
+        "jl_queue_states",
+        "jl_rate_buckets",
         "jl_pools",
     }
 )

@@ -28,6 +28,7 @@ from uuid import UUID
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.core.events import JobEvent
 from ledger.core.policy import Policy
+from ledger.core.queues import QueueState
 from ledger.core.schedules.state import ScheduleState
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
@@ -45,6 +46,8 @@ from ledger.store.unit_of_work import UnitOfWork
 from ledger.store.views import ViewTables
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.queue import decode_state
+from projections.rules.queue_states import queue_state_of_row
+from projections.rules.rate_buckets import RateBucket, bucket_of_row
 from projections.rules.schedules import schedule_of_row
 from projections.rules.sync_state import Source, SyncState
 from projections.rules.tokens import token_of_row
@@ -265,6 +268,14 @@ class Store(ABC):
         """One schedule from the schedules view (``None``: no such schedule)."""
         rows = self.read("schedules_get", {"name": name})
         return schedule_of_row(rows[0]) if rows else None
+
+    def queue_states(self) -> list[QueueState]:
+        """Every queue ever paused or resumed, by name, from the queue-state view."""
+        return [queue_state_of_row(row) for row in self.read("queue_states_all")]
+
+    def rate_buckets(self) -> list[RateBucket]:
+        """Every rate-limit key's bucket, from the rate-bucket view."""
+        return [bucket_of_row(row) for row in self.read("rate_buckets_all")]
 
     def count_by_status(self) -> dict[str, int]:
         """How many jobs the queue view holds in each status."""

@@ -22,6 +22,8 @@ __all__ = [
     "DEFINITIONS",
     "PROJECTIONS",
     "QUEUE",
+    "QUEUE_STATES",
+    "RATE_BUCKETS",
     "SCHEDULES",
     "SHADOW_SUFFIX",
     "SYNC_STATE",
@@ -49,6 +51,8 @@ DEAD_LETTERS = BY_NAME["dead_letters"]
 AUDIT = BY_NAME["audit"]
 TOKENS = BY_NAME["tokens"]
 SCHEDULES = BY_NAME["schedules"]
+QUEUE_STATES = BY_NAME["queue_states"]
+RATE_BUCKETS = BY_NAME["rate_buckets"]
 
 SHADOW_SUFFIX = "__rebuild"
 """A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap."""

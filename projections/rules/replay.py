@@ -20,6 +20,14 @@ from typing import Any, NamedTuple, cast
 from uuid import UUID
 
 from ledger.core.events import Event, JobEvent, JobTypeDefined, JobTypeUpdated
+from ledger.core.queues import (
+    QUEUE_EVENTS,
+    QueuePaused,
+    QueueResumed,
+    QueueState,
+    evolve_queue,
+    queue_stream_id,
+)
 from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent
 from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
 from ledger.core.state import (
@@ -37,6 +45,7 @@ from projections.rules.audit import Origin, audit_row
 from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
+from projections.rules.queue_states import queue_state_row
 from projections.rules.registry import APPLIES, WRITTEN, view_writes
 from projections.rules.schedules import schedule_row
 from projections.rules.tokens import token_row
@@ -73,6 +82,7 @@ class TailPosition(NamedTuple):
 
 
 _SCHEDULE_EVENTS = tuple(SCHEDULE_EVENTS)
+_QUEUE_EVENTS = tuple(QUEUE_EVENTS)
 
 
 class Replay:
@@ -94,6 +104,8 @@ class Replay:
         """API tokens by id (as text, the view's key)."""
         self._schedules: dict[str, ScheduleState] = {}
         """Schedules by name (the view's key)."""
+        self._queue_states: dict[str, QueueState] = {}
+        """Paused or resumed queues by name (the view's key)."""
         """Workflow runs, folded from nothing (complete): the workflow view's rows."""
         self._tables: dict[str, MemoryTable] = {
             view.projection.name: view.new_table() for view in WRITTEN
@@ -128,6 +140,9 @@ class Replay:
                     continue
             elif isinstance(item.event, _SCHEDULE_EVENTS):
                 if not self._apply_schedule(item, item.event):
+                    continue
+            elif isinstance(item.event, _QUEUE_EVENTS):
+                if not self._apply_queue(item, item.event):
                     continue
             elif not self._apply_definition(item, item.event):
                 continue
@@ -258,6 +273,22 @@ class Replay:
             self._dirty["schedules"].add((name,))
         return True
 
+    def _apply_queue(self, item: StreamEvent, event: Event) -> bool:
+        name = cast(QueuePaused | QueueResumed, event).queue
+        previous = self._queue_states.get(name)
+        if previous is not None and item.version <= previous.version:
+            return False
+        state = evolve_queue(previous, event)
+        if state.version != item.version or queue_stream_id(name) != item.originator_id:
+            raise IllegalTransitionError(
+                f"event at position {item.position} is version {item.version} of stream "
+                f"{item.originator_id}, but folds to version {state.version} of queue {name}"
+            )
+        self._queue_states[name] = state
+        if self.track_dirty:
+            self._dirty["queue_states"].add((name,))
+        return True
+
     def _apply_write(self, write: ViewWrite) -> None:
         """Apply one named view write to its view's in-memory table, as its SQL does (by the
         apply the view declares for that query; an undeclared one raises)."""
@@ -296,6 +327,9 @@ class Replay:
         if name == "schedules":
             schedule = self._schedules.get(key[0])
             return None if schedule is None else schedule_row(schedule)
+        if name == "queue_states":
+            queue = self._queue_states.get(key[0])
+            return None if queue is None else queue_state_row(queue)
         return self._tables[name].rows.get(key)
 
     def keys(self, name: str) -> list[Key]:
@@ -314,6 +348,8 @@ class Replay:
             return [(key,) for key in self._tokens]
         if name == "schedules":
             return [(key,) for key in self._schedules]
+        if name == "queue_states":
+            return [(key,) for key in self._queue_states]
         return list(self._tables[name].rows)
 
     def rows(self, name: str) -> Iterator[Row]:
@@ -340,6 +376,9 @@ class Replay:
         elif name == "schedules":
             for schedule in self._schedules.values():
                 yield schedule_row(schedule)
+        elif name == "queue_states":
+            for queue in self._queue_states.values():
+                yield queue_state_row(queue)
         else:
             yield from self._tables[name].rows.values()
 
@@ -358,6 +397,7 @@ class Replay:
             "workflow_steps",
             "tokens",
             "schedules",
+            "queue_states",
             *self._tables,
             "audit",
         )
@@ -375,6 +415,8 @@ class Replay:
             return self._tokens
         if name == "schedules":
             return self._schedules
+        if name == "queue_states":
+            return self._queue_states
         return self._tables[name].rows
 
     def take_dirty(self, name: str) -> set[Key]:

@@ -115,6 +115,7 @@ def test_define_reports_defined_unchanged_and_updated(run: Run, db_url: str) -> 
         "default_priority": 100,
         "enabled": True,
         "backoff": {"base_s": 2.0, "max_s": 3600.0, "jitter": 0.25},
+        "rate": None,
     }
     before = event_count(db_url)
     assert run("define", "send_email").stdout.startswith("unchanged send_email:")
@@ -149,7 +150,7 @@ def test_definitions_lists_types_as_a_table_and_as_json(run: Run, db_url: str) -
     _define(db_url, "alpha", enabled=False)
     lines = run("definitions").stdout.splitlines()
     assert lines[0].split() == [
-        "TYPE", "VERSION", "ENABLED", "ATTEMPTS", "TIMEOUT", "PRIORITY", "BACKOFF",
+        "TYPE", "VERSION", "ENABLED", "ATTEMPTS", "TIMEOUT", "PRIORITY", "BACKOFF", "RATE",
     ]  # fmt: skip
     assert lines[1].split()[:4] == ["alpha", "1", "no", "8"]
     assert lines[2].split()[:4] == ["zeta", "1", "yes", "2"]

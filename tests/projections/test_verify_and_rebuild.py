@@ -60,8 +60,10 @@ def test_a_populated_ledger_verifies_clean(db_url: str) -> None:
         "workflow_steps": 0,
         "tokens": 0,
         "schedules": 0,
+        "queue_states": 0,
         "sync_state": 2,
         "dead_letters": 2,
+        "rate_buckets": 0,
         "audit": 0,  # tracked, not caught up: compared at its position (0)
     }
 
@@ -123,8 +125,10 @@ def test_rebuild_all_keeps_every_index_and_constraint(db_url: str) -> None:
             "workflow_steps": 0,
             "tokens": 0,
             "schedules": 0,
+            "queue_states": 0,
             "sync_state": 2,
             "dead_letters": 2,
+            "rate_buckets": 0,
             "audit": 35,
         }
         after = {p.table: _names(db_url, "index", p.table) for p in PROJECTIONS}
