@@ -526,17 +526,18 @@ NOTIFY jl_jobs_available
 
 -- name: rate_buckets_spend
 -- A rate-charged lease spends one token: tat = max(tat, at) + interval, or at + interval
--- when the policy changed (a changed rate starts afresh) (primary key).
+-- when the policy changed (a changed rate starts afresh) (primary key). bigint casts: psycopg
+-- sends a small int as int2/int4, and (limit - 1) * interval overflows those.
 INSERT INTO jl_rate_buckets AS b (job_type, scope, org, rate_limit, interval_us, tat,
                                   next_token_at)
-VALUES (%(job_type)s, %(scope)s, %(org)s, %(rate_limit)s, %(interval_us)s,
-        %(at)s + %(interval_us)s,
-        %(at)s + %(interval_us)s - (%(rate_limit)s - 1) * %(interval_us)s)
+VALUES (%(job_type)s, %(scope)s, %(org)s, %(rate_limit)s::bigint, %(interval_us)s::bigint,
+        %(at)s::bigint + %(interval_us)s::bigint,
+        %(at)s::bigint + %(interval_us)s::bigint - (%(rate_limit)s::bigint - 1) * %(interval_us)s::bigint)
 ON CONFLICT (job_type, scope, org) DO UPDATE SET
     tat = CASE WHEN b.rate_limit = EXCLUDED.rate_limit AND b.interval_us = EXCLUDED.interval_us
-              THEN greatest(b.tat, %(at)s) ELSE %(at)s END + EXCLUDED.interval_us,
+              THEN greatest(b.tat, %(at)s::bigint) ELSE %(at)s::bigint END + EXCLUDED.interval_us,
     next_token_at = CASE WHEN b.rate_limit = EXCLUDED.rate_limit AND b.interval_us = EXCLUDED.interval_us
-              THEN greatest(b.tat, %(at)s) ELSE %(at)s END + EXCLUDED.interval_us
+              THEN greatest(b.tat, %(at)s::bigint) ELSE %(at)s::bigint END + EXCLUDED.interval_us
         - (EXCLUDED.rate_limit - 1) * EXCLUDED.interval_us,
     rate_limit = EXCLUDED.rate_limit, interval_us = EXCLUDED.interval_us
 
