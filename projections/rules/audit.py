@@ -29,11 +29,14 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from ledger.core.events import Failure, JobEvent, JobReapDeferred
+from ledger.core.queues import QUEUE_EVENTS, QueuePaused, QueueResumed
 from ledger.core.times import to_us
 from ledger.core.workflows.events import WORKFLOW_EVENTS, WorkflowEvent, WorkflowStepCancelled
 from projections.rules.view import ALL_JOB_EVENTS, Projection
 
 ALL_WORKFLOW_EVENTS = tuple(cls.name for cls in WORKFLOW_EVENTS)
+ALL_QUEUE_EVENTS = tuple(cls.name for cls in QUEUE_EVENTS)
+AuditedEvent = JobEvent | WorkflowEvent | QueuePaused | QueueResumed
 
 COLUMNS = (
     "position",
@@ -68,15 +71,19 @@ PROJECTION = Projection(
     ("position",),
     COLUMNS,
     "schema_audit",
-    ALL_JOB_EVENTS + ALL_WORKFLOW_EVENTS,
+    ALL_JOB_EVENTS + ALL_WORKFLOW_EVENTS + ALL_QUEUE_EVENTS,
     mode="tracked",
-    description="one row per job or workflow event, indexed for audit queries (tracked)",
+    description="one row per job, workflow or queue event, indexed for audit queries (tracked)",
 )
 
 
-def audit_row(
-    position: int, job_id: UUID, event: JobEvent | WorkflowEvent, origin: Origin
-) -> dict[str, Any]:
+def queue_origin(event: QueuePaused | QueueResumed) -> Origin:
+    """A queue event's row's origin: ``job_type`` ``queue:<name>``, no org (a queue spans
+    orgs), so ``audit --event queue_paused`` and ``--type queue:<name>`` find them."""
+    return Origin(f"queue:{event.queue}", None)
+
+
+def audit_row(position: int, job_id: UUID, event: AuditedEvent, origin: Origin) -> dict[str, Any]:
     """The audit row of one job event, or of one workflow event (``job_id`` the run's id,
     ``origin`` its workflow type and org); ``None`` where the event has no worker/run/attempt,
     no code, or belongs to no workflow run. A workflow event's ``step_key`` is its own."""
@@ -99,7 +106,7 @@ def audit_row(
     }
 
 
-def _code(event: JobEvent | WorkflowEvent) -> str | None:
+def _code(event: AuditedEvent) -> str | None:
     """The code an audit query matches on: a failure's, a deferred reap's error's, or a step
     cancel's."""
     if isinstance(event, JobReapDeferred):

@@ -25,12 +25,16 @@ import msgspec
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JOB_EVENTS, JobStatus
 from ledger.core.limits import INT64_MAX
+from ledger.core.queues import QUEUE_EVENTS
 from ledger.core.workflows.events import WORKFLOW_EVENTS
 
 Order = Literal["newest", "oldest"]
 
-EVENT_NAMES: tuple[str, ...] = tuple(event.name for event in (*JOB_EVENTS, *WORKFLOW_EVENTS))
-"""The events an audit row can be (job and workflow events; job-type events have no row)."""
+EVENT_NAMES: tuple[str, ...] = tuple(
+    event.name for event in (*JOB_EVENTS, *WORKFLOW_EVENTS, *QUEUE_EVENTS)
+)
+"""The events an audit row can be (job, workflow and queue events; job-type events have no
+row)."""
 STATUSES: tuple[str, ...] = tuple(status.value for status in JobStatus)
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 10_000

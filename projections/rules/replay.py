@@ -41,7 +41,7 @@ from ledger.core.tokens import TokenCreated, TokenRevoked, TokenState, evolve_to
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
-from projections.rules.audit import Origin, audit_row
+from projections.rules.audit import AuditedEvent, Origin, audit_row, queue_origin
 from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
@@ -209,9 +209,7 @@ class Replay:
             self._audit_upto is None or TailPosition.of(item) <= self._audit_upto
         )
 
-    def _add_audit_row(
-        self, item: StreamEvent, event: JobEvent | WorkflowEvent, origin: Origin
-    ) -> None:
+    def _add_audit_row(self, item: StreamEvent, event: AuditedEvent, origin: Origin) -> None:
         self._audit[item.position] = audit_row(item.position, item.originator_id, event, origin)
         if self.track_dirty:
             self._dirty["audit"].add((item.position,))
@@ -287,6 +285,9 @@ class Replay:
         self._queue_states[name] = state
         if self.track_dirty:
             self._dirty["queue_states"].add((name,))
+        if self._audits(item):
+            queue_event = cast(QueuePaused | QueueResumed, event)
+            self._add_audit_row(item, queue_event, queue_origin(queue_event))
         return True
 
     def _apply_write(self, write: ViewWrite) -> None:

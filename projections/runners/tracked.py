@@ -26,10 +26,11 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.events import JobEnqueued, JobEvent
+from ledger.core.queues import QueuePaused, QueueResumed
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
-from projections.rules.audit import Origin, audit_row
+from projections.rules.audit import Origin, audit_row, queue_origin
 from projections.rules.catalog import AUDIT, Projection
 from projections.rules.replay import Row, StreamEvent, TailPosition
 from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
@@ -42,6 +43,10 @@ starts afresh)."""
 
 
 log = logging.getLogger("jobledger.projections")
+
+
+AUDITED = (JobEvent, WorkflowEvent, QueuePaused, QueueResumed)
+"""The events with an audit row."""
 
 
 class UnknownJobError(LookupError):
@@ -150,9 +155,11 @@ class TrackedRunner:
     def _rows(self, tables: ViewTables, events: list[StreamEvent]) -> list[Row]:
         if len(self._origins) > ORIGINS_CACHED:
             self._origins.clear()
-        kept = [item for item in events if isinstance(item.event, JobEvent | WorkflowEvent)]
+        kept = [item for item in events if isinstance(item.event, AUDITED)]
         for item in kept:
-            if isinstance(item.event, JobEnqueued):
+            if isinstance(item.event, QueuePaused | QueueResumed):
+                self._origins[item.originator_id] = queue_origin(item.event)
+            elif isinstance(item.event, JobEnqueued):
                 request, link = item.event.request, item.event.workflow
                 self._origins[item.originator_id] = Origin(
                     request.job_type,
@@ -177,6 +184,6 @@ class TrackedRunner:
             origin = self._origins.get(item.originator_id)
             if origin is None:
                 raise UnknownJobError(f"stream {item.originator_id} has no first event or row")
-            assert isinstance(item.event, JobEvent | WorkflowEvent)
+            assert isinstance(item.event, AUDITED)
             rows.append(audit_row(item.position, item.originator_id, item.event, origin))
         return rows

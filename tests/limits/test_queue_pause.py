@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ledger import EnqueueRequest, Ledger
 from ledger.core.queues import QueuePaused, QueueResumed, queue_stream_id
+from projections.rules.audit_query import AuditQuery
 
 
 def test_a_paused_queue_is_not_claimed_and_resume_claims_it(defined: Ledger) -> None:
@@ -34,6 +35,11 @@ def test_a_paused_queue_is_not_claimed_and_resume_claims_it(defined: Ledger) -> 
     assert [(e.actor, e.reason) for e in events] == [  # type: ignore[attr-defined]
         ("ops", "downstream maintenance"),
         ("ops", "done"),
+    ]
+    audit = defined.audit(AuditQuery(events=("queue_paused", "queue_resumed"), order="oldest"))
+    assert [(row.event, row.job_type) for row in audit.rows] == [
+        ("queue_paused", "queue:a"),
+        ("queue_resumed", "queue:a"),
     ]
     report = defined.projections().verify()
     assert report.clean, report
