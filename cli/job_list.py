@@ -120,11 +120,15 @@ def jobs(
                 cursor=cursor,
                 progress=FoldingProgress() if sys.stderr.isatty() else None,
             )
+        # The queues paused now (a listing "as at" a time shows them too: they are now's).
+        paused = [q.queue for q in reader.queues() if q.paused]
     if as_json:
-        echo_json(source.tagged(job_page_json(page, moment)))
+        echo_json(source.tagged({**job_page_json(page, moment), "paused_queues": paused}))
         return
     if moment is not None:
         click.echo(f"as at {when(moment)}", err=True)
     click.echo(table(HEADERS, [_row(job.state) for job in page.jobs]))
     if page.next_cursor is not None:
         click.echo(f"more: add --cursor {page.next_cursor}", err=True)
+    if paused:
+        click.echo(f"paused queues (not claimed): {', '.join(paused)}", err=True)

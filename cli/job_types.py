@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import click
+import msgspec
 
 from cli.database import Settings, open_ledger
 from cli.reading import open_reader
-from cli.render import echo_json, json_option, scalar, seconds, table
+from cli.render import MISSING, echo_json, json_option, scalar, seconds, table
 from ledger.api.shaping import plain
 from ledger.core.concurrency import limits_of
-from ledger.core.events import BackoffPolicy, JobDefinition
+from ledger.core.errors import InvalidRequestError
+from ledger.core.events import BackoffPolicy, JobDefinition, RateLimit
+from ledger.core.rates import parse_rate, rate_text
 
 _DEFAULTS = JobDefinition(job_type="-")
 
@@ -24,7 +27,29 @@ def _backoff_text(backoff: BackoffPolicy) -> str:
     return f"{seconds(backoff.base_s)}..{seconds(backoff.max_s)} ±{backoff.jitter:g}"
 
 
+class RateParam(click.ParamType[RateLimit]):
+    """``N/PERIOD`` (``10/1m``, ``100/1h``): a rate limit; a bad one is a usage error."""
+
+    name = "N/PERIOD"
+
+    def convert(
+        self, value: object, param: click.Parameter | None, ctx: click.Context | None
+    ) -> RateLimit:
+        if isinstance(value, RateLimit):
+            return value
+        try:
+            return parse_rate(str(value))
+        except InvalidRequestError as error:
+            self.fail(error.message, param, ctx)
+
+
+def _rate(rate: RateLimit | msgspec.UnsetType) -> str:
+    """A rate as ``define --rate`` takes it (``-``: none)."""
+    return rate_text(rate) if isinstance(rate, RateLimit) else MISSING
+
+
 def _summary(definition: JobDefinition) -> str:
+    rate = definition.rate
     return (
         f"version {definition.version}, "
         f"{'enabled' if definition.enabled else 'disabled'}, "
@@ -33,6 +58,7 @@ def _summary(definition: JobDefinition) -> str:
         f"priority {definition.default_priority}, "
         f"backoff {_backoff_text(definition.backoff)}"
         f"{_limits_text(definition)}"
+        + (f", rate {_rate(rate)}" if isinstance(rate, RateLimit) else "")
     )
 
 
@@ -130,6 +156,17 @@ def _limits_text(definition: JobDefinition) -> str:
     metavar="K",
     help="The limit of --resource (types naming one resource are held to the smallest)",
 )
+@click.option(
+    "--rate",
+    type=RateParam(),
+    help="At most N job starts per PERIOD across all workers (10/1m, 100/1h, 5/30s, 1000/d); "
+    "jobs over it stay pending.  [default: none]",
+)
+@click.option(
+    "--rate-per-org",
+    is_flag=True,
+    help="Apply --rate to each org separately instead of to the whole type.",
+)
 @json_option
 @click.pass_obj
 def define(
@@ -148,6 +185,8 @@ def define(
     per_org: int | None,
     resource: str | None,
     resource_limit: int | None,
+    rate: RateLimit | None,
+    rate_per_org: bool,
     as_json: bool,
 ) -> None:
     """Define job type JOB_TYPE, or replace its definition.
@@ -158,6 +197,10 @@ def define(
     """
     if (resource is None) != (resource_limit is None):
         raise click.UsageError("--resource and --resource-limit go together")
+    if rate_per_org and rate is None:
+        raise click.UsageError("--rate-per-org needs --rate")
+    if rate is not None and rate_per_org:
+        rate = msgspec.structs.replace(rate, per_org=True)
     with open_ledger(settings.url) as ledger:
         # Read first only to say what happened; define() itself does not report it.
         before = ledger.definition(job_type)
@@ -173,6 +216,7 @@ def define(
             per_org_concurrency=per_org,
             resource=resource,
             resource_limit=resource_limit,
+            rate=rate,
         )
     change = "defined" if before is None else "unchanged" if before == after else "updated"
     if as_json:
@@ -216,6 +260,7 @@ def _row(definition: JobDefinition) -> list[str]:
         str(definition.default_priority),
         _backoff_text(definition.backoff),
         _limits_text(definition).removeprefix(", limits ") or "-",
+        _rate(definition.rate),
     ]
 
 
@@ -240,5 +285,6 @@ def definitions(settings: Settings, *, as_json: bool) -> None:
             "PRIORITY",
             "BACKOFF",
             "LIMITS",
+            "RATE",
         ]
         click.echo(table(headers, [_row(definition) for definition in found]))

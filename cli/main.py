@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "pools": "cli.pools:pools",
     "retention": "cli.retention:retention",
     "schedule": "cli.schedule:schedule",
+    "queue": "cli.queues:queue",
 }
 """Each command's ``module:attribute``, imported only when that command runs (or ``--help``
 lists them all): importing every command module took ~0.4 s of a ~0.6 s ``jobledger audit``,

@@ -7,6 +7,7 @@ import click
 from cli.database import Settings
 from cli.reading import open_reader
 from cli.render import MISSING, echo_json, json_option, printable, table, when
+from ledger.api.blocking import HeldBack
 from ledger.api.shaping import plain
 from ledger.core.concurrency import LimitUse
 from projections.runners.stats import Stats
@@ -65,13 +66,21 @@ def _text(stats: Stats, limits: list[LimitUse]) -> str:
     return "\n".join(lines)
 
 
+def _held_text(held: list[HeldBack]) -> str:
+    """Why pending jobs are held back: paused queues, rate limits, breakers, disabled types."""
+    if not held:
+        return "\nheld back: nothing (no paused queue, rate limit, open breaker or disabled type)"
+    return "\nheld back\n" + "\n".join(f"  {h.reason}: {h.message}" for h in held)
+
+
 @click.command()
 @json_option
 @click.pass_obj
 def stats(settings: Settings, as_json: bool) -> None:
     """Jobs by status and type, throughput (5 min, 1 h), oldest due job, p50/p95 run time,
     and each concurrency limit with the leases it counts (for a per-org limit, its busiest
-    org's).
+    org's), and what holds pending jobs back (paused queues, rate limits, open breakers,
+    disabled types).
 
     The audit view is caught up to the head first (not on a --read-db replica: it is read as
     the primary's catch-up left it, as its audit lag says).
@@ -79,8 +88,18 @@ def stats(settings: Settings, as_json: bool) -> None:
     with open_reader(settings) as source:
         figures = source.reader.stats()
         limits = source.reader.concurrency_limits()
+        held = source.reader.held_back()
     if as_json:
         found = plain(figures)
-        echo_json(source.tagged({**found, "concurrency_limits": [plain(u) for u in limits]}))
+        echo_json(
+            source.tagged(
+                {
+                    **found,
+                    "concurrency_limits": [plain(u) for u in limits],
+                    "held_back": [plain(h) for h in held],
+                }
+            )
+        )
     else:
         click.echo(_text(figures, limits))
+        click.echo(_held_text(held))

@@ -23,7 +23,15 @@ from uuid import UUID, uuid4
 
 import msgspec
 
-from ledger.api import definitions, operator_writes, schedules, source_polls, tokens, workflows
+from ledger.api import (
+    definitions,
+    operator_writes,
+    queues,
+    schedules,
+    source_polls,
+    tokens,
+    workflows,
+)
 from ledger.api.enqueueing import enqueue_batch, sync_listing
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
@@ -38,7 +46,15 @@ from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.enqueue_plan import EnqueuePlan
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON, BackoffPolicy, EnqueueRequest, JobDefinition, Subject
+from ledger.core.events import (
+    JSON,
+    BackoffPolicy,
+    EnqueueRequest,
+    JobDefinition,
+    RateLimit,
+    Subject,
+)
+from ledger.core.queues import QueueState
 from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
 from ledger.core.schedules.catch_up import PassBounds
@@ -142,13 +158,17 @@ class Ledger(WorkerCommands):
         per_org_concurrency: int | None = None,
         resource: str | None = None,
         resource_limit: int | None = None,
+        rate: RateLimit | None = None,
     ) -> JobDefinition:
         """Define a job type, or update it. Re-defining it identically appends nothing.
 
         ``concurrency``: at most this many of its jobs leased at once, across every process;
         ``per_org_concurrency``: the same per org; ``resource`` with ``resource_limit``: at
         most that many leased at once of all the types naming the resource (``None``: no
-        such limit; docs/operations.md, "Concurrency limits")."""
+        such limit; docs/operations.md, "Concurrency limits"). ``rate`` limits how many of
+        its jobs may start per period across every process
+        (:func:`ledger.core.rates.parse_rate` reads ``"10/1m"``); jobs over it stay pending.
+        The definition is replaced whole: leaving a limit out removes one it had."""
         definition = JobDefinition(
             job_type=job_type,
             version=version,
@@ -161,9 +181,24 @@ class Ledger(WorkerCommands):
             per_org_concurrency=_unset_if_none(per_org_concurrency),
             resource=_unset_if_none(resource),
             resource_limit=_unset_if_none(resource_limit),
+            rate=msgspec.UNSET if rate is None else rate,
         )
         validated = validate_definition(definition)
         return definitions.put_definition(self.store, self.clock, validated)
+
+    def pause_queue(
+        self, queue: str, *, reason: str = "paused", actor: str | None = None
+    ) -> QueueState | None:
+        """Stop claiming ``queue``'s jobs (they stay pending; leased ones finish). A
+        ``queue_paused`` event names ``actor`` and ``reason``; pausing a paused queue appends
+        nothing."""
+        return queues.set_paused(self.store, self.clock, queue, True, reason=reason, actor=actor)
+
+    def resume_queue(
+        self, queue: str, *, reason: str = "resumed", actor: str | None = None
+    ) -> QueueState | None:
+        """Claim ``queue``'s jobs again (a ``queue_resumed``; nothing if it is not paused)."""
+        return queues.set_paused(self.store, self.clock, queue, False, reason=reason, actor=actor)
 
     def set_enabled(
         self, job_type: str, enabled: bool, *, actor: str | None = None

@@ -21,8 +21,9 @@ from types import TracebackType
 from typing import Any, Self
 from uuid import UUID
 
-from ledger.api import limit_reads, tokens
+from ledger.api import blocking, limit_reads, tokens
 from ledger.api.pools import LedgerHealth, PoolReport, assess_pools, read_pools
+from ledger.api.queues import QueueSummary, queue_summaries
 from ledger.api.source_views import source_views
 from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
@@ -52,6 +53,7 @@ from projections.rules.audit_query import AuditPage, AuditQuery
 from projections.rules.catalog import AUDIT, TRACKED, tracked
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage, job_query
+from projections.rules.rate_buckets import RateBucket
 from projections.rules.sync_state import Source, SyncState
 from projections.runners.rebuilder import Progress, Rebuilder, resolve
 from projections.runners.stats import Stats, collect
@@ -320,11 +322,6 @@ class Reader:
 
     # --- concurrency limits (ledger/api/limit_reads.py) -----------------------------------
 
-    def blockers(self, state: JobState) -> list[Blocker]:
-        """Why a pending job is held back now (its limits reached); empty if nothing is, or
-        if it is not pending."""
-        return limit_reads.blockers(self.store, state)
-
     def concurrency_limits(self) -> list[LimitUse]:
         """Every concurrency limit and the live leases it counts now (``jobledger stats``)."""
         return limit_reads.concurrency_limits(self.store)
@@ -443,6 +440,33 @@ class Reader:
         self.store.remove_listener(listener)
 
     # --- worker pools' reports (operational state: ledger/api/pools.py) ---------------------
+
+    def blockers(self, job: UUID | JobState, now: datetime | None = None) -> list[Blocker]:
+        """Why the job (its id, or its state as read) is not running at ``now`` (the
+        clock's by default): its ``run_at`` still to come, its queue paused, its rate key out
+        of tokens, its type's circuit breaker open in a live pool, its type disabled, its
+        concurrency limits reached (:mod:`ledger.core.blockers`). Empty for a job that is
+        not pending, or pending with nothing holding it back."""
+        state = job if isinstance(job, JobState) else self.get(job)
+        if state is None or state.status is not JobStatus.PENDING:
+            return []
+        at = now or self.clock.now()
+        found = blocking.blockers_of(state, blocking.read_facts(self.store, at), at)
+        return found + limit_reads.blockers(self.store, state)
+
+    def held_back(self, now: datetime | None = None) -> list[blocking.HeldBack]:
+        """What holds back pending jobs at ``now`` (the clock's by default): paused queues,
+        rate keys without a token, circuit breakers open in live pools, disabled types."""
+        return blocking.held_back(self.store, now or self.clock.now())
+
+    def queues(self) -> list[QueueSummary]:
+        """Every queue with live jobs or a pause history, by name: pending and leased counts
+        and whether (by whom, why) it is paused."""
+        return queue_summaries(self.store)
+
+    def rate_buckets(self) -> list[RateBucket]:
+        """Every rate-limit key's token bucket (the rate-bucket view)."""
+        return self.store.rate_buckets()
 
     def pools(self) -> list[PoolReport]:
         """Every worker pool's latest report of itself, by id (stale ones included)."""

@@ -60,6 +60,8 @@ def plain(value: Any) -> Any:
         return {str(key): plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [plain(item) for item in value]
+    if value is msgspec.UNSET:  # a field never stored (a definition's rate): null to a reader
+        return None
     return msgspec.to_builtins(value)
 
 
@@ -101,14 +103,14 @@ def job_details_json(
     blockers: Sequence[Blocker] = (),
 ) -> dict[str, JSON]:
     """The state plus what only the history tells (``show --json``): the current attempt's
-    lease renewals, the next retry, the diagnostics; and why a pending job is held back
-    (``blockers``, :meth:`Reader.blockers`)."""
+    lease renewals, the next retry, the diagnostics, and why a pending job is not running
+    (``blocked_by``, :mod:`ledger.core.blockers`)."""
     return {
         **state_json(state),
         "lease_renewals": facts.lease_renewals(state, records),
         "next_retry_at": plain(facts.next_retry_at(state, records)),
         "diagnostics": [plain(finding) for finding in findings],
-        "blockers": [plain(blocker) for blocker in blockers],
+        "blocked_by": [plain(blocker) for blocker in blockers],
     }
 
 

@@ -17,10 +17,10 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.api.claim_limits import claim_within_limits
 from ledger.api.leases import LeaseLength
 from ledger.api.outcomes import BatchResult
-from ledger.api.worker_writes import Decision, checked_claim, decide_each, lease_changes
+from ledger.api.rate_room import RatedClaim
+from ledger.api.worker_writes import Decision, checked_claim, claim_due, decide_each, lease_changes
 from ledger.clock import Clock
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JobEvent, JobStatus
@@ -57,20 +57,18 @@ def finish_and_claim(
     claiming = limit > 0 and (types is None or bool(types)) and (queues is None or bool(queues))
     with store.unit_of_work() as uow:
         changes, rejected = decide_each(uow, clock, outcomes)
-        due = (
-            claim_within_limits(
-                uow, clock.now(), types, limit, queues, freed=_ended_leases(uow, changes)
-            )
+        claimed = (
+            claim_due(uow, clock, types, limit, queues, freed=_ended_leases(uow, changes))
             if claiming
-            else []
+            else RatedClaim([], {})
         )
         # Outcomes first: in commit order an attempt ends before the next lease begins.
-        new_states = uow.append([*changes, *lease_changes(clock, due, worker_id, lease_s)])
+        new_states = uow.append([*changes, *lease_changes(clock, claimed, worker_id, lease_s)])
     finished = BatchResult(
         accepted=[new_states[job_id] for job_id in dict.fromkeys(job_id for job_id, _ in changes)],
         rejected=rejected,
     )
-    return TurnResult(finished, [new_states[state.job_id] for state in due])
+    return TurnResult(finished, [new_states[state.job_id] for state in claimed.due])
 
 
 def _ended_leases(

@@ -19,6 +19,7 @@ from uuid import UUID
 from ledger.api.claim_limits import claim_within_limits
 from ledger.api.leases import LeaseLength, all_positive, lease_for
 from ledger.api.outcomes import BatchResult, Completion, Outcome
+from ledger.api.rate_room import RatedClaim, within_rate
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.errors import InvalidRequestError, JobNotFoundError, LedgerError
@@ -54,11 +55,31 @@ def claim(
     if (types is not None and not types) or (queues is not None and not queues):
         return []
     with store.unit_of_work() as uow:
-        due = claim_within_limits(uow, clock.now(), types, limit, queues)
-        if not due:
+        claimed = claim_due(uow, clock, types, limit, queues)
+        if not claimed.due:
             return []
-        leased = uow.append(lease_changes(clock, due, worker_id, lease_s))
-    return [leased[state.job_id] for state in due]
+        leased = uow.append(lease_changes(clock, claimed, worker_id, lease_s))
+    return [leased[state.job_id] for state in claimed.due]
+
+
+def claim_due(
+    uow: UnitOfWork,
+    clock: Clock,
+    types: Sequence[str] | None,
+    limit: int,
+    queues: Sequence[str] | None,
+    *,
+    freed: Sequence[JobState] = (),
+) -> RatedClaim:
+    """The due jobs a claim leases, locked, in claim order: the claim query's (which skips
+    paused queues and rate keys without a token), within the concurrency limits
+    (:func:`ledger.api.claim_limits.claim_within_limits`; ``freed``: leases this transaction
+    ends, their slots free), then the rate step's (:func:`ledger.api.rate_room.within_rate`:
+    no more of a key than it has tokens). Limits first: a job the rate step then drops only
+    leaves a slot unused, never one too many."""
+    now = clock.now()
+    due = claim_within_limits(uow, now, types, limit, queues, freed=freed)
+    return within_rate(uow, due, now)
 
 
 def checked_claim(
@@ -76,15 +97,24 @@ def checked_claim(
 
 
 def lease_changes(
-    clock: Clock, due: Sequence[JobState], worker_id: str, lease_s: LeaseLength
+    clock: Clock, claimed: RatedClaim, worker_id: str, lease_s: LeaseLength
 ) -> list[tuple[UUID, Sequence[JobEvent]]]:
-    """The lease events of the claimed jobs ``due``."""
+    """The lease events of the claimed jobs, each limited one spending its rate's token."""
     # Stamp the events with a reading taken once the rows are ours: an event another
-    # writer committed before we saw the row was stamped earlier than this.
+    # writer committed before we saw the row was stamped earlier than this (and the tokens,
+    # counted at an earlier reading, can only have grown since).
     now = clock.now()
+    rates = claimed.rates
     return [
-        (s.job_id, [decide.decide_lease(s, worker_id, lease_for(lease_s, s.job_type), now)])
-        for s in due
+        (
+            s.job_id,
+            [
+                decide.decide_lease(
+                    s, worker_id, lease_for(lease_s, s.job_type), now, rate=rates.get(s.job_id)
+                )
+            ],
+        )
+        for s in claimed.due
     ]
 
 

@@ -19,6 +19,7 @@ import msgspec
 
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import ALL_EVENTS, Event
+from ledger.core.queues import QUEUE_EVENTS
 from ledger.core.retention import RETENTION_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS
@@ -33,6 +34,7 @@ REGISTERED_EVENTS: tuple[type[Event], ...] = (
     + SCHEDULE_EVENTS
     + SOURCE_POLL_EVENTS
     + RETENTION_EVENTS
+    + QUEUE_EVENTS
 )
 """Every event the default codec reads and writes: job types', jobs', workflow runs', API
 tokens', schedules', source polls' and retention's."""

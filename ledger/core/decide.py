@@ -38,6 +38,7 @@ from ledger.core.events import (
     JobStageChanged,
     JobStatus,
     JobSucceeded,
+    RateLimit,
 )
 from ledger.core.limits import (
     MAX_LEASE_S,
@@ -92,9 +93,17 @@ def decide_enqueue(
 # --- worker writes (fenced) -----------------------------------------------------------------
 
 
-def decide_lease(state: JobState, worker_id: str, lease_s: float, now: datetime) -> JobLeased:
+def decide_lease(
+    state: JobState,
+    worker_id: str,
+    lease_s: float,
+    now: datetime,
+    *,
+    rate: RateLimit | None = None,
+) -> JobLeased:
     """Claim a pending, due job for ``worker_id`` until ``now + lease_s``
-    (``0 < lease_s <= MAX_LEASE_S``)."""
+    (``0 < lease_s <= MAX_LEASE_S``), spending a token of ``rate`` (its type's rate limit,
+    where it has one and the claim found it a token)."""
     check_name(worker_id, "worker_id")
     lease_s = check_seconds(lease_s, "lease_s", most=MAX_LEASE_S)
     if state.status is not JobStatus.PENDING or state.run_at > now:
@@ -105,6 +114,7 @@ def decide_lease(state: JobState, worker_id: str, lease_s: float, now: datetime)
         attempt=state.attempt + 1,
         worker_id=worker_id,
         lease_expires_at=now + timedelta(seconds=lease_s),
+        rate=rate,
     )
 
 

@@ -110,8 +110,22 @@ class BackoffPolicy(_Value, frozen=True):
     jitter: float = 0.25
 
 
+class RateLimit(_Value, frozen=True):
+    """At most ``limit`` leases per ``period_s`` for one job type, or (``per_org``) for each
+    (job type, org): a token bucket of ``limit`` tokens refilled at ``limit / period_s``
+    (:mod:`ledger.core.rates`). In a definition it is the policy; in a ``job_leased`` it is
+    the policy that lease was charged under, so the buckets are a fold of the leases."""
+
+    limit: int
+    period_s: float
+    per_org: bool = False
+
+
 class JobDefinition(_Value, frozen=True):
-    """How jobs of one type are run, unless an enqueue request says otherwise."""
+    """How jobs of one type are run, unless an enqueue request says otherwise.
+
+    ``rate`` is ``UNSET`` (never stored, so a definition without a rate keeps the bytes it
+    had before the field existed) unless the type is rate limited."""
 
     job_type: str
     version: int = 1
@@ -132,6 +146,7 @@ class JobDefinition(_Value, frozen=True):
     resource_limit: int | msgspec.UnsetType = msgspec.UNSET
     """At most this many leases alive at once of all the types naming ``resource``; types
     naming one resource with different limits are held to the smallest."""
+    rate: RateLimit | msgspec.UnsetType = msgspec.UNSET
 
 
 DEFAULT_QUEUE = "default"
@@ -241,14 +256,20 @@ class JobEnqueued(JobEvent, frozen=True, omit_defaults=True):
     actor: str | None = None
 
 
-class JobLeased(JobEvent, frozen=True):
-    """A worker claims the job: pending -> leased. Counts as the attempt's first heartbeat."""
+class JobLeased(JobEvent, frozen=True, omit_defaults=True):
+    """A worker claims the job: pending -> leased. Counts as the attempt's first heartbeat.
+
+    ``rate`` is the rate limit the lease spent a token of (its type's, read in the claim's
+    transaction), the one field ``omit_defaults`` leaves out when unset: a lease of an
+    unlimited type is stored byte for byte as before the field existed. Its default,
+    ``None``, must never change."""
 
     name = "job_leased"
     run_number: int
     attempt: int
     worker_id: str
     lease_expires_at: datetime
+    rate: RateLimit | None = None
 
 
 class JobHeartbeated(JobEvent, frozen=True):

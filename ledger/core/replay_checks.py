@@ -357,7 +357,11 @@ def _check_single(state: JobState, event: JobEvent) -> None:
     at = event.at
     decision: Callable[[], Sequence[JobEvent] | JobEvent]
     if isinstance(event, JobLeased):
-        decision = lambda: decide.decide_lease(state, event.worker_id, _lease_s(event), at)  # noqa: E731
+        # The rate is the claim's input (its type's policy then), like the worker id: the
+        # buckets' own check is projections verify.
+        decision = lambda: decide.decide_lease(  # noqa: E731
+            state, event.worker_id, _lease_s(event), at, rate=event.rate
+        )
     elif isinstance(event, JobHeartbeated):
         lease = Lease(state.job_id, event.run_number, event.attempt, event.worker_id)
         decision = lambda: decide.decide_heartbeat(state, lease, _lease_s(event), at)  # noqa: E731

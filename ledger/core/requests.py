@@ -15,7 +15,15 @@ from typing import TypeVar
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON, EnqueueRequest, Failure, JobDefinition, Subject, SubjectOp
+from ledger.core.events import (
+    JSON,
+    EnqueueRequest,
+    Failure,
+    JobDefinition,
+    RateLimit,
+    Subject,
+    SubjectOp,
+)
 from ledger.core.limits import (
     MAX_JSON_BYTES,
     MAX_NAME_LENGTH,
@@ -29,6 +37,7 @@ from ledger.core.limits import (
     encode_json,
     flat_plain,
 )
+from ledger.core.rates import check_rate
 
 MAX_PAYLOAD_BYTES = MAX_JSON_BYTES
 """The largest payload (as JSON) an enqueue accepts; larger data belongs in a blob store."""
@@ -97,6 +106,8 @@ def validate_definition(definition: JobDefinition) -> JobDefinition:
     if backoff.max_s < backoff.base_s or not 0 <= backoff.jitter < 1:
         raise InvalidRequestError("backoff needs 0 <= base_s <= max_s and 0 <= jitter < 1")
     _check_limits(definition)
+    if isinstance(definition.rate, RateLimit):
+        check_rate(definition.rate)
     return definition
 
 

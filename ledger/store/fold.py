@@ -22,6 +22,7 @@ from ledger.core.events import (
     JobRetryScheduled,
 )
 from ledger.core.policy import Change, RunEvents, Trigger
+from ledger.core.queues import QueueState, evolve_queue, queue_stream_id
 from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
 from ledger.core.source_polls.state import (
     SourcePollState,
@@ -151,6 +152,23 @@ class AppendFold:
             assert state is not None
             new_sources[source] = state
         return new_sources
+
+    def fold_queue_states(
+        self,
+        queue_changes: Sequence[tuple[str, Sequence[Event]]],
+        known: Callable[[str], QueueState | None],
+    ) -> dict[str, QueueState]:
+        """Fold queue events onto the queue states ``known`` (read in this unit of work); the
+        changed ones, by name. A queue's stream id derives from its name."""
+        new_queues: dict[str, QueueState] = {}
+        for name, events in queue_changes:
+            queue = new_queues.get(name) or known(name)
+            for event in events:
+                queue = evolve_queue(queue, event)
+                self.records.append((queue_stream_id(name), queue.version, event))
+            assert queue is not None
+            new_queues[name] = queue
+        return new_queues
 
     def fold_definitions(
         self,

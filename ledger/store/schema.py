@@ -34,6 +34,8 @@ EXPECTED_TABLES = frozenset(
         "jl_tokens",
         "jl_schedules",
         "jl_source_polls",
+        "jl_queue_states",
+        "jl_rate_buckets",
         "jl_pools",
     }
 )

@@ -28,6 +28,7 @@ from uuid import UUID
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.core.events import Event, JobEvent
 from ledger.core.policy import Policy
+from ledger.core.queues import QueueState
 from ledger.core.schedules.state import ScheduleState
 from ledger.core.source_polls.state import SourcePollState
 from ledger.core.state import DefinitionState, JobState
@@ -47,6 +48,8 @@ from ledger.store.unit_of_work import UnitOfWork
 from ledger.store.views import ViewTables
 from projections.rules.dead_letters import DeadLetter
 from projections.rules.queue import decode_state
+from projections.rules.queue_states import queue_state_of_row
+from projections.rules.rate_buckets import RateBucket, bucket_of_row
 from projections.rules.schedules import schedule_of_row
 from projections.rules.source_polls import source_poll_of_row
 from projections.rules.sync_state import Source, SyncState
@@ -299,6 +302,14 @@ class Store(ABC):
         """One source's poll state (``None``: never polled)."""
         rows = self.read("source_polls_get", {"source": source})
         return source_poll_of_row(rows[0]) if rows else None
+
+    def queue_states(self) -> list[QueueState]:
+        """Every queue ever paused or resumed, by name, from the queue-state view."""
+        return [queue_state_of_row(row) for row in self.read("queue_states_all")]
+
+    def rate_buckets(self) -> list[RateBucket]:
+        """Every rate-limit key's bucket, from the rate-bucket view."""
+        return [bucket_of_row(row) for row in self.read("rate_buckets_all")]
 
     def count_by_status(self) -> dict[str, int]:
         """How many jobs the queue view holds in each status."""

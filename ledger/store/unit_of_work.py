@@ -27,6 +27,7 @@ from ledger.core.events import (
     JobEvent,
 )
 from ledger.core.policy import Policy, RunEvents, trigger_types
+from ledger.core.queues import QueueState
 from ledger.core.schedules.state import ScheduleState
 from ledger.core.source_polls.state import SourcePollState
 from ledger.core.state import DefinitionState, JobState
@@ -40,6 +41,8 @@ from ledger.store.run_reads import LoadedRun, RunReads
 from ledger.store.streams import decode_definition_row
 from projections.rules.definitions import definition_row
 from projections.rules.queue import decode_state, queue_update_row, queue_values
+from projections.rules.queue_states import queue_state_of_row, queue_state_row
+from projections.rules.rate_buckets import RateBucket, bucket_of_row
 from projections.rules.schedules import schedule_of_row, schedule_row
 from projections.rules.source_polls import source_poll_of_row, source_poll_row
 from projections.rules.tokens import token_of_row, token_row
@@ -79,6 +82,8 @@ class UnitOfWork(RunReads, ABC):
         self._runs: dict[UUID, LoadedRun] = {}
         self._run_locks: set[UUID] = set()
         self.jobs_became_available = False
+        self.rate_limited: set[UUID] = set()
+        """The jobs the last :meth:`claimable` found whose type is rate limited."""
 
     # --- backend hooks ---------------------------------------------------------------------
 
@@ -189,6 +194,11 @@ class UnitOfWork(RunReads, ABC):
         for row in self._rows(query, params):
             state = decode_state(row["state"])
             loaded.append(LoadedJob(state, row["enqueue_seq"]))
+            # The queries skip paused queues and rate keys without a token; a limited type's
+            # jobs still need counting against their bucket (ledger.api.rate_room). Kept
+            # across the claim's asks (the concurrency step may ask again).
+            if row["rate_limited"]:
+                self.rate_limited.add(state.job_id)
             blob = row["definition"]
             if blob is not None and state.job_type not in self._definitions:
                 self._definitions[state.job_type] = decode_definition_row(
@@ -306,6 +316,20 @@ class UnitOfWork(RunReads, ABC):
         rows = self._rows("tokens_get", {"token_id": str(token_id)})
         return token_of_row(rows[0]) if rows else None
 
+    def lock_rate_types(self, job_types: Sequence[str]) -> None:
+        """Hold off other claims of ``job_types`` until commit, before reading their buckets
+        (SQLite: nothing to do, ``BEGIN IMMEDIATE`` already serialises writers)."""
+
+    def rate_buckets(self, job_types: Sequence[str]) -> list[RateBucket]:
+        """The rate buckets of ``job_types`` (every key of each)."""
+        params = {"job_types": self._ids.values(job_types)}
+        return [bucket_of_row(row) for row in self._rows("rate_buckets_of_types", params)]
+
+    def queue_state(self, name: str) -> QueueState | None:
+        """A queue's pause state (``None``: never paused)."""
+        rows = self._rows("queue_states_get", {"queue": name})
+        return queue_state_of_row(rows[0]) if rows else None
+
     def schedule(self, name: str) -> ScheduleState | None:
         """A schedule's state from the schedules view (``None``: no such schedule)."""
         rows = self._rows("schedules_get", {"name": name})
@@ -339,6 +363,7 @@ class UnitOfWork(RunReads, ABC):
         *,
         source_changes: Sequence[tuple[str, Sequence[Event]]] = (),
         stream_changes: Sequence[tuple[UUID, int, Sequence[Event]]] = (),
+        queue_changes: Sequence[tuple[str, Sequence[Event]]] = (),
     ) -> dict[UUID, JobState]:
         """Fold, append and project ``job_changes`` (and job-type and run changes) in this
         transaction.
@@ -359,6 +384,7 @@ class UnitOfWork(RunReads, ABC):
         new_tokens = fold.fold_tokens(token_changes, self.token)
         new_schedules = fold.fold_schedules(schedule_changes, self.schedule)
         new_source_polls = fold.fold_source_polls(source_changes, self.source_poll)
+        new_queues = fold.fold_queue_states(queue_changes, self.queue_state)
         fold.fold_runs(run_changes)
         fold.fold_jobs(job_changes)
         for stream_id, version, events in stream_changes:
@@ -409,6 +435,13 @@ class UnitOfWork(RunReads, ABC):
             if new_source_polls:
                 rows = [source_poll_row(state) for state in new_source_polls.values()]
                 self._execute_writes([ViewWrite("source_polls_upsert", row) for row in rows])
+            if new_queues:
+                rows = [queue_state_row(state) for state in new_queues.values()]
+                self._execute_writes([ViewWrite("queue_states_upsert", row) for row in rows])
+                resumed = any(not state.paused for state in new_queues.values())
+                if resumed and not self.jobs_became_available:
+                    self._notify_jobs_available()  # a resumed queue's jobs are claimable
+                    self.jobs_became_available = True
         return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
 
     def _loaded_state(self, job_id: UUID) -> JobState | None:

@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 from uuid import UUID
 
 from ledger.core.events import Event, Failure, JobEvent, JobReapDeferred
+from ledger.core.queues import QUEUE_EVENTS, QueuePaused, QueueResumed
 from ledger.core.retention import RETENTION_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent, ScheduleMissed
 from ledger.core.source_polls.events import (
@@ -59,9 +60,10 @@ ALL_SCHEDULE_EVENTS = tuple(cls.name for cls in SCHEDULE_EVENTS)
 ENQUEUE_REFUSED = "schedule.enqueue_refused"
 """The code of a ``schedule_missed`` row whose slots' jobs enqueue refused."""
 
-AuditedEvent = JobEvent | WorkflowEvent | ScheduleEvent
-"""The events whose rows need their stream's origin (a job's, a run's, a schedule's); source
-polls' and retention's rows have a fixed one."""
+ALL_QUEUE_EVENTS = tuple(cls.name for cls in QUEUE_EVENTS)
+AuditedEvent = JobEvent | WorkflowEvent | ScheduleEvent | QueuePaused | QueueResumed
+"""The events whose rows need their stream's origin (a job's, a run's, a schedule's, a
+queue's); source polls' and retention's rows have a fixed one."""
 
 COLUMNS = (
     "position",
@@ -100,10 +102,11 @@ PROJECTION = Projection(
     + ALL_WORKFLOW_EVENTS
     + ALL_SCHEDULE_EVENTS
     + ALL_SOURCE_POLL_EVENTS
-    + ALL_RETENTION_EVENTS,
+    + ALL_RETENTION_EVENTS
+    + ALL_QUEUE_EVENTS,
     mode="tracked",
-    description="one row per job, workflow, schedule, source-poll or retention event, indexed "
-    "for audit queries (tracked)",
+    description="one row per job, workflow, schedule, source-poll, retention or queue event, "
+    "indexed for audit queries (tracked)",
 )
 
 SOURCE_POLL_ORIGIN = Origin(SOURCE_POLL_JOB_TYPE, None)
@@ -116,6 +119,12 @@ RETENTION_ORIGIN = Origin("retention", None)
 and ``job_type`` ``retention``, so ``audit --type retention`` lists them. Retention's events
 are newer than any database holding this view's version 3, so they add rows without a
 version bump (no existing view lacks one)."""
+
+
+def queue_origin(event: QueuePaused | QueueResumed) -> Origin:
+    """A queue event's row's origin: ``job_type`` ``queue:<name>``, no org (a queue spans
+    orgs), so ``audit --event queue_paused`` and ``--type queue:<name>`` find them."""
+    return Origin(f"queue:{event.queue}", None)
 
 
 def audit_row(

@@ -25,16 +25,17 @@ import msgspec
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JOB_EVENTS, JobStatus
 from ledger.core.limits import INT64_MAX
+from ledger.core.queues import QUEUE_EVENTS
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS
 from ledger.core.workflows.events import WORKFLOW_EVENTS
 
 Order = Literal["newest", "oldest"]
 
 EVENT_NAMES: tuple[str, ...] = tuple(
-    event.name for event in (*JOB_EVENTS, *WORKFLOW_EVENTS, *SOURCE_POLL_EVENTS)
+    event.name for event in (*JOB_EVENTS, *WORKFLOW_EVENTS, *SOURCE_POLL_EVENTS, *QUEUE_EVENTS)
 )
-"""The events an audit row can be (job, workflow and source-poll events; job-type events
-have no row)."""
+"""The events an audit row can be (job, workflow, source-poll and queue events; job-type
+events have no row)."""
 STATUSES: tuple[str, ...] = tuple(status.value for status in JobStatus)
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 10_000

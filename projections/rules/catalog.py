@@ -22,6 +22,8 @@ __all__ = [
     "DEFINITIONS",
     "PROJECTIONS",
     "QUEUE",
+    "QUEUE_STATES",
+    "RATE_BUCKETS",
     "SCHEDULES",
     "SHADOW_SUFFIX",
     "SOURCE_POLLS",
@@ -51,6 +53,8 @@ AUDIT = BY_NAME["audit"]
 TOKENS = BY_NAME["tokens"]
 SCHEDULES = BY_NAME["schedules"]
 SOURCE_POLLS = BY_NAME["source_polls"]
+QUEUE_STATES = BY_NAME["queue_states"]
+RATE_BUCKETS = BY_NAME["rate_buckets"]
 
 SHADOW_SUFFIX = "__rebuild"
 """A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap."""

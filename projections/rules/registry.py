@@ -4,9 +4,9 @@ rebuilds and verifies, and what the catalogue lists.
 There are two kinds:
 
 - **folded** views (:data:`FOLDED`): the queue, the job definitions, the workflow view
-  (its runs and steps), the API tokens, the schedules and the source polls, whose rows are
-  the fold of each stream (one row per job / job type / run / step / token / schedule /
-  polled source), written from the folded states;
+  (its runs and steps), the API tokens, the schedules, the source polls and the queue states,
+  whose rows are the fold of each stream (one row per job / job type / run / step / token /
+  schedule / polled source / queue), written from the folded states;
 - **written** views (:data:`WRITTEN`): each a rules module declaring a
   :class:`~projections.rules.view.WrittenView` — its catalogue entry, its pure
   ``writes(event, state)`` and, for every named SQL write it uses, the in-memory apply the
@@ -28,6 +28,8 @@ from projections.rules import (
     dead_letters,
     definitions,
     queue,
+    queue_states,
+    rate_buckets,
     schedules,
     source_polls,
     sync_state,
@@ -45,8 +47,9 @@ FOLDED: tuple[Projection, ...] = (
     tokens.PROJECTION,
     schedules.PROJECTION,
     source_polls.PROJECTION,
+    queue_states.PROJECTION,
 )
-WRITTEN: tuple[WrittenView[Any], ...] = (sync_state.VIEW, dead_letters.VIEW)
+WRITTEN: tuple[WrittenView[Any], ...] = (sync_state.VIEW, dead_letters.VIEW, rate_buckets.VIEW)
 
 INLINE: tuple[Projection, ...] = (*FOLDED, *(view.projection for view in WRITTEN))
 """Every inline view's catalogue entry, in catalogue order."""

@@ -20,6 +20,14 @@ from typing import Any, NamedTuple, cast
 from uuid import UUID
 
 from ledger.core.events import Event, JobEvent, JobTypeDefined, JobTypeUpdated
+from ledger.core.queues import (
+    QUEUE_EVENTS,
+    QueuePaused,
+    QueueResumed,
+    QueueState,
+    evolve_queue,
+    queue_stream_id,
+)
 from ledger.core.retention import RETENTION_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent
 from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
@@ -40,10 +48,17 @@ from ledger.core.tokens import TokenCreated, TokenRevoked, TokenState, evolve_to
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
-from projections.rules.audit import RETENTION_ORIGIN, SOURCE_POLL_ORIGIN, Origin, audit_row
+from projections.rules.audit import (
+    RETENTION_ORIGIN,
+    SOURCE_POLL_ORIGIN,
+    Origin,
+    audit_row,
+    queue_origin,
+)
 from projections.rules.catalog import BY_NAME
 from projections.rules.definitions import definition_row
 from projections.rules.queue import queue_row
+from projections.rules.queue_states import queue_state_row
 from projections.rules.registry import APPLIES, WRITTEN, view_writes
 from projections.rules.schedules import schedule_row
 from projections.rules.source_polls import source_poll_row
@@ -83,6 +98,7 @@ class TailPosition(NamedTuple):
 _SCHEDULE_EVENTS = tuple(SCHEDULE_EVENTS)
 _SOURCE_POLL_EVENTS = tuple(SOURCE_POLL_EVENTS)
 _RETENTION_EVENTS = tuple(RETENTION_EVENTS)
+_QUEUE_EVENTS = tuple(QUEUE_EVENTS)
 
 
 class Replay:
@@ -106,6 +122,8 @@ class Replay:
         """Schedules by name (the view's key)."""
         self._source_polls: dict[str, SourcePollState] = {}
         """Polled sources by name (the view's key)."""
+        self._queue_states: dict[str, QueueState] = {}
+        """Paused or resumed queues by name (the view's key)."""
         """Workflow runs, folded from nothing (complete): the workflow view's rows."""
         self._tables: dict[str, MemoryTable] = {
             view.projection.name: view.new_table() for view in WRITTEN
@@ -148,6 +166,9 @@ class Replay:
                 # No inline view folds retention's stream; its events have audit rows.
                 if self._audits(item):
                     self._add_audit_row(item, item.event, RETENTION_ORIGIN)
+            elif isinstance(item.event, _QUEUE_EVENTS):
+                if not self._apply_queue(item, item.event):
+                    continue
             elif not self._apply_definition(item, item.event):
                 continue
             self.position = max(self.position, item.position)
@@ -298,6 +319,25 @@ class Replay:
             self._add_audit_row(item, event, SOURCE_POLL_ORIGIN)
         return True
 
+    def _apply_queue(self, item: StreamEvent, event: Event) -> bool:
+        name = cast(QueuePaused | QueueResumed, event).queue
+        previous = self._queue_states.get(name)
+        if previous is not None and item.version <= previous.version:
+            return False
+        state = evolve_queue(previous, event)
+        if state.version != item.version or queue_stream_id(name) != item.originator_id:
+            raise IllegalTransitionError(
+                f"event at position {item.position} is version {item.version} of stream "
+                f"{item.originator_id}, but folds to version {state.version} of queue {name}"
+            )
+        self._queue_states[name] = state
+        if self.track_dirty:
+            self._dirty["queue_states"].add((name,))
+        if self._audits(item):
+            queue_event = cast(QueuePaused | QueueResumed, event)
+            self._add_audit_row(item, queue_event, queue_origin(queue_event))
+        return True
+
     def _apply_write(self, write: ViewWrite) -> None:
         """Apply one named view write to its view's in-memory table, as its SQL does (by the
         apply the view declares for that query; an undeclared one raises)."""
@@ -339,6 +379,9 @@ class Replay:
         if name == "source_polls":
             polls = self._source_polls.get(key[0])
             return None if polls is None else source_poll_row(polls)
+        if name == "queue_states":
+            queue = self._queue_states.get(key[0])
+            return None if queue is None else queue_state_row(queue)
         return self._tables[name].rows.get(key)
 
     def keys(self, name: str) -> list[Key]:
@@ -359,6 +402,8 @@ class Replay:
             return [(key,) for key in self._schedules]
         if name == "source_polls":
             return [(key,) for key in self._source_polls]
+        if name == "queue_states":
+            return [(key,) for key in self._queue_states]
         return list(self._tables[name].rows)
 
     def rows(self, name: str) -> Iterator[Row]:
@@ -388,6 +433,9 @@ class Replay:
         elif name == "source_polls":
             for polls in self._source_polls.values():
                 yield source_poll_row(polls)
+        elif name == "queue_states":
+            for queue in self._queue_states.values():
+                yield queue_state_row(queue)
         else:
             yield from self._tables[name].rows.values()
 
@@ -407,6 +455,7 @@ class Replay:
             "tokens",
             "schedules",
             "source_polls",
+            "queue_states",
             *self._tables,
             "audit",
         )
@@ -426,6 +475,8 @@ class Replay:
             return self._schedules
         if name == "source_polls":
             return self._source_polls
+        if name == "queue_states":
+            return self._queue_states
         return self._tables[name].rows
 
     def take_dirty(self, name: str) -> set[Key]:

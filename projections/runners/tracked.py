@@ -27,13 +27,20 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.events import Event, JobEnqueued, JobEvent
+from ledger.core.queues import QueuePaused, QueueResumed
 from ledger.core.retention import RETENTION_EVENTS, RETENTION_STREAM_ID
 from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleAdded, ScheduleEvent
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS, SourcePollEvent
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
-from projections.rules.audit import RETENTION_ORIGIN, SOURCE_POLL_ORIGIN, Origin, audit_row
+from projections.rules.audit import (
+    RETENTION_ORIGIN,
+    SOURCE_POLL_ORIGIN,
+    Origin,
+    audit_row,
+    queue_origin,
+)
 from projections.rules.catalog import AUDIT, Projection
 from projections.rules.replay import Row, StreamEvent, TailPosition
 from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
@@ -45,9 +52,16 @@ ORIGINS_CACHED = 100_000
 starts afresh)."""
 
 
-AUDITED: tuple[type[Event], ...] = (JobEvent, WorkflowEvent, *SCHEDULE_EVENTS, *RETENTION_EVENTS)
+AUDITED: tuple[type[Event], ...] = (
+    JobEvent,
+    WorkflowEvent,
+    *SCHEDULE_EVENTS,
+    *RETENTION_EVENTS,
+    QueuePaused,
+    QueueResumed,
+)
 """The events with audit rows whose origin is their stream's: jobs', workflow runs',
-schedules' and retention's (source polls' have a fixed one)."""
+schedules', retention's and queues' (source polls' have a fixed one)."""
 
 log = logging.getLogger("jobledger.projections")
 
@@ -163,6 +177,8 @@ class TrackedRunner:
         for item in kept:
             if isinstance(item.event, ScheduleAdded):
                 self._origins[item.originator_id] = Origin(item.event.job_type, item.event.org)
+            elif isinstance(item.event, QueuePaused | QueueResumed):
+                self._origins[item.originator_id] = queue_origin(item.event)
             elif isinstance(item.event, JobEnqueued):
                 request, link = item.event.request, item.event.workflow
                 self._origins[item.originator_id] = Origin(

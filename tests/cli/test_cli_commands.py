@@ -119,6 +119,7 @@ def test_define_reports_defined_unchanged_and_updated(run: Run, db_url: str) -> 
         "per_org_concurrency": None,
         "resource": None,
         "resource_limit": None,
+        "rate": None,
     }
     before = event_count(db_url)
     assert run("define", "send_email").stdout.startswith("unchanged send_email:")
@@ -154,6 +155,7 @@ def test_definitions_lists_types_as_a_table_and_as_json(run: Run, db_url: str) -
     lines = run("definitions").stdout.splitlines()
     assert lines[0].split() == [
         "TYPE", "VERSION", "ENABLED", "ATTEMPTS", "TIMEOUT", "PRIORITY", "BACKOFF", "LIMITS",
+        "RATE",
     ]  # fmt: skip
     assert lines[1].split()[:4] == ["alpha", "1", "no", "8"]
     assert lines[2].split()[:4] == ["zeta", "1", "yes", "2"]

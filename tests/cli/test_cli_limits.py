@@ -26,7 +26,7 @@ def test_define_sets_limits_and_show_and_stats_report_them(run: Run, db_url: str
     assert "concurrency limit 2 of card.charge reached (2 leased)" in waiting.output
     assert "per-org concurrency limit 1 of card.charge reached for org a" in waiting.output
     shown = json.loads(run("show", str(ids[1]), "--json").output)
-    assert [b["code"] for b in shown["blockers"]] == [
+    assert [b["reason"] for b in shown["blocked_by"]] == [
         "concurrency_limit",
         "per_org_concurrency_limit",
     ]

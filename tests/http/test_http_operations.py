@@ -206,3 +206,28 @@ def test_audit_streams_json_lines_through_every_page(defined: Ledger, server: Se
     )
     rows = [json.loads(line) for line in acme.text.splitlines()]
     assert len(rows) == 12 and {row["org"] for row in rows} == {"acme"}
+
+
+def test_pause_and_resume_a_queue_name_the_token(defined: Ledger, server: Server) -> None:
+    """An admin token of no org pauses and resumes a queue (the events' actor names it); an
+    org's token (admin or operate) is 403 and appends nothing."""
+    operator = defined.create_token(org=None, role="admin")
+    headers = server.as_token(operator.secret)
+    org_tokens = [server.as_token(server.token(role, "acme")) for role in ("admin", "operate")]
+    before = _head(defined)
+    for org_token in org_tokens:
+        refused = server.client.post("/api/v1/queues/mail/pause", headers=org_token)
+        assert refused.status_code == 403
+    assert _head(defined) == before
+    paused = server.client.post(
+        "/api/v1/queues/mail/pause", headers=headers, json={"reason": "smtp down"}
+    )
+    assert paused.status_code == 200, paused.text
+    assert paused.json()["paused"] is True
+    defined.enqueue("t", {}, queue="mail")
+    assert defined.claim("w1", limit=5) == []
+    resumed = server.client.post("/api/v1/queues/mail/resume", headers=headers)
+    assert resumed.json()["paused"] is False
+    assert len(defined.claim("w1", limit=5)) == 1
+    [state] = [q for q in defined.queues() if q.queue == "mail"]
+    assert state.actor == f"api token {operator.token.token_id}"

@@ -16,7 +16,7 @@ def run(url: str, *args: str) -> Result:
 
 
 def test_list_names_every_projection(db_url: str) -> None:
-    """``list`` shows the nine inline projections, in text and JSON."""
+    """``list`` shows the eleven inline projections, in text and JSON."""
     result = run(db_url, "list")
     assert result.exit_code == 0, result.output
     for name in ("queue", "definitions", "sync_state", "dead_letters"):
@@ -30,11 +30,13 @@ def test_list_names_every_projection(db_url: str) -> None:
         "tokens",
         "schedules",
         "source_polls",
+        "queue_states",
         "sync_state",
         "dead_letters",
+        "rate_buckets",
         "audit",
     ]
-    assert [p["mode"] for p in listed] == ["inline"] * 9 + ["tracked"]
+    assert [p["mode"] for p in listed] == ["inline"] * 11 + ["tracked"]
     assert {p["name"]: p["version"] for p in listed} == {p.name: p.version for p in PROJECTIONS}
     assert {p["name"]: p["events"] for p in listed}["dead_letters"] == [
         "job_dead_lettered",
@@ -49,12 +51,12 @@ def test_status_shows_versions_and_stale_projections(db_url: str) -> None:
     raw(db_url, "UPDATE jl_meta SET value = '0' WHERE key = ?", (version_key("queue"),))
     result = run(db_url, "status")
     assert result.exit_code == 0, result.output
-    [queue_line] = [line for line in result.stdout.splitlines() if line.startswith("queue")]
+    [queue_line] = [line for line in result.stdout.splitlines() if line.startswith("queue ")]
     assert queue_line.split()[2:5] == [str(get("queue").version), "0", "stale"]
     assert "jobledger migrate" in result.stderr
     statuses = {s["name"]: s for s in json.loads(run(db_url, "status", "--json").stdout)}
     assert statuses["queue"]["stale"] is True
-    assert statuses["definitions"]["recorded_version"] == 1
+    assert statuses["definitions"]["recorded_version"] == get("definitions").version
     assert statuses["definitions"]["lag"] == 0
     assert statuses["definitions"]["position"] > 0
 
@@ -98,8 +100,10 @@ def test_rebuild_restores_and_reports(db_url: str) -> None:
         "tokens": 0,
         "schedules": 0,
         "source_polls": 0,
+        "queue_states": 0,
         "sync_state": 2,
         "dead_letters": 2,
+        "rate_buckets": 0,
         "audit": 35,
     }
     assert run(db_url, "rebuild").exit_code == 2

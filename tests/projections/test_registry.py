@@ -8,7 +8,7 @@ import pytest
 from projection_helpers import populate
 
 from ledger import Ledger
-from ledger.core.events import JobEvent
+from ledger.core.events import JobEvent, RateLimit
 from ledger.core.state import JobState, evolve
 from ledger.store.queries import load
 from projections.rules import registry
@@ -60,6 +60,9 @@ def test_a_real_history_uses_exactly_the_declared_writes(db_url: str) -> None:
     with Ledger.open(db_url) as ledger:
         [dead] = [d.job_id for d in ledger.dead_letters() if d.snapshot.subject is None]
         ledger.requeue(dead)
+        ledger.define("rated", rate=RateLimit(limit=5, period_s=60.0))
+        ledger.enqueue("rated")
+        assert ledger.claim("w-rated", types=["rated"])
         with ledger.store.read_snapshot() as tables:
             events = tables.events_after(0, 100_000)
     states: dict[object, JobState] = {}
@@ -82,6 +85,9 @@ def test_views_write_only_for_the_event_types_they_declare(db_url: str) -> None:
     with Ledger.open(db_url) as ledger:
         [dead] = [d.job_id for d in ledger.dead_letters() if d.snapshot.subject is None]
         ledger.requeue(dead)
+        ledger.define("rated", rate=RateLimit(limit=5, period_s=60.0))
+        ledger.enqueue("rated")
+        assert ledger.claim("w-rated", types=["rated"])
         with ledger.store.read_snapshot() as tables:
             events = tables.events_after(0, 100_000)
     states: dict[object, JobState] = {}

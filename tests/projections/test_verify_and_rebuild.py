@@ -61,8 +61,10 @@ def test_a_populated_ledger_verifies_clean(db_url: str) -> None:
         "tokens": 0,
         "schedules": 0,
         "source_polls": 0,
+        "queue_states": 0,
         "sync_state": 2,
         "dead_letters": 2,
+        "rate_buckets": 0,
         "audit": 0,  # tracked, not caught up: compared at its position (0)
     }
 
@@ -125,8 +127,10 @@ def test_rebuild_all_keeps_every_index_and_constraint(db_url: str) -> None:
             "tokens": 0,
             "schedules": 0,
             "source_polls": 0,
+            "queue_states": 0,
             "sync_state": 2,
             "dead_letters": 2,
+            "rate_buckets": 0,
             "audit": 35,
         }
         after = {p.table: _names(db_url, "index", p.table) for p in PROJECTIONS}

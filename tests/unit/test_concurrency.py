@@ -69,7 +69,7 @@ def test_blockers_name_the_limit_reached() -> None:
     assert limits is not None
     room = Room({"b": limits}, {("b", ""): 1})
     [blocker] = concurrency_blockers(_pending("b"), limits, room)
-    assert (blocker.code, blocker.message) == (
+    assert (blocker.reason, blocker.message) == (
         "resource_limit",
         "resource limit 1 of db reached (1 leased)",
     )

@@ -194,6 +194,11 @@ class PostgresUnitOfWork(UnitOfWork):
             raise from_postgres(exc, self._store.where) from exc
         return bool(row is not None and row["locked"])
 
+    def lock_rate_types(self, job_types: Sequence[str]) -> None:
+        """Advisory locks per job type until commit (``rate_types_lock``): two claims of one
+        limited type count its tokens one after the other."""
+        self._rows("rate_types_lock", {"job_types": sorted(job_types)})
+
     def serialise_appends(self) -> None:
         """Take the events-table lock now, so reads that decide an append cannot race (it
         waits for every transaction that has appended, and holds off every other append)."""

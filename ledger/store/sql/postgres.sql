@@ -89,7 +89,10 @@ CREATE TABLE IF NOT EXISTS jl_definitions (
     enabled boolean NOT NULL,
     version integer NOT NULL,
     stream_version integer NOT NULL,
-    state bytea NOT NULL
+    state bytea NOT NULL,
+    rate_limit integer,
+    rate_interval_us bigint,
+    rate_scope text
 )
 
 -- name: schema_tokens
@@ -137,6 +140,31 @@ CREATE TABLE IF NOT EXISTS jl_source_polls (
     last_result text NOT NULL,
     failures integer NOT NULL,
     breaker_until bigint,
+    stream_version integer NOT NULL,
+    state bytea NOT NULL
+)
+
+-- name: schema_rate_buckets
+-- The rate-bucket view (projections/rules/rate_buckets.py): one token bucket per rate-limit key
+-- (job_type, scope 'type' | 'org', org), times in µs; the claims skip a key whose next token
+-- is still to come (next_token_at > now) by this primary key.
+CREATE TABLE IF NOT EXISTS jl_rate_buckets (
+    job_type text NOT NULL,
+    scope text NOT NULL,
+    org text NOT NULL,
+    rate_limit integer NOT NULL,
+    interval_us bigint NOT NULL,
+    tat bigint NOT NULL,
+    next_token_at bigint NOT NULL,
+    PRIMARY KEY (job_type, scope, org)
+)
+
+-- name: schema_states_of_queues
+-- The queue-state view (projections/rules/queue_states.py): one row per queue ever paused or
+-- resumed, the fold of its stream; the claims skip the jobs of a paused one.
+CREATE TABLE IF NOT EXISTS jl_queue_states (
+    queue text PRIMARY KEY,
+    paused boolean NOT NULL,
     stream_version integer NOT NULL,
     state bytea NOT NULL
 )
@@ -354,7 +382,8 @@ WITH RECURSIVE orgs (org) AS (
     FROM orgs WHERE orgs.org IS NOT NULL
 )
 SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
-    d.stream_version AS definition_version
+    d.stream_version AS definition_version,
+    d.rate_limit IS NOT NULL AS rate_limited
 FROM orgs
 CROSS JOIN LATERAL (
     SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
@@ -363,6 +392,14 @@ CROSS JOIN LATERAL (
       AND job_type <> ALL(%(full_types)s::text[])
       AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
       AND job_id <> ALL(%(taken)s::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                      WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+      AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                      JOIN jl_definitions d ON d.job_type = b.job_type
+                      WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
+                        AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                        AND b.interval_us = d.rate_interval_us
+                        AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
     ORDER BY priority DESC, run_at, enqueue_seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -386,7 +423,8 @@ WITH RECURSIVE orgs (org) AS (
     FROM orgs WHERE orgs.org IS NOT NULL
 )
 SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
-    d.stream_version AS definition_version
+    d.stream_version AS definition_version,
+    d.rate_limit IS NOT NULL AS rate_limited
 FROM orgs
 CROSS JOIN LATERAL (
     SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
@@ -396,6 +434,14 @@ CROSS JOIN LATERAL (
       AND job_type <> ALL(%(full_types)s::text[])
       AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
       AND job_id <> ALL(%(taken)s::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                      WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+      AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                      JOIN jl_definitions d ON d.job_type = b.job_type
+                      WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
+                        AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                        AND b.interval_us = d.rate_interval_us
+                        AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
     ORDER BY priority DESC, run_at, enqueue_seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -423,7 +469,8 @@ WITH RECURSIVE orgs (org) AS (
     FROM orgs WHERE orgs.org IS NOT NULL
 )
 SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
-    d.stream_version AS definition_version
+    d.stream_version AS definition_version,
+    d.rate_limit IS NOT NULL AS rate_limited
 FROM unnest(%(queues)s::text[]) AS wanted (name)
 CROSS JOIN orgs
 CROSS JOIN LATERAL (
@@ -434,6 +481,14 @@ CROSS JOIN LATERAL (
       AND job_type <> ALL(%(full_types)s::text[])
       AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
       AND job_id <> ALL(%(taken)s::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                      WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+      AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                      JOIN jl_definitions d ON d.job_type = b.job_type
+                      WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
+                        AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                        AND b.interval_us = d.rate_interval_us
+                        AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
     ORDER BY priority DESC, run_at, enqueue_seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -457,7 +512,8 @@ WITH RECURSIVE orgs (org) AS (
     FROM orgs WHERE orgs.org IS NOT NULL
 )
 SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
-    d.stream_version AS definition_version
+    d.stream_version AS definition_version,
+    d.rate_limit IS NOT NULL AS rate_limited
 FROM unnest(%(queues)s::text[]) AS wanted (name)
 CROSS JOIN orgs
 CROSS JOIN LATERAL (
@@ -469,6 +525,14 @@ CROSS JOIN LATERAL (
       AND job_type <> ALL(%(full_types)s::text[])
       AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
       AND job_id <> ALL(%(taken)s::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                      WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+      AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                      JOIN jl_definitions d ON d.job_type = b.job_type
+                      WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
+                        AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                        AND b.interval_us = d.rate_interval_us
+                        AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
     ORDER BY priority DESC, run_at, enqueue_seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -559,11 +623,15 @@ SELECT state, stream_version FROM jl_definitions WHERE job_type = ANY(%(job_type
 
 -- name: definitions_upsert
 -- A job type's definition row after its events.
-INSERT INTO jl_definitions (job_type, enabled, version, stream_version, state)
-VALUES (%(job_type)s, %(enabled)s, %(version)s, %(stream_version)s, %(state)s)
+INSERT INTO jl_definitions (job_type, enabled, version, stream_version, state, rate_limit,
+                            rate_interval_us, rate_scope)
+VALUES (%(job_type)s, %(enabled)s, %(version)s, %(stream_version)s, %(state)s,
+        %(rate_limit)s, %(rate_interval_us)s, %(rate_scope)s)
 ON CONFLICT (job_type) DO UPDATE SET
     enabled = EXCLUDED.enabled, version = EXCLUDED.version,
-    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state
+    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state,
+    rate_limit = EXCLUDED.rate_limit, rate_interval_us = EXCLUDED.rate_interval_us,
+    rate_scope = EXCLUDED.rate_scope
 
 -- name: queue_leased_by_prefix
 -- Leased jobs whose worker id starts with a prefix (boot reap of a restarted pool).
@@ -575,6 +643,59 @@ FOR UPDATE SKIP LOCKED
 -- name: jobs_available_notify
 -- Wake idle workers in other processes; delivered at commit, once per transaction.
 NOTIFY jl_jobs_available
+
+-- name: rate_buckets_spend
+-- A rate-charged lease spends one token: tat = max(tat, at) + interval, or at + interval
+-- when the policy changed (a changed rate starts afresh) (primary key). bigint casts: psycopg
+-- sends a small int as int2/int4, and (limit - 1) * interval overflows those.
+INSERT INTO jl_rate_buckets AS b (job_type, scope, org, rate_limit, interval_us, tat,
+                                  next_token_at)
+VALUES (%(job_type)s, %(scope)s, %(org)s, %(rate_limit)s::bigint, %(interval_us)s::bigint,
+        %(at)s::bigint + %(interval_us)s::bigint,
+        %(at)s::bigint + %(interval_us)s::bigint - (%(rate_limit)s::bigint - 1) * %(interval_us)s::bigint)
+ON CONFLICT (job_type, scope, org) DO UPDATE SET
+    tat = CASE WHEN b.rate_limit = EXCLUDED.rate_limit AND b.interval_us = EXCLUDED.interval_us
+              THEN greatest(b.tat, %(at)s::bigint) ELSE %(at)s::bigint END + EXCLUDED.interval_us,
+    next_token_at = CASE WHEN b.rate_limit = EXCLUDED.rate_limit AND b.interval_us = EXCLUDED.interval_us
+              THEN greatest(b.tat, %(at)s::bigint) ELSE %(at)s::bigint END + EXCLUDED.interval_us
+        - (EXCLUDED.rate_limit - 1) * EXCLUDED.interval_us,
+    rate_limit = EXCLUDED.rate_limit, interval_us = EXCLUDED.interval_us
+
+-- name: rate_buckets_of_types
+-- The buckets of some job types (primary key prefix).
+SELECT job_type, scope, org, rate_limit, interval_us, tat, next_token_at FROM jl_rate_buckets
+WHERE job_type = ANY(%(job_types)s)
+
+-- name: rate_buckets_all
+-- Every bucket (a scan: one row per rate-limited key).
+SELECT job_type, scope, org, rate_limit, interval_us, tat, next_token_at FROM jl_rate_buckets
+ORDER BY job_type, scope, org
+
+-- name: queue_live_counts
+-- Live jobs per queue and status ('default' is no queue; a scan of the live rows).
+SELECT coalesce(queue, 'default') AS queue, status, count(*) AS n FROM jl_queue
+WHERE status IN ('pending', 'leased')
+GROUP BY coalesce(queue, 'default'), status
+
+-- name: queue_states_upsert
+-- A queue's row after its events (primary key).
+INSERT INTO jl_queue_states (queue, paused, stream_version, state)
+VALUES (%(queue)s, %(paused)s, %(stream_version)s, %(state)s)
+ON CONFLICT (queue) DO UPDATE SET
+    paused = EXCLUDED.paused, stream_version = EXCLUDED.stream_version, state = EXCLUDED.state
+
+-- name: queue_states_get
+-- One queue's state (primary key).
+SELECT queue, paused, stream_version, state FROM jl_queue_states WHERE queue = %(queue)s
+
+-- name: queue_states_all
+-- Every queue ever paused or resumed (a scan: a handful of rows).
+SELECT queue, paused, stream_version, state FROM jl_queue_states ORDER BY queue
+
+-- name: rate_types_lock
+-- Serialise the claims of some rate-limited job types until commit (sorted: no deadlock).
+SELECT pg_advisory_xact_lock(hashtextextended('jl_rate:' || t, 0))
+FROM (SELECT t FROM unnest(%(job_types)s::text[]) AS t ORDER BY t) AS sorted
 
 -- name: sync_state_upsert
 -- Record an ingested result; a missing value keeps the stored one (never erases).

@@ -84,7 +84,10 @@ CREATE TABLE IF NOT EXISTS jl_definitions (
     enabled integer NOT NULL,
     version integer NOT NULL,
     stream_version integer NOT NULL,
-    state blob NOT NULL
+    state blob NOT NULL,
+    rate_limit integer,
+    rate_interval_us bigint,
+    rate_scope text
 )
 
 -- name: schema_tokens
@@ -132,6 +135,31 @@ CREATE TABLE IF NOT EXISTS jl_source_polls (
     last_result text NOT NULL,
     failures integer NOT NULL,
     breaker_until integer,
+    stream_version integer NOT NULL,
+    state blob NOT NULL
+)
+
+-- name: schema_rate_buckets
+-- The rate-bucket view (projections/rules/rate_buckets.py): one token bucket per rate-limit key
+-- (job_type, scope 'type' | 'org', org), times in µs; the claims skip a key whose next token
+-- is still to come (next_token_at > now) by this primary key.
+CREATE TABLE IF NOT EXISTS jl_rate_buckets (
+    job_type text NOT NULL,
+    scope text NOT NULL,
+    org text NOT NULL,
+    rate_limit integer NOT NULL,
+    interval_us bigint NOT NULL,
+    tat bigint NOT NULL,
+    next_token_at bigint NOT NULL,
+    PRIMARY KEY (job_type, scope, org)
+)
+
+-- name: schema_states_of_queues
+-- The queue-state view (projections/rules/queue_states.py): one row per queue ever paused or
+-- resumed, the fold of its stream; the claims skip the jobs of a paused one.
+CREATE TABLE IF NOT EXISTS jl_queue_states (
+    queue text PRIMARY KEY,
+    paused integer NOT NULL,
     stream_version integer NOT NULL,
     state blob NOT NULL
 )
@@ -331,13 +359,22 @@ picked AS (
                    OR (job_type || char(31) || coalesce(org, ''))
                       NOT IN (SELECT value FROM json_each(:full_orgs)))
               AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+              AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                              WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+              AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                              JOIN jl_definitions d ON d.job_type = b.job_type
+                              WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
+                                AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                                AND b.interval_us = d.rate_interval_us
+                                AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
             ORDER BY priority DESC, run_at, enqueue_seq
             LIMIT :limit
         )
     )) AS j
 )
 SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
-    d.stream_version AS definition_version
+    d.stream_version AS definition_version,
+    d.rate_limit IS NOT NULL AS rate_limited
 FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
 LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
 ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
@@ -366,13 +403,22 @@ picked AS (
                    OR (job_type || char(31) || coalesce(org, ''))
                       NOT IN (SELECT value FROM json_each(:full_orgs)))
               AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+              AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                              WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+              AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                              JOIN jl_definitions d ON d.job_type = b.job_type
+                              WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
+                                AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                                AND b.interval_us = d.rate_interval_us
+                                AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
             ORDER BY priority DESC, run_at, enqueue_seq
             LIMIT :limit
         )
     )) AS j
 )
 SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
-    d.stream_version AS definition_version
+    d.stream_version AS definition_version,
+    d.rate_limit IS NOT NULL AS rate_limited
 FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
 LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
 ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
@@ -403,13 +449,22 @@ picked AS (
                    OR (job_type || char(31) || coalesce(org, ''))
                       NOT IN (SELECT value FROM json_each(:full_orgs)))
               AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+              AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                              WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+              AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                              JOIN jl_definitions d ON d.job_type = b.job_type
+                              WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
+                                AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                                AND b.interval_us = d.rate_interval_us
+                                AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
             ORDER BY priority DESC, run_at, enqueue_seq
             LIMIT :limit
         )
     )) AS j
 )
 SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
-    d.stream_version AS definition_version
+    d.stream_version AS definition_version,
+    d.rate_limit IS NOT NULL AS rate_limited
 FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
 LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
 ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
@@ -439,13 +494,22 @@ picked AS (
                    OR (job_type || char(31) || coalesce(org, ''))
                       NOT IN (SELECT value FROM json_each(:full_orgs)))
               AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+              AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                              WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+              AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                              JOIN jl_definitions d ON d.job_type = b.job_type
+                              WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
+                                AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                                AND b.interval_us = d.rate_interval_us
+                                AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
             ORDER BY priority DESC, run_at, enqueue_seq
             LIMIT :limit
         )
     )) AS j
 )
 SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
-    d.stream_version AS definition_version
+    d.stream_version AS definition_version,
+    d.rate_limit IS NOT NULL AS rate_limited
 FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
 LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
 ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
@@ -508,17 +572,68 @@ SELECT state, stream_version FROM jl_definitions WHERE job_type IN (SELECT value
 
 -- name: definitions_upsert
 -- A job type's definition row after its events.
-INSERT INTO jl_definitions (job_type, enabled, version, stream_version, state)
-VALUES (:job_type, :enabled, :version, :stream_version, :state)
+INSERT INTO jl_definitions (job_type, enabled, version, stream_version, state, rate_limit,
+                            rate_interval_us, rate_scope)
+VALUES (:job_type, :enabled, :version, :stream_version, :state,
+        :rate_limit, :rate_interval_us, :rate_scope)
 ON CONFLICT (job_type) DO UPDATE SET
     enabled = EXCLUDED.enabled, version = EXCLUDED.version,
-    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state
+    stream_version = EXCLUDED.stream_version, state = EXCLUDED.state,
+    rate_limit = EXCLUDED.rate_limit, rate_interval_us = EXCLUDED.rate_interval_us,
+    rate_scope = EXCLUDED.rate_scope
 
 -- name: queue_leased_by_prefix
 -- Leased jobs whose worker id starts with a prefix (boot reap of a restarted pool).
 SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE status = 'leased' AND substr(worker_id, 1, length(:prefix)) = :prefix
 ORDER BY enqueue_seq
+
+-- name: rate_buckets_spend
+-- A rate-charged lease spends one token: tat = max(tat, at) + interval, or at + interval
+-- when the policy changed (a changed rate starts afresh) (primary key).
+INSERT INTO jl_rate_buckets AS b (job_type, scope, org, rate_limit, interval_us, tat,
+                                  next_token_at)
+VALUES (:job_type, :scope, :org, :rate_limit, :interval_us,
+        :at + :interval_us,
+        :at + :interval_us - (:rate_limit - 1) * :interval_us)
+ON CONFLICT (job_type, scope, org) DO UPDATE SET
+    tat = CASE WHEN b.rate_limit = EXCLUDED.rate_limit AND b.interval_us = EXCLUDED.interval_us
+              THEN max(b.tat, :at) ELSE :at END + EXCLUDED.interval_us,
+    next_token_at = CASE WHEN b.rate_limit = EXCLUDED.rate_limit AND b.interval_us = EXCLUDED.interval_us
+              THEN max(b.tat, :at) ELSE :at END + EXCLUDED.interval_us
+        - (EXCLUDED.rate_limit - 1) * EXCLUDED.interval_us,
+    rate_limit = EXCLUDED.rate_limit, interval_us = EXCLUDED.interval_us
+
+-- name: rate_buckets_of_types
+-- The buckets of some job types (primary key prefix).
+SELECT job_type, scope, org, rate_limit, interval_us, tat, next_token_at FROM jl_rate_buckets
+WHERE job_type IN (SELECT value FROM json_each(:job_types))
+
+-- name: rate_buckets_all
+-- Every bucket (a scan: one row per rate-limited key).
+SELECT job_type, scope, org, rate_limit, interval_us, tat, next_token_at FROM jl_rate_buckets
+ORDER BY job_type, scope, org
+
+-- name: queue_live_counts
+-- Live jobs per queue and status ('default' is no queue; a scan of the live rows).
+SELECT coalesce(queue, 'default') AS queue, status, count(*) AS n FROM jl_queue
+WHERE status IN ('pending', 'leased')
+GROUP BY coalesce(queue, 'default'), status
+
+-- name: queue_states_upsert
+-- A queue's row after its events (primary key).
+INSERT INTO jl_queue_states (queue, paused, stream_version, state)
+VALUES (:queue, :paused, :stream_version, :state)
+ON CONFLICT (queue) DO UPDATE SET
+    paused = EXCLUDED.paused, stream_version = EXCLUDED.stream_version, state = EXCLUDED.state
+
+-- name: queue_states_get
+-- One queue's state (primary key).
+SELECT queue, paused, stream_version, state FROM jl_queue_states WHERE queue = :queue
+
+-- name: queue_states_all
+-- Every queue ever paused or resumed (a scan: a handful of rows).
+SELECT queue, paused, stream_version, state FROM jl_queue_states ORDER BY queue
 
 -- name: sync_state_upsert
 -- Record an ingested result; a missing value keeps the stored one (never erases).

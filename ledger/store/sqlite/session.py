@@ -18,6 +18,8 @@ LIVE_ROWS_BATCH = 10_000
 
 
 _ID_COLUMNS = frozenset({"job_id", "run_id", "recovered_from", "workflow_run"})
+_BOOLEAN_COLUMNS = frozenset({"enabled", "paused"})
+"""Columns SQLite stores as integers that the views hold as booleans."""
 """Columns holding ids (32-hex text here, ``UUID`` in the replay's rows)."""
 
 
@@ -50,6 +52,6 @@ class SQLiteRunner:
                 for column in _ID_COLUMNS.intersection(values):
                     if values[column] is not None:
                         values[column] = self._ids.uuid(values[column])
-                if "enabled" in values:
-                    values["enabled"] = bool(values["enabled"])
+                for column in _BOOLEAN_COLUMNS.intersection(values):
+                    values[column] = bool(values[column])
                 yield values
