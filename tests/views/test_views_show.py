@@ -118,7 +118,7 @@ def test_show_and_history_json_are_the_shared_shapes(db_url: str, clock: FakeClo
     _, shown = _show(db_url, job_id)
     # Pending and of a type without limits: nothing holds it back.
     assert shown == as_json(job_details_json(current, records, findings, blockers=[]))
-    assert shown["blockers"] == []
+    assert shown["blocked_by"] == []
     history = invoke(db_url, "history", str(job_id), "--json")
     assert history.exit_code == 0, history.stderr
     assert json.loads(history.stdout) == as_json([record_json(record) for record in records])
