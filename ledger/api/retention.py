@@ -193,9 +193,13 @@ def run_retention(
             actor=actor,
         )
 
+    if store.backend == "postgres":
+        # Whole month partitions move (decision 31), each with its own event; a batch
+        # size means nothing there.
+        batch = max(batch, len(choice.eligible))
     for start in range(0, len(choice.eligible), batch):
         chunk = choice.eligible[start : start + batch]
-        done = store.move_to_archive({job.job_id: job.version for job in chunk}, event_for)
+        done = store.move_to_archive({job.job_id: job.version for job in chunk}, event_for, now=now)
         moved.extend(done.moved)
         changed += len(done.changed)
         batches += bool(done.moved)

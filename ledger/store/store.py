@@ -22,6 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from typing import Any, ClassVar
 from uuid import UUID
 
@@ -135,11 +136,16 @@ class Store(ABC):
         return None
 
     def move_to_archive(
-        self, job_versions: Mapping[UUID, int], event_for: ArchivedEvent
+        self,
+        job_versions: Mapping[UUID, int],
+        event_for: ArchivedEvent,
+        *,
+        now: datetime | None = None,
     ) -> ArchiveMove:
         """Move finished jobs, each still at the version it was chosen at, out of the hot
         tables into the archive, with the event ``event_for`` builds in the transaction that
-        removes them; jobs that changed meanwhile stay."""
+        removes them; jobs that changed meanwhile stay. ``now`` is the run's time (PostgreSQL
+        detaches only months wholly before it)."""
         raise archive_unsupported(self.backend)
 
     def table_sizes(self) -> dict[str, int]:
