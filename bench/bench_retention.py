@@ -70,8 +70,10 @@ def pg_sizes(url: str) -> dict[str, int]:
                 if conn.execute("SELECT to_regclass(%s)", [name]).fetchone() == (None,):
                     continue
                 row = conn.execute(
-                    "SELECT coalesce(sum(pg_total_relation_size(relid)), 0) "
-                    "FROM pg_partition_tree(%s)",
+                    "SELECT CASE WHEN c.relkind = 'p' THEN (SELECT coalesce(sum("
+                    "pg_total_relation_size(t.relid)), 0) FROM pg_partition_tree(c.oid) t) "
+                    "ELSE pg_total_relation_size(c.oid) END FROM pg_class c "
+                    "WHERE c.oid = %s::regclass",
                     [name],
                 )
                 (size,) = row.fetchone() or (0,)
@@ -125,7 +127,9 @@ def measure(url: str, n: int, live: int) -> dict[str, Any]:
     if postgres:
         figures["vacuum_s"] = 0.0  # a detach leaves no dead rows in the events table
         figures["after_vacuum_bytes"] = sum(
-            v for k, v in figures["after"].items() if k.endswith(".bytes") and "." not in k[:-6]
+            v
+            for k, v in figures["after"].items()
+            if k.endswith(".bytes") and not k.startswith("jl_archive.")
         )
         return _verify_both(url, figures, hot.clean, done.moved, n - (0 if postgres else live))
     began = time.perf_counter()

@@ -256,7 +256,8 @@ def event_json(version: int, event: Event) -> dict[str, Any]:
 
 def overview(store: Store, now: datetime, *, list_limit: int = 20) -> dict[str, Any]:
     """What ``retention show`` prints: the rules, what a run would move now and what it must
-    leave (and why), the stream's events and the tables' sizes."""
+    leave (and why), on PostgreSQL each past month and whether it moves (all its streams
+    eligible), the stream's events and the tables' sizes."""
     policy = policy_of(store)
     choice = choose(store, policy, now)
     return {
@@ -273,6 +274,15 @@ def overview(store: Store, now: datetime, *, list_limit: int = 20) -> dict[str, 
                 "reason": held.reason,
             }
             for held in choice.held[:list_limit]
+        ],
+        "partitions": [
+            {
+                "partition": unit.name,
+                "streams": unit.streams,
+                "eligible": unit.eligible,
+                "moves": unit.streams > 0 and unit.eligible == unit.streams,
+            }
+            for unit in store.archive_units({j.job_id: j.version for j in choice.eligible}, now)
         ],
         "events": [event_json(version, event) for version, event in policy_events(store)],
         "sizes": store.table_sizes(),

@@ -42,3 +42,13 @@ class ArchiveMove(NamedTuple):
     run moved meanwhile are in neither list."""
     rows: dict[str, int]
     """Rows moved per table."""
+
+
+class ArchiveUnit(NamedTuple):
+    """A unit a backend archives whole (a PostgreSQL month partition) and what holds it."""
+
+    name: str
+    streams: int
+    """The streams (jobs, or a name-derived stream) with events in it."""
+    eligible: int
+    """Those that are jobs a run may move now; it moves when all are."""

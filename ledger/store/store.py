@@ -35,7 +35,7 @@ from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
 from ledger.core.tokens import TokenState
 from ledger.core.workflows.policy import WorkflowPolicy
-from ledger.store.archive import ArchiveMove, archive_unsupported
+from ledger.store.archive import ArchiveMove, ArchiveUnit, archive_unsupported
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import IdAdapter
 from ledger.store.listeners import ListenerBus
@@ -147,6 +147,11 @@ class Store(ABC):
         removes them; jobs that changed meanwhile stay. ``now`` is the run's time (PostgreSQL
         detaches only months wholly before it)."""
         raise archive_unsupported(self.backend)
+
+    def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
+        """The units a run moves whole, if this backend moves jobs by unit (PostgreSQL: the
+        past months of the events table), and whether each would move now."""
+        return []
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table that retention moves, hot and archived, and bytes on disk."""

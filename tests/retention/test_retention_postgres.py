@@ -13,7 +13,8 @@ import psycopg
 from retention_helpers import BROKEN, invoke, reads_of
 
 from ledger import FakeClock, Ledger
-from ledger.api.retention import policy_events
+from ledger.api.retention import choose, policy_events, policy_of, set_rule
+from ledger.core.events import Event
 from ledger.core.retention import JobsArchived
 from ledger.store.postgres import partitions
 from ledger.store.postgres.store import PostgresStore
@@ -74,14 +75,25 @@ def _partitions(url: str) -> tuple[list[str], list[str]]:
 
 
 def test_a_past_month_of_finished_jobs_is_detached_and_reads_the_same(pg_url: str) -> None:
-    """A run detaches January (every job in it past its rule), not February (a job its own
-    rule keeps) nor March (a live job); the moved jobs' history, audit and export are
-    unchanged, the hot tables no longer hold them, verify holds on hot and on hot +
-    archive, and the batch's event names the partition and its jobs."""
+    """``show`` says which months move; a run detaches January (every job in it past its
+    rule), not February (a job its own rule keeps) nor March (a live job); the moved jobs'
+    history, audit and export are unchanged, the hot tables no longer hold them, verify
+    holds on hot and on hot + archive, and the batch's event names the partition and its
+    jobs."""
     jobs = _make_jobs(pg_url)
     before = {job_id: reads_of(pg_url, job_id) for job_id in jobs.finished}
     _ok(pg_url, "retention", "set", "--after", "30d")
     _ok(pg_url, "retention", "set", "--type", "slow", "--after", "5000w")
+
+    shown = json.loads(_ok(pg_url, "retention", "show", "--json"))
+    months = {u["partition"]: u for u in shown["partitions"]}
+    assert months["jl_events_p202001"] == {
+        "partition": "jl_events_p202001", "streams": 3, "eligible": 3, "moves": True
+    }  # fmt: skip
+    assert (months["jl_events_p202002"]["moves"], months["jl_events_p202003"]["moves"]) == (
+        False,
+        False,
+    )
 
     run = json.loads(_ok(pg_url, "retention", "run", "--json"))
 
@@ -147,3 +159,31 @@ def test_a_database_made_before_partitions_keeps_working_and_refuses_to_move(
     with psycopg.connect(empty_pg_url) as conn:
         [(kind,)] = conn.execute("SELECT relkind FROM pg_class WHERE relname = 'jl_events'")
     assert kind == "r"
+
+
+def test_a_second_run_that_chose_the_same_month_moves_nothing(pg_url: str) -> None:
+    """Two runs that chose the same jobs (two workers' services): the first detaches the
+    month, the second finds it gone and appends no event; a month a job changed in after
+    the choice stays hot."""
+    jobs = _make_jobs(pg_url)
+    with Ledger.open(pg_url) as ledger:
+        now = ledger.clock.now()
+        set_rule(ledger.store, now, job_type=None, status=None, after_s=30 * 86_400)
+        chosen = choose(ledger.store, policy_of(ledger.store), now).eligible
+        versions = {job.job_id: job.version for job in chosen}
+        stale = {job_id: version - 1 for job_id, version in versions.items()}
+        first_try = ledger.store.move_to_archive(stale, _event, now=now)
+        assert first_try.moved == []  # January's jobs are not at those versions
+        first = ledger.store.move_to_archive(versions, _event, now=now)
+        second = ledger.store.move_to_archive(versions, _event, now=now)
+        batches = [e for _, e in policy_events(ledger.store) if isinstance(e, JobsArchived)]
+    assert set(first.moved) == set(jobs.finished) | {jobs.kept}
+    assert second.moved == []
+    assert [b.partition for b in batches] == ["jl_events_p202001", "jl_events_p202002"]
+
+
+def _event(job_ids: list[UUID], moved: dict[str, int]) -> Event:
+    return JobsArchived(
+        at=JANUARY, job_ids=job_ids, archive="jl_archive", moved=moved, policy_version=1,
+        actor="test",
+    )  # fmt: skip

@@ -26,7 +26,7 @@ from ledger.clock import SystemClock
 from ledger.core.codec import EventCodec, Record
 from ledger.core.errors import DatabaseUnusableError
 from ledger.core.retention import FINISHED_STATUSES, RETENTION_STREAM_ID
-from ledger.store.archive import ArchiveMove, archive_unsupported
+from ledger.store.archive import ArchiveMove, ArchiveUnit, archive_unsupported
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
@@ -243,11 +243,20 @@ class PostgresStore(Store):
         rows: dict[str, int] = {}
         self.ensure_partitions(now)
         for month in self._past_months(now_ms):
+            # The month's scan runs before the lock (a month of events takes a while); under
+            # the lock only its row count is checked again: with the lock held, every
+            # transaction that appended has committed, so an event that came meanwhile
+            # shows as another row.
+            with self._cursor() as cursor:
+                streams = partitions.streams_of(cursor, month.name)
+            if not streams or any(wanted.get(s) != v for s, v in streams.items()):
+                continue
             with self._cursor() as cursor:
                 self.recorder.lock_table(cursor)
-                streams = partitions.streams_of(cursor, month.name)
-                if not streams or any(wanted.get(s) != v for s, v in streams.items()):
-                    continue
+                if month not in partitions.attached_months(cursor):
+                    continue  # another run moved it meanwhile
+                if partitions.row_count(cursor, month.name) != sum(streams.values()):
+                    continue  # (a version is its stream's event count: no gaps)
                 ids = list(streams)
                 cursor.execute(self.sql["retention_hot_versions"], {"ids": ids})
                 hot = {str(r["job_id"]): (r["status"], r["version"]) for r in cursor.fetchall()}
@@ -276,6 +285,20 @@ class PostgresStore(Store):
             return []
         with self._cursor() as cursor:
             return partitions.ensure_months(cursor, now, ahead)
+
+    def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
+        """The past hot months, each with how many of its streams a run may move now (a
+        month moves when all may)."""
+        if not self.partitioned:
+            return []
+        wanted = {str(job_id): version for job_id, version in job_versions.items()}
+        units = []
+        for month in self._past_months(int(now.timestamp() * 1000)):
+            with self._cursor() as cursor:
+                streams = partitions.streams_of(cursor, month.name)
+            eligible = sum(wanted.get(s) == v for s, v in streams.items())
+            units.append(ArchiveUnit(month.name, len(streams), eligible))
+        return units
 
     def _past_months(self, now_ms: int) -> list[partitions.Partition]:
         with self._cursor() as cursor:
