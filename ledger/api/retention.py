@@ -6,7 +6,9 @@ keeps the finished jobs past the most specific rule that are not held (their new
 not yet in the tracked audit view, or the hot events table's newest event: decision 31), and
 moves them a batch at a time
 (:meth:`Store.move_to_archive <ledger.store.store.Store.move_to_archive>`), each batch's
-``jobs_archived`` appended in the transaction that removes it. A dry run moves and appends
+``jobs_archived`` appended in the transaction that removes it. On PostgreSQL the unit is a
+past month partition of the events table, moved whole when every job in it is eligible,
+one event per month (:mod:`ledger.store.postgres.partitions`). A dry run moves and appends
 nothing. Runs may overlap (two workers' services): a job moves at most once, since the hot
 delete re-checks each job under the write lock, and the retention stream's versions refuse a
 second append at the same version.
