@@ -172,6 +172,8 @@ def run_retention(
     archive = store.archive_where
     if archive is None and not dry_run:
         raise archive_unsupported(store.backend)
+    if not dry_run:
+        store.ensure_partitions(now)  # this month's jobs must find their partition
     policy = policy_of(store)
     choice = choose(store, policy, now)
     if dry_run or not choice.eligible:

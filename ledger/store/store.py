@@ -148,6 +148,11 @@ class Store(ABC):
         detaches only months wholly before it)."""
         raise archive_unsupported(self.backend)
 
+    def ensure_partitions(self, now: datetime, ahead: int = 3) -> list[str]:
+        """Make the archive units of ``now``'s month and ``ahead`` more where the backend
+        archives by month (PostgreSQL: the events table's partitions); those made."""
+        return []
+
     def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
         """The units a run moves whole, if this backend moves jobs by unit (PostgreSQL: the
         past months of the events table), and whether each would move now."""

@@ -13,7 +13,7 @@ import psycopg
 from retention_helpers import BROKEN, invoke, reads_of
 
 from ledger import FakeClock, Ledger
-from ledger.api.retention import choose, policy_events, policy_of, set_rule
+from ledger.api.retention import choose, policy_events, policy_of, run_retention, set_rule
 from ledger.core.events import Event
 from ledger.core.retention import JobsArchived
 from ledger.store.postgres import partitions
@@ -187,3 +187,18 @@ def _event(job_ids: list[UUID], moved: dict[str, int]) -> Event:
         at=JANUARY, job_ids=job_ids, archive="jl_archive", moved=moved, policy_version=1,
         actor="test",
     )  # fmt: skip
+
+
+def test_every_run_makes_the_coming_months_partitions(pg_url: str) -> None:
+    """A run with nothing to move still makes the partitions of its month and the next
+    three, so the jobs enqueued then find theirs; a dry run makes none."""
+    later = datetime(2030, 1, 15, tzinfo=UTC)
+    with Ledger.open(pg_url) as ledger:
+        run_retention(ledger.store, later, dry_run=True)
+        assert not any(m.startswith("jl_events_p2030") for m in _partitions(pg_url)[0])
+        done = run_retention(ledger.store, later)
+    assert done.moved == 0
+    hot, _ = _partitions(pg_url)
+    assert [m for m in hot if m.startswith("jl_events_p2030")] == [
+        f"jl_events_p2030{m:02d}" for m in (1, 2, 3, 4)
+    ]
