@@ -7,8 +7,9 @@ clock 31 days on, sets a 30-day rule and times: ``projections verify`` before, t
 (choosing), the run (the move), verify on the hot tables and on hot + archive, and (SQLite)
 a ``VACUUM`` of the hot file, which a move leaves at its size (SQLite reuses freed pages).
 It prints the rows per table and the files' bytes (SQLite) or the tables' total relation
-sizes (PostgreSQL) before and after. PostgreSQL moves nothing yet (decision 31): its
-figures stop at the dry run.
+sizes (PostgreSQL) before and after. On PostgreSQL the jobs are enqueued in January and
+the ``--live`` ones in February, so January's partition is the one a run detaches whole
+(decision 31); its sizes count the hot tables and, after, ``jl_archive``'s.
 
     .venv/bin/python bench/bench_retention.py [--n 100000] [--live 1000]
         [--backends sqlite,postgres] [--json out.json]
@@ -30,10 +31,13 @@ from ledger import EnqueueRequest, FakeClock, Ledger
 from ledger.api.outcomes import Completion
 from ledger.api.reader import Reader
 from ledger.api.retention import choose, policy_of, run_retention, set_rule
+from ledger.store.postgres.store import PostgresStore
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
 TABLES = ("jl_events", "jl_queue", "jl_audit", "jl_dead_letters")
 START = datetime(2026, 1, 1, tzinfo=UTC)
+FEBRUARY = datetime(2026, 2, 1, tzinfo=UTC)
+MARCH = datetime(2026, 3, 3, tzinfo=UTC)
 
 
 def build(ledger: Ledger, clock: FakeClock, n: int, live: int) -> float:
@@ -56,13 +60,27 @@ def build(ledger: Ledger, clock: FakeClock, n: int, live: int) -> float:
 
 
 def pg_sizes(url: str) -> dict[str, int]:
+    """Rows and bytes per hot table (a partitioned one: all its partitions') and, once there
+    is one, per archive table."""
     sizes: dict[str, int] = {}
     with psycopg.connect(url, autocommit=True) as conn:
-        for table in TABLES:
-            row = conn.execute(f"SELECT count(*), pg_total_relation_size('{table}') FROM {table}")
-            count, size = row.fetchone() or (0, 0)
-            sizes[table] = int(count)
-            sizes[f"{table}.bytes"] = int(size)
+        for schema in ("public", "jl_archive"):
+            for table in TABLES:
+                name = f"{schema}.{table}"
+                if conn.execute("SELECT to_regclass(%s)", [name]).fetchone() == (None,):
+                    continue
+                row = conn.execute(
+                    "SELECT CASE WHEN c.relkind = 'p' THEN (SELECT coalesce(sum("
+                    "pg_total_relation_size(t.relid)), 0) FROM pg_partition_tree(c.oid) t) "
+                    "ELSE pg_total_relation_size(c.oid) END FROM pg_class c "
+                    "WHERE c.oid = %s::regclass",
+                    [name],
+                )
+                (size,) = row.fetchone() or (0,)
+                count = conn.execute(f"SELECT count(*) FROM {name}").fetchone() or (0,)
+                label = table if schema == "public" else name
+                sizes[label] = int(count[0])
+                sizes[f"{label}.bytes"] = int(size)
     return sizes
 
 
@@ -73,9 +91,19 @@ def sizes_of(ledger: Ledger, url: str) -> dict[str, int]:
 def measure(url: str, n: int, live: int) -> dict[str, Any]:
     clock = FakeClock(START)
     figures: dict[str, Any] = {"n": n, "live": live}
+    postgres = url.startswith("postgresql")
     with Ledger.open(url, create=True, clock=clock, pool_size=2) as ledger:
-        figures["build_s"] = build(ledger, clock, n, live)
-        clock.advance(31 * 86_400)
+        if postgres:
+            assert isinstance(ledger.store, PostgresStore)
+            ledger.store.ensure_partitions(START, ahead=2)
+            figures["build_s"] = build(ledger, clock, n, 0)
+            clock.set(FEBRUARY)  # the live jobs in a month of their own: January moves
+            ledger.enqueue_many([EnqueueRequest(job_type="bench.retention")] * live)
+            ledger.catch_up()
+            clock.set(MARCH)
+        else:
+            figures["build_s"] = build(ledger, clock, n, live)
+            clock.advance(31 * 86_400)
         set_rule(ledger.store, clock.now(), job_type=None, status=None, after_s=30 * 86_400)
         ledger.catch_up()
         figures["before"] = sizes_of(ledger, url)
@@ -87,8 +115,6 @@ def measure(url: str, n: int, live: int) -> dict[str, Any]:
         choice = choose(ledger.store, policy_of(ledger.store), clock.now())
         figures["dry_run_s"] = time.perf_counter() - began
         figures["eligible"] = len(choice.eligible)
-        if url.startswith("postgresql"):
-            return figures
         began = time.perf_counter()
         done = run_retention(ledger.store, clock.now(), actor="bench")
         figures["run_s"] = time.perf_counter() - began
@@ -98,6 +124,14 @@ def measure(url: str, n: int, live: int) -> dict[str, Any]:
         began = time.perf_counter()
         hot = ledger.projections().verify()
         figures["verify_hot_s"] = time.perf_counter() - began
+    if postgres:
+        figures["vacuum_s"] = 0.0  # a detach leaves no dead rows in the events table
+        figures["after_vacuum_bytes"] = sum(
+            v
+            for k, v in figures["after"].items()
+            if k.endswith(".bytes") and not k.startswith("jl_archive.")
+        )
+        return _verify_both(url, figures, hot.clean, done.moved, n - (0 if postgres else live))
     began = time.perf_counter()
     with sqlite3.connect(url, isolation_level=None) as conn:
         conn.execute("VACUUM")  # the freed pages back to the file system
@@ -105,14 +139,20 @@ def measure(url: str, n: int, live: int) -> dict[str, Any]:
     figures["vacuum_s"] = time.perf_counter() - began
     with Ledger.open(url, pool_size=1) as ledger:
         figures["after_vacuum_bytes"] = ledger.store.table_sizes()["file_bytes"]
+    return _verify_both(url, figures, hot.clean, done.moved, n - live)
+
+
+def _verify_both(
+    url: str, figures: dict[str, Any], hot_clean: bool, moved: int, expected: int
+) -> dict[str, Any]:
     both = Reader.open_with_archive(url)
     assert both is not None
     with both:
         began = time.perf_counter()
         together = both.projections().verify()
         figures["verify_both_s"] = time.perf_counter() - began
-    if not (hot.clean and together.clean) or done.moved != n - live:
-        raise SystemExit(f"moved {done.moved} of {n - live}; verify {hot.clean}/{together.clean}")
+    if not (hot_clean and together.clean) or moved != expected:
+        raise SystemExit(f"moved {moved} of {expected}; verify {hot_clean}/{together.clean}")
     return figures
 
 
@@ -128,9 +168,12 @@ def _line(backend: str, f: dict[str, Any]) -> str:
             f"({f['moved'] / f['run_s']:,.0f} jobs/s)",
             f"  after: {_sizes(f['after'])}",
             f"  verify: hot {f['verify_hot_s']:.2f} s, hot + archive {f['verify_both_s']:.2f} s",
-            f"  VACUUM of the hot file: {f['vacuum_s']:.1f} s, "
-            f"then {f['after_vacuum_bytes']:,} bytes",
         ]
+        if f["vacuum_s"]:
+            lines.append(
+                f"  VACUUM of the hot file: {f['vacuum_s']:.1f} s, "
+                f"then {f['after_vacuum_bytes']:,} bytes"
+            )
     else:
         lines.append("  run: not on this backend yet (retention.unsupported)")
     return "\n".join(lines)

@@ -94,6 +94,12 @@ def show(settings: Settings, *, as_json: bool) -> None:
         f"  held {h['job_id']} ({h['job_type']}, {h['status']}): {h['reason']}"
         for h in shown["held_jobs"]
     ]
+    for unit in shown["partitions"]:  # PostgreSQL: a month moves whole or waits
+        verdict = "moves" if unit["moves"] else "waits"
+        lines.append(
+            f"  {unit['partition']}: {verdict} ({unit['eligible']} of {unit['streams']} "
+            "streams eligible)"
+        )
     runs = [e for e in shown["events"] if e["event"] == "jobs_archived"]
     moved = sum(e["jobs"] for e in runs)
     last = runs[-1]["at"] if runs else MISSING

@@ -46,15 +46,17 @@ def enqueue_batch(
     """Enqueue ``requests`` in one transaction, all or none; the plan appended (one result
     per request). ``actor`` names who asked in each new job's ``job_enqueued``.
 
-    ``new_id`` is called once per new job; the default, ``uuid4``, is drawn in bulk instead
-    (:func:`ledger.api.job_ids.random_uuids`: the same kind of id, a tenth of the cost)."""
+    ``new_id`` is called once per new job; the default, ``uuid4``, is replaced by ids drawn
+    in bulk (:func:`ledger.api.job_ids.random_uuids`: time-ordered version-7 ids of the
+    clock's now, a tenth of the cost)."""
     if actor is not None:
         check_actor(actor)
     normalised = [normalise_request(request) for request in requests]
     if not normalised:
         return EnqueuePlan([], [], [], [])
     if new_id is uuid4:
-        new_id = iter(random_uuids(len(normalised))).__next__
+        enqueue_ms = int(clock.now().timestamp() * 1000)
+        new_id = iter(random_uuids(len(normalised), enqueue_ms)).__next__
     with store.unit_of_work() as uow:
         if auto_define or any(r.idempotency_key or r.subject for r in normalised):
             # What decides this batch (keys, live subjects, definitions to create) must

@@ -6,7 +6,9 @@ keeps the finished jobs past the most specific rule that are not held (their new
 not yet in the tracked audit view, or the hot events table's newest event: decision 31), and
 moves them a batch at a time
 (:meth:`Store.move_to_archive <ledger.store.store.Store.move_to_archive>`), each batch's
-``jobs_archived`` appended in the transaction that removes it. A dry run moves and appends
+``jobs_archived`` appended in the transaction that removes it. On PostgreSQL the unit is a
+past month partition of the events table, moved whole when every job in it is eligible,
+one event per month (:mod:`ledger.store.postgres.partitions`). A dry run moves and appends
 nothing. Runs may overlap (two workers' services): a job moves at most once, since the hot
 delete re-checks each job under the write lock, and the retention stream's versions refuse a
 second append at the same version.
@@ -170,6 +172,8 @@ def run_retention(
     archive = store.archive_where
     if archive is None and not dry_run:
         raise archive_unsupported(store.backend)
+    if not dry_run:
+        store.ensure_partitions(now)  # this month's jobs must find their partition
     policy = policy_of(store)
     choice = choose(store, policy, now)
     if dry_run or not choice.eligible:
@@ -193,9 +197,13 @@ def run_retention(
             actor=actor,
         )
 
+    if store.backend == "postgres":
+        # Whole month partitions move (decision 31), each with its own event; a batch
+        # size means nothing there.
+        batch = max(batch, len(choice.eligible))
     for start in range(0, len(choice.eligible), batch):
         chunk = choice.eligible[start : start + batch]
-        done = store.move_to_archive({job.job_id: job.version for job in chunk}, event_for)
+        done = store.move_to_archive({job.job_id: job.version for job in chunk}, event_for, now=now)
         moved.extend(done.moved)
         changed += len(done.changed)
         batches += bool(done.moved)
@@ -252,7 +260,8 @@ def event_json(version: int, event: Event) -> dict[str, Any]:
 
 def overview(store: Store, now: datetime, *, list_limit: int = 20) -> dict[str, Any]:
     """What ``retention show`` prints: the rules, what a run would move now and what it must
-    leave (and why), the stream's events and the tables' sizes."""
+    leave (and why), on PostgreSQL each past month and whether it moves (all its streams
+    eligible), the stream's events and the tables' sizes."""
     policy = policy_of(store)
     choice = choose(store, policy, now)
     return {
@@ -269,6 +278,15 @@ def overview(store: Store, now: datetime, *, list_limit: int = 20) -> dict[str, 
                 "reason": held.reason,
             }
             for held in choice.held[:list_limit]
+        ],
+        "partitions": [
+            {
+                "partition": unit.name,
+                "streams": unit.streams,
+                "eligible": unit.eligible,
+                "moves": unit.streams > 0 and unit.eligible == unit.streams,
+            }
+            for unit in store.archive_units({j.job_id: j.version for j in choice.eligible}, now)
         ],
         "events": [event_json(version, event) for version, event in policy_events(store)],
         "sizes": store.table_sizes(),

@@ -43,11 +43,13 @@ class RetentionPolicySet(Event, frozen=True):
     actor: str | None
 
 
-class JobsArchived(Event, frozen=True):
+class JobsArchived(Event, frozen=True, omit_defaults=True):
     """One batch of finished jobs moved from the hot tables to the archive (their events and
     view rows both; nothing is deleted). ``archive`` says where (the SQLite archive file's
     name); ``moved`` counts the rows moved per table; ``policy_version`` is the retention
-    stream version whose policy chose them."""
+    stream version whose policy chose them. ``partition`` names the PostgreSQL events
+    partition the batch detached (left out of the stored map when unset: a SQLite batch's
+    bytes are as before)."""
 
     name = "jobs_archived"
     job_ids: list[UUID]
@@ -55,6 +57,7 @@ class JobsArchived(Event, frozen=True):
     moved: dict[str, int]
     policy_version: int
     actor: str | None
+    partition: str | None = None
 
 
 RETENTION_EVENTS: tuple[type[Event], ...] = (RetentionPolicySet, JobsArchived)

@@ -1,7 +1,9 @@
 """The archiver service: retention runs on an interval, off unless asked for.
 
 One pass is :func:`ledger.api.retention.run_retention` at the ledger's clock: the finished
-jobs past their rule move to the archive, a batch per ``jobs_archived`` event (decision 31).
+jobs past their rule move to the archive, a batch (PostgreSQL: a month partition) per
+``jobs_archived`` event (decision 31); on PostgreSQL each pass also makes the partitions of
+the coming months.
 Any number of processes may run it at once: the hot delete re-checks each job under the
 write lock, so a job moves once; the retention stream's version refuses a second batch event
 at the same version, and the pass that lost that race is logged and tried again next

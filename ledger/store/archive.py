@@ -10,10 +10,13 @@ from ledger.core.errors import RetentionUnsupportedError
 
 
 def archive_unsupported(backend: str) -> RetentionUnsupportedError:
-    """The refusal of a backend that cannot archive yet (PostgreSQL: decision 31)."""
+    """The refusal of a store that cannot archive (a PostgreSQL database made before the
+    partitioned events table: decision 31)."""
     return RetentionUnsupportedError(
-        f"{backend} cannot archive jobs yet (time-partitioned tables are designed, not "
-        "built: docs/architecture.md, decision 31); `retention run --dry-run` works"
+        f"this {backend} database's events table predates partitions, so no month can be "
+        "detached from it (docs/architecture.md, decision 31); a database created since "
+        "(`jobledger migrate` on an empty one) has them: copy the ledger there with "
+        "`jobledger export` / `import`. `retention run --dry-run` works here"
     )
 
 
@@ -39,3 +42,13 @@ class ArchiveMove(NamedTuple):
     run moved meanwhile are in neither list."""
     rows: dict[str, int]
     """Rows moved per table."""
+
+
+class ArchiveUnit(NamedTuple):
+    """A unit a backend archives whole (a PostgreSQL month partition) and what holds it."""
+
+    name: str
+    streams: int
+    """The streams (jobs, or a name-derived stream) with events in it."""
+    eligible: int
+    """Those that are jobs a run may move now; it moves when all are."""

@@ -154,10 +154,16 @@ def open_store(
 
 def open_archive_store(url: str | None = None, *, pool_size: int | None = None) -> Store | None:
     """A read-only store over the ledger at ``url`` and its archive together (decision 31),
-    or ``None`` where there is no archive to read (a SQLite ledger never archived; PostgreSQL,
-    whose archive is not built yet)."""
+    or ``None`` where there is no archive to read (a ledger never archived)."""
     resolved = resolve_url(url)
     if is_postgres(resolved):
+        from ledger.store.postgres.store import PostgresArchiveReadStore
+
+        postgres_params(resolved)
+        store = PostgresArchiveReadStore(resolved, pool_size=pool_size or 2)
+        if store.has_archive():
+            return store
+        store.close()
         return None
     from ledger.store.sqlite.archive import archive_exists
     from ledger.store.sqlite.store import SQLiteArchiveReadStore

@@ -22,6 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from typing import Any, ClassVar
 from uuid import UUID
 
@@ -35,7 +36,7 @@ from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
 from ledger.core.tokens import TokenState
 from ledger.core.workflows.policy import WorkflowPolicy
-from ledger.store.archive import ArchiveMove, archive_unsupported
+from ledger.store.archive import ArchiveMove, ArchiveUnit, archive_unsupported
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import IdAdapter
 from ledger.store.listeners import ListenerBus
@@ -138,12 +139,27 @@ class Store(ABC):
         return None
 
     def move_to_archive(
-        self, job_versions: Mapping[UUID, int], event_for: ArchivedEvent
+        self,
+        job_versions: Mapping[UUID, int],
+        event_for: ArchivedEvent,
+        *,
+        now: datetime | None = None,
     ) -> ArchiveMove:
         """Move finished jobs, each still at the version it was chosen at, out of the hot
         tables into the archive, with the event ``event_for`` builds in the transaction that
-        removes them; jobs that changed meanwhile stay."""
+        removes them; jobs that changed meanwhile stay. ``now`` is the run's time (PostgreSQL
+        detaches only months wholly before it)."""
         raise archive_unsupported(self.backend)
+
+    def ensure_partitions(self, now: datetime, ahead: int = 3) -> list[str]:
+        """Make the archive units of ``now``'s month and ``ahead`` more where the backend
+        archives by month (PostgreSQL: the events table's partitions); those made."""
+        return []
+
+    def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
+        """The units a run moves whole, if this backend moves jobs by unit (PostgreSQL: the
+        past months of the events table), and whether each would move now."""
+        return []
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table that retention moves, hot and archived, and bytes on disk."""

@@ -77,7 +77,8 @@ def audit_columns(url: str) -> list[str]:
             url,
             [
                 "SELECT column_name FROM information_schema.columns"
-                " WHERE table_name = 'jl_audit' ORDER BY ordinal_position"
+                " WHERE table_name = 'jl_audit' AND table_schema = current_schema()"
+                " ORDER BY ordinal_position"
             ],
         )
     else:

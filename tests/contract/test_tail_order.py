@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from psycopg.rows import dict_row
 
@@ -159,6 +159,10 @@ def test_no_tailing_reader_skips_or_repeats_an_event(pg_url: str, reader_name: s
             suppress_health_check=[HealthCheck.function_scoped_fixture],
         )
         @given(schedules())
+        # Always tried first: the later id commits before the earlier one (what the naive
+        # reader skips), so the negative control fails on every run, not only when the
+        # search happens to draw such an order.
+        @example(([1, 1], [0, 0, 1, 1, 1, 0], [True, True]))
         def check(schedule: tuple[list[int], list[int], list[bool]]) -> None:
             events, order, commits = schedule
             reading.execute("TRUNCATE jl_events")

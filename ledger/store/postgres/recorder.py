@@ -20,6 +20,7 @@ import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.rows import DictRow
+from psycopg.sql import Composable
 
 from ledger.store.schema import EVENTS_TABLE
 
@@ -40,6 +41,20 @@ class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # unty
     def __init__(self, datastore: PostgresDatastore, sql: dict[str, str]) -> None:
         super().__init__(datastore, events_table_name=EVENTS_TABLE)
         self._sql = sql
+
+    def create_partitioned_table(self) -> None:
+        """The library's schema steps over an events table already made partitioned
+        (:mod:`ledger.store.postgres.partitions`), without its unique notification-id index:
+        a partitioned table's unique index must hold the partition key, and the ids are
+        unique by their sequence anyway."""
+        statements: list[Composable] = getattr(self, "sql_create_statements")  # noqa: B009  # untyped base
+        self.sql_create_statements = [
+            s for s in statements if self.notification_id_index_name not in s.as_string()
+        ]
+        try:
+            self.create_table()
+        finally:
+            self.sql_create_statements = statements
 
     def lock_table(self, curs: psycopg.Cursor[DictRow]) -> None:
         """``LOCK TABLE jl_events IN EXCLUSIVE MODE`` until commit: no other transaction

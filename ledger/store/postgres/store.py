@@ -11,17 +11,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
+from functools import cached_property
 from typing import Any
+from uuid import UUID
 
+import msgspec
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import DictRow
+from psycopg.sql import SQL, Identifier
 
-from ledger.core.codec import EventCodec
+from ledger.clock import SystemClock
+from ledger.core.codec import EventCodec, Record
 from ledger.core.errors import DatabaseUnusableError
+from ledger.core.retention import FINISHED_STATUSES, RETENTION_STREAM_ID
+from ledger.store.archive import ArchiveMove, ArchiveUnit, archive_unsupported
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
+from ledger.store.postgres import partitions
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
@@ -33,8 +42,8 @@ from ledger.store.postgres.unit_of_work import PostgresUnitOfWork
 from ledger.store.postgres.view_tables import PostgresViewTables
 from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
-from ledger.store.schema import SCHEMA_VERSION
-from ledger.store.store import Store
+from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
+from ledger.store.store import ArchivedEvent, Store
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 """How long a session may sit idle inside a transaction before the server ends it (and its
@@ -182,12 +191,179 @@ class PostgresStore(Store):
         return await TaskListening(self.conninfo, topic, on_notify).started()
 
     def _create_schema(self) -> None:
+        with self._cursor() as cursor:
+            if partitions.layout(cursor) is None:
+                # A new database: the events table partitioned by month of job id (decision
+                # 31); one made before partitions keeps its plain table.
+                partitions.create_partitioned_events(cursor)
+            partitioned = partitions.layout(cursor) == "partitioned"
         with errors_mapped(self.where):
-            self.recorder.create_table()
+            if partitioned:
+                self.recorder.create_partitioned_table()
+            else:
+                self.recorder.create_table()
         with self._cursor() as cursor:
             for statement in schema_statements(self.backend):
                 cursor.execute(statement)
+            if partitions.layout(cursor) == "partitioned":
+                partitions.create_archive(cursor)
+                partitions.ensure_months(cursor, SystemClock().now())
             cursor.execute(self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION})
+
+    # --- retention (decision 31: detached month partitions) ----------------------------------
+
+    @cached_property
+    def partitioned(self) -> bool:
+        """Whether the events table is partitioned (a database made since partitions)."""
+        with self._cursor() as cursor:
+            return partitions.layout(cursor) == "partitioned"
+
+    @property
+    def archive_where(self) -> str | None:
+        return partitions.ARCHIVE_SCHEMA if self.partitioned else None
+
+    def move_to_archive(
+        self,
+        job_versions: Mapping[UUID, int],
+        event_for: ArchivedEvent,
+        *,
+        now: datetime | None = None,
+    ) -> ArchiveMove:
+        """Detach each past month partition whose every stream is one of these jobs, still at
+        its version and finished, into ``jl_archive`` with its jobs' view rows, one
+        ``jobs_archived`` per month in the transaction that detaches it. The events-table
+        lock is held throughout: no event lands meanwhile, so what was checked is what moves.
+        A month holding any other job (live, too young, a workflow step) stays whole."""
+        if not self.partitioned:
+            raise archive_unsupported(self.backend)
+        now = now or SystemClock().now()
+        now_ms = int(now.timestamp() * 1000)
+        wanted = {str(job_id): version for job_id, version in job_versions.items()}
+        moved: list[UUID] = []
+        rows: dict[str, int] = {}
+        self.ensure_partitions(now)
+        for month in self._past_months(now_ms):
+            # The month's scan runs before the lock (a month of events takes a while); under
+            # the lock only its row count is checked again: with the lock held, every
+            # transaction that appended has committed, so an event that came meanwhile
+            # shows as another row.
+            with self._cursor() as cursor:
+                streams = partitions.streams_of(cursor, month.name)
+            if not streams or any(wanted.get(s) != v for s, v in streams.items()):
+                continue
+            with self._cursor() as cursor:
+                self.recorder.lock_table(cursor)
+                if month not in partitions.attached_months(cursor):
+                    continue  # another run moved it meanwhile
+                if partitions.row_count(cursor, month.name) != sum(streams.values()):
+                    continue  # (a version is its stream's event count: no gaps)
+                ids = list(streams)
+                cursor.execute(self.sql["retention_hot_versions"], {"ids": ids})
+                hot = {str(r["job_id"]): (r["status"], r["version"]) for r in cursor.fetchall()}
+                if not all(
+                    i in hot and hot[i][1] == wanted[i] and hot[i][0] in FINISHED_STATUSES
+                    for i in ids
+                ):
+                    continue
+                moved_rows = partitions.move_month(cursor, month, ids)
+                job_ids = [UUID(i) for i in ids]
+                event = msgspec.structs.replace(
+                    event_for(job_ids, moved_rows), partition=month.name
+                )
+                uow = PostgresUnitOfWork(self, cursor)
+                version = uow.stream_version(RETENTION_STREAM_ID)
+                uow.append(stream_changes=[(RETENTION_STREAM_ID, version, [event])])
+            moved.extend(job_ids)
+            for table, count in moved_rows.items():
+                rows[table] = rows.get(table, 0) + count
+        return ArchiveMove(moved, [], rows)
+
+    def ensure_partitions(self, now: datetime, ahead: int = partitions.MONTHS_AHEAD) -> list[str]:
+        """Make the month partitions of ``now`` and ``ahead`` months after (``migrate`` and
+        every retention run do): those made."""
+        if not self.partitioned:
+            return []
+        with self._cursor() as cursor:
+            return partitions.ensure_months(cursor, now, ahead)
+
+    def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
+        """The past hot months, each with how many of its streams a run may move now (a
+        month moves when all may)."""
+        if not self.partitioned:
+            return []
+        wanted = {str(job_id): version for job_id, version in job_versions.items()}
+        units = []
+        for month in self._past_months(int(now.timestamp() * 1000)):
+            with self._cursor() as cursor:
+                streams = partitions.streams_of(cursor, month.name)
+            eligible = sum(wanted.get(s) == v for s, v in streams.items())
+            units.append(ArchiveUnit(month.name, len(streams), eligible))
+        return units
+
+    def _past_months(self, now_ms: int) -> list[partitions.Partition]:
+        with self._cursor() as cursor:
+            return [m for m in partitions.attached_months(cursor) if m.upper_ms <= now_ms]
+
+    def table_sizes(self) -> dict[str, int]:
+        """Rows per table retention moves, hot and (``jl_archive.<table>``) archived, the
+        month partitions hot and archived, and the database's bytes."""
+        tables = [EVENTS_TABLE, *(v.table for v in partitions.ARCHIVED_VIEWS)]
+        sizes: dict[str, int] = {}
+        with self._cursor() as cursor:
+            archived = self.partitioned
+            for table in tables:
+                cursor.execute(SQL("SELECT count(*) AS n FROM {}").format(Identifier(table)))
+                sizes[table] = int(cursor.fetchone()["n"])  # type: ignore[index]
+                if archived:
+                    cursor.execute(
+                        SQL("SELECT count(*) AS n FROM {}.{}").format(
+                            Identifier(partitions.ARCHIVE_SCHEMA), Identifier(table)
+                        )
+                    )
+                    n = int(cursor.fetchone()["n"])  # type: ignore[index]
+                    sizes[f"{partitions.ARCHIVE_SCHEMA}.{table}"] = n
+            if archived:
+                sizes["partitions.hot"] = len(partitions.attached_months(cursor))
+                sizes["partitions.archived"] = len(partitions.archived_months(cursor))
+            cursor.execute("SELECT pg_database_size(current_database()) AS n")
+            sizes["database_bytes"] = int(cursor.fetchone()["n"])  # type: ignore[index]
+        return sizes
 
     def close(self) -> None:
         self.datastore.close()
+
+
+class PostgresArchiveReadStore(PostgresStore):
+    """A ledger read together with its archive: every connection's ``search_path`` starts
+    with ``jl_all``, whose views named like the hot tables are hot ``UNION ALL`` archive
+    (decision 31), so every read sees archived jobs as if they were hot. It only reads (a
+    view is not writable), so nothing is caught up through it."""
+
+    read_only = True
+
+    def __init__(self, conninfo: str, pool_size: int = 2) -> None:
+        params = conninfo_to_dict(conninfo)
+        path = f"-c search_path={partitions.ALL_SCHEMA},public"
+        params["options"] = f"{params.get('options') or ''} {path}".strip()
+        super().__init__(make_conninfo(**params), pool_size=pool_size)  # type: ignore[arg-type]
+        self._hot_conninfo = conninfo
+
+    def check_initialised(self) -> None:
+        """Checked on the hot tables, through a store of the plain search path (the schema
+        checks read ``current_schema()``, here ``jl_all``)."""
+        hot = PostgresStore(self._hot_conninfo, pool_size=1, max_overflow=0)
+        try:
+            hot.check_initialised()
+        finally:
+            hot.close()
+
+    def history(self, originator_id: UUID) -> list[Record]:
+        """Through the ledger's own query: the recorder's names the hot table by schema."""
+        with self.read_snapshot() as tables:
+            return tables.histories([originator_id])[originator_id]
+
+    def has_archive(self) -> bool:
+        with self._cursor() as cursor:
+            return partitions.layout(cursor) == "partitioned" and bool(
+                partitions.archived_months(cursor)
+            )

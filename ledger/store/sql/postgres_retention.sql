@@ -1,6 +1,6 @@
 -- Retention (ledger/api/retention.py): which finished jobs are past their policy.
--- PostgreSQL moves nothing yet (decision 31: partitions, designed); dry runs and `show` read
--- these.
+-- A run detaches month partitions of jl_events (ledger/store/postgres/partitions.py,
+-- decision 31); these choose and re-check the jobs.
 
 -- name: retention_candidates
 -- The next finished jobs enqueued after position :after unchanged since before :cutoff (µs),
@@ -24,3 +24,9 @@ WHERE originator_id = %(stream_id)s::uuid
 -- name: retention_head
 -- The events table's highest notification id.
 SELECT coalesce(max(notification_id), 0) AS head FROM jl_events
+
+-- name: retention_hot_versions
+-- The current status and version of the jobs :ids (jl_queue primary key), read under the
+-- events-table lock before their month's partition is detached.
+SELECT job_id::text AS job_id, status, version FROM jl_queue
+WHERE job_id = ANY(%(ids)s::uuid[])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -119,7 +120,11 @@ class SQLiteStore(Store):
         return Path(self.archive_path).name
 
     def move_to_archive(
-        self, job_versions: Mapping[UUID, int], event_for: ArchivedEvent
+        self,
+        job_versions: Mapping[UUID, int],
+        event_for: ArchivedEvent,
+        *,
+        now: datetime | None = None,
     ) -> ArchiveMove:
         """Move the jobs (each at the version it was chosen at) to the archive file: copy
         in one transaction, then under the write lock again delete from the hot tables the
