@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 from uuid import UUID
 
 from ledger.core.events import (
@@ -36,6 +37,23 @@ from ledger.core.workflows.state import evolve as evolve_run
 from ledger.store.streams import job_type_stream_id
 from projections.rules.registry import view_writes
 from projections.rules.writes import ViewWrite
+
+K = TypeVar("K", str, UUID)
+"""A stream's key in its view: a name or an id."""
+
+
+class _Versioned(Protocol):
+    @property
+    def version(self) -> int: ...
+
+
+S = TypeVar("S", bound=_Versioned)
+"""A stream's folded state."""
+
+
+def _itself(key: UUID) -> UUID:
+    return key
+
 
 MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
 """Events after which a job may be claimable: they wake idle workers."""
@@ -102,73 +120,57 @@ class AppendFold:
             assert state is not None
             self.states[job_id] = state
 
+    def fold_streams(
+        self,
+        changes: Sequence[tuple[K, Sequence[Event]]],
+        known: Callable[[K], S | None],
+        evolve_one: Callable[[S | None, Event], S],
+        stream_id: Callable[[K], UUID],
+    ) -> dict[K, S]:
+        """Fold the events of streams with a view row each (tokens, schedules, source polls,
+        queues) onto their states ``known`` (read in this unit of work); the changed ones, by
+        key. ``stream_id`` gives a key's stream (its id, or a uuid5 of its name)."""
+        changed: dict[K, S] = {}
+        for key, events in changes:
+            state = changed.get(key) or known(key)
+            for event in events:
+                state = evolve_one(state, event)
+                self.records.append((stream_id(key), state.version, event))
+            assert state is not None
+            changed[key] = state
+        return changed
+
     def fold_tokens(
         self,
         token_changes: Sequence[tuple[UUID, Sequence[Event]]],
         known: Callable[[UUID], TokenState | None],
     ) -> dict[UUID, TokenState]:
-        """Fold token events onto the tokens ``known`` (read in this unit of work); the
-        changed ones. A token's stream id is its id."""
-        new_tokens: dict[UUID, TokenState] = {}
-        for token_id, events in token_changes:
-            token = new_tokens.get(token_id) or known(token_id)
-            for event in events:
-                token = evolve_token(token, event)
-                self.records.append((token_id, token.version, event))
-            assert token is not None
-            new_tokens[token_id] = token
-        return new_tokens
+        """Token events folded (:meth:`fold_streams`); a token's stream id is its id."""
+        return self.fold_streams(token_changes, known, evolve_token, _itself)
 
     def fold_schedules(
         self,
         schedule_changes: Sequence[tuple[str, Sequence[Event]]],
         known: Callable[[str], ScheduleState | None],
     ) -> dict[str, ScheduleState]:
-        """Fold schedule events onto the schedules ``known`` (read in this unit of work); the
-        changed ones, by name. A schedule's stream id derives from its name."""
-        new_schedules: dict[str, ScheduleState] = {}
-        for name, events in schedule_changes:
-            schedule = new_schedules.get(name) or known(name)
-            for event in events:
-                schedule = evolve_schedule(schedule, event)
-                self.records.append((schedule_stream_id(name), schedule.version, event))
-            assert schedule is not None
-            new_schedules[name] = schedule
-        return new_schedules
+        """Schedule events folded (:meth:`fold_streams`), by name."""
+        return self.fold_streams(schedule_changes, known, evolve_schedule, schedule_stream_id)
 
     def fold_source_polls(
         self,
         source_changes: Sequence[tuple[str, Sequence[Event]]],
         known: Callable[[str], SourcePollState | None],
     ) -> dict[str, SourcePollState]:
-        """Fold source-poll events onto the sources' poll states ``known`` (read in this unit
-        of work); the changed ones, by source. A source's stream id derives from its name."""
-        new_sources: dict[str, SourcePollState] = {}
-        for source, events in source_changes:
-            state = new_sources.get(source) or known(source)
-            for event in events:
-                state = evolve_source_poll(state, event)
-                self.records.append((source_stream_id(source), state.version, event))
-            assert state is not None
-            new_sources[source] = state
-        return new_sources
+        """Source-poll events folded (:meth:`fold_streams`), by source."""
+        return self.fold_streams(source_changes, known, evolve_source_poll, source_stream_id)
 
     def fold_queue_states(
         self,
         queue_changes: Sequence[tuple[str, Sequence[Event]]],
         known: Callable[[str], QueueState | None],
     ) -> dict[str, QueueState]:
-        """Fold queue events onto the queue states ``known`` (read in this unit of work); the
-        changed ones, by name. A queue's stream id derives from its name."""
-        new_queues: dict[str, QueueState] = {}
-        for name, events in queue_changes:
-            queue = new_queues.get(name) or known(name)
-            for event in events:
-                queue = evolve_queue(queue, event)
-                self.records.append((queue_stream_id(name), queue.version, event))
-            assert queue is not None
-            new_queues[name] = queue
-        return new_queues
+        """Queue events folded (:meth:`fold_streams`), by name."""
+        return self.fold_streams(queue_changes, known, evolve_queue, queue_stream_id)
 
     def fold_definitions(
         self,
