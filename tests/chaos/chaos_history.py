@@ -274,7 +274,7 @@ def dropped_outcome(
     its SIGSTOP-to-SIGCONT windows) after the finish, before the attempt ended (the outcome
     died with it or waited frozen); and a database nobody could write to from just after the
     finish until the lease expired (``frozen``: windows during which a stopped process held
-    SQLite's single write lock).
+    SQLite's single write lock, or the server was down and not yet found again).
 
     A stop is recorded just before its signal is sent, so a finish written between the two
     carries a later time than the stop; but a stopped process writes nothing, so a finish

@@ -149,6 +149,7 @@ def restart_server(
             server.stop(mode)
             time.sleep(down_s)  # the outage itself is the fault: its length is wall time
             server.start()
+            chaos.faults.record("postgres_back", detail=f"after a {mode} stop")
 
     return plan
 

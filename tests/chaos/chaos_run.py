@@ -40,6 +40,7 @@ from chaos_history import (
 from ledger import EnqueueRequest, JobStatus, Ledger
 from ledger.core.codec import Record
 from ledger.runtime.definitions import sync_definitions
+from ledger.runtime.retrying import longest_wait
 
 RECOVERY_SLACK_S = 2.0
 """Beyond one lease plus one reaper interval, what a recovery may take on a loaded 2-core
@@ -174,6 +175,20 @@ class Chaos:
             if window[0] <= frozen.at <= window[1]
         ]
 
+    def outage_windows(self, reconnect_s: float) -> list[tuple[datetime, datetime]]:
+        """When the server was down: from each restart's stop to ``reconnect_s`` after it
+        accepted connections again (the longest a worker's write waits between two tries,
+        so its first try after the outage may land that late)."""
+        backs = [f.at for f in self.faults.of_kind("postgres_back")]
+        windows = []
+        for stop in self.faults.of_kind("postgres_restart"):
+            back = min((at for at in backs if at >= stop.at), default=None)
+            end = datetime.max.replace(tzinfo=stop.at.tzinfo)
+            if back is not None:
+                end = back + timedelta(seconds=reconnect_s)
+            windows.append((stop.at, end))
+        return windows
+
     def close(self) -> None:
         if self._ledger is not None:
             with contextlib.suppress(Exception):  # its connections may be gone already
@@ -305,7 +320,9 @@ def judge(
                 report.add("none succeeded twice", f"job {job_id}\n{render(records)}")
             for breach in job.breaches:
                 report.add("no write outside a live lease", f"{breach}\n{render(records)}")
-    frozen = chaos.frozen_windows()
+    frozen = chaos.frozen_windows() + chaos.outage_windows(
+        longest_wait(timedelta(seconds=settings.lease_s))
+    )
     finishes = [s for s in starts if s.finished]
     starts = [s for s in starts if not s.finished]
     report.handler_runs = len(starts)
