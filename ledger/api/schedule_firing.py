@@ -11,7 +11,9 @@ unit of work, so that each slot makes its job exactly once however many schedule
    idempotency keys looked up as a batch enqueue does), each keyed by its slot, so even a
    slot whose cursor did not move (a job enqueued by hand with the slot's key) names the job
    that holds the key instead of making a second one.
-4. A schedule whose jobs enqueue refuses (the type disabled or undefined, the key held by a
+4. A schedule whose slots cannot be read (its stored cron expression or time zone refused
+   by this release's cronsim or tzdata) is left as it is and reported in ``broken``; a
+   schedule whose jobs enqueue refuses (the type disabled or undefined, the key held by a
    job asked with other fields) records its slots as ``schedule_missed`` with the refusal as
    the reason; the other schedules fire regardless.
 5. One :meth:`~ledger.store.unit_of_work.UnitOfWork.append` of the new jobs and every
@@ -43,6 +45,7 @@ from ledger.core.events import Event, JobDefinition, JobEvent
 from ledger.core.requests import normalise_request
 from ledger.core.schedules.catch_up import MAX_NAMED_MISSED, PassBounds, PassPlan, plan_pass
 from ledger.core.schedules.events import ScheduleFired, ScheduleMissed
+from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError
 from ledger.core.schedules.state import ScheduleState
 from ledger.core.times import to_us
 from ledger.store.store import Store
@@ -69,6 +72,13 @@ class MissedSlots(msgspec.Struct, frozen=True):
     reason: str | None
 
 
+class BrokenSchedule(msgspec.Struct, frozen=True):
+    """A due schedule whose slots this pass could not read: nothing is appended for it."""
+
+    schedule: str
+    error: str
+
+
 class FireReport(msgspec.Struct, frozen=True):
     """What one fire pass did."""
 
@@ -83,6 +93,8 @@ class FireReport(msgspec.Struct, frozen=True):
     contended: bool = False
     """Something was due before the append lock and nothing under it: another scheduler
     fired those slots first."""
+    broken: list[BrokenSchedule] = []
+    """Due schedules left unfired because their slots could not be read."""
 
 
 EMPTY = FireReport([], [], 0, more=False)
@@ -111,12 +123,19 @@ def fire_due(
             if not due:
                 return FireReport([], [], 0, more=False, contended=True)
             batch = _FireBatch(uow, moment, auto_define, new_id)
+            broken: list[BrokenSchedule] = []
             for state in due:
-                batch.add(state, plan_pass(state, moment, bounds))
+                try:
+                    plan = plan_pass(state, moment, bounds)
+                except (InvalidCronError, UnknownTimeZoneError) as unreadable:
+                    # One schedule's expression must not stop every other schedule's slots.
+                    broken.append(BrokenSchedule(state.name, unreadable.message))
+                    continue
+                batch.add(state, plan)
             batch.append()
     except ConcurrencyConflictError:
         return FireReport([], [], 0, more=True, conflict=True)
-    return FireReport(batch.fired, batch.missed, len(due), more=len(due) >= limit)
+    return FireReport(batch.fired, batch.missed, len(due), more=len(due) >= limit, broken=broken)
 
 
 class _FireBatch:

@@ -7,6 +7,7 @@ derived from the cron expression after the cursor (an active schedule's only).
 
 from __future__ import annotations
 
+import contextlib
 from datetime import datetime
 from uuid import UUID
 
@@ -15,7 +16,7 @@ import msgspec
 from ledger.api.shaping import plain
 from ledger.core.events import JSON
 from ledger.core.schedules.events import ScheduleFired, ScheduleMissed
-from ledger.core.schedules.slots import next_slots
+from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, next_slots
 from ledger.core.schedules.state import ScheduleState, ScheduleStatus, schedule_stream_id
 from ledger.store.store import Store
 from projections.rules.schedules import upcoming
@@ -71,11 +72,10 @@ def schedule_detail(store: Store, name: str, count: int = SHOWN_SLOTS) -> Schedu
                     event.slots, event.count, event.through, event.policy, event.reason, event.at
                 )
             )
-    coming = (
-        next_slots(state.cron, state.tz, state.cursor, count)
-        if state.status is ScheduleStatus.ACTIVE
-        else []
-    )
+    coming: list[datetime] = []
+    if state.status is ScheduleStatus.ACTIVE:
+        with contextlib.suppress(InvalidCronError, UnknownTimeZoneError):  # none to show
+            coming = next_slots(state.cron, state.tz, state.cursor, count)
     return ScheduleDetail(state, fired[-count:], missed[-count:], coming)
 
 

@@ -92,6 +92,8 @@ class Scheduler:
                 missed.through.isoformat(),
                 missed.reason or "catch-up policy",
             )
+        for broken in report.broken:
+            log.error("schedule %s cannot fire: %s", broken.schedule, broken.error)
         if report.conflict:
             log.info("a scheduler pass met another writer of a schedule; the next pass retries")
 

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from ledger.core.schedules.events import SCHEDULE_EVENTS
-from ledger.core.schedules.slots import next_slot
+from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, next_slot
 from ledger.core.schedules.state import ScheduleState, ScheduleStatus
 from ledger.core.times import opt_us
 from projections.rules.view import Projection
@@ -52,10 +52,15 @@ PROJECTION = Projection(
 
 
 def upcoming(state: ScheduleState) -> datetime | None:
-    """The schedule's next slot (``None`` unless it is active)."""
+    """The schedule's next slot (``None`` unless it is active, or when this release cannot
+    read its expression or zone: such a schedule is never due, and the rest of the view and
+    a rebuild go on)."""
     if state.status is not ScheduleStatus.ACTIVE:
         return None
-    return next_slot(state.cron, state.tz, state.cursor)
+    try:
+        return next_slot(state.cron, state.tz, state.cursor)
+    except (InvalidCronError, UnknownTimeZoneError):
+        return None
 
 
 def schedule_row(state: ScheduleState) -> dict[str, Any]:

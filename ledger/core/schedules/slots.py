@@ -58,10 +58,15 @@ def check_cron(cron: str, tz: str = "UTC") -> None:
 
 
 def iter_slots(cron: str, tz: str, after: datetime) -> Iterator[datetime]:
-    """The slots strictly after ``after``, in order, as UTC datetimes (endless)."""
+    """The slots strictly after ``after``, in order, as UTC datetimes (endless); an
+    expression cronsim refuses (one stored by a release whose cronsim read it) is
+    :class:`InvalidCronError`."""
     # cronsim wants the start in the schedule's zone; it yields wall times in that zone.
-    for moment in CronSim(cron, after.astimezone(zone(tz))):
-        yield moment.astimezone(UTC)
+    try:
+        for moment in CronSim(cron, after.astimezone(zone(tz))):
+            yield moment.astimezone(UTC)
+    except CronSimError as error:
+        raise InvalidCronError(f"bad cron expression {cron!r}: {error}") from None
 
 
 def slots_between(
