@@ -101,13 +101,20 @@ class _Declared:
         return encoded  # type: ignore[no-any-return]  # a Struct encodes to a dict
 
     def _request(self, payload: dict[str, JSON], options: Mapping[str, Any]) -> EnqueueRequest:
+        return self._requests([payload], options)[0]
+
+    def _requests(
+        self, payloads: list[dict[str, JSON]], options: Mapping[str, Any]
+    ) -> list[EnqueueRequest]:
         fields = {name: value for name, value in options.items() if name != "actor"}
-        return EnqueueRequest(job_type=self.job_type, payload=payload, **fields)
+        if not fields:  # the common case, without a keyword call per request
+            return [EnqueueRequest(self.job_type, payload) for payload in payloads]
+        return [EnqueueRequest(job_type=self.job_type, payload=p, **fields) for p in payloads]
 
     def _enqueue(
         self, ledger: Ledger, payloads: list[dict[str, JSON]], options: Mapping[str, Any]
     ) -> list[Enqueued[Any]]:
-        requests = [self._request(payload, options) for payload in payloads]
+        requests = self._requests(payloads, options)
         actor = options.get("actor")
         if ledger not in self._defined_on:
             define_from_handler(ledger, self.spec)
