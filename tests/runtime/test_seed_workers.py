@@ -71,7 +71,7 @@ async def test_seed_idle_worker_picks_up_job_quickly(
     pool = make_pool(concurrency=1, poll_interval_s=5.0)
     await pool.start()
     await asyncio.wait_for(pool.wait_until_idle(), 2.0)
-    job_id = await asyncio.to_thread(sync_ledger.enqueue, INGEST, subject=subject())
+    job_id = (await asyncio.to_thread(sync_ledger.enqueue, INGEST, subject=subject())).job_id
 
     async def done() -> bool:
         return status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
