@@ -216,10 +216,12 @@ def declare(
 ) -> TypedJob[Any, Any] | KeywordJob[Any, Any]:
     """Make the typed job of ``function``, registering its wrapped handler (what the pool
     runs: it decodes the payload, calls ``function``, encodes the output) with ``register``."""
-    hints = typing.get_type_hints(function)
+    # A callable object is read through its __call__ (its hints and whether it is async).
+    target = function if inspect.isroutine(function) else type(function).__call__
+    hints = typing.get_type_hints(target)
     signature = inspect.signature(function)
     parameters = list(signature.parameters.values())[1:]  # the first is the context
-    is_async = inspect.iscoroutinefunction(function)
+    is_async = inspect.iscoroutinefunction(target)
     output_type = _output_type(hints.get("return", Any))
     struct = _struct_parameter(parameters, hints)
     if struct is not None:

@@ -234,3 +234,19 @@ def test_declaring_a_job_type_twice_is_refused() -> None:
 
         @registry.job("dup")
         def second(ctx: SyncJobContext, *, n: int) -> None: ...
+
+
+async def test_a_callable_object_can_be_a_typed_handler(ledger: Ledger) -> None:
+    """An instance with an async __call__ is declared like a function (its hints read from
+    __call__), and runs as an async handler."""
+    registry = Registry()
+
+    class Charger:
+        async def __call__(self, ctx: JobContext, payload: Charge) -> Receipt:
+            return Receipt(charged=payload.amount * 2, currency=payload.currency)
+
+    charger = registry.job("card.charge")(Charger())
+    job = charger.enqueue(ledger, Charge(amount=4))
+    assert registry.get("card.charge").is_async  # type: ignore[union-attr]
+    assert (await drain(ledger, registry)).succeeded == 1
+    assert job.output() == Receipt(charged=8, currency="EUR")
