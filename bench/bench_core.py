@@ -239,7 +239,7 @@ def percentiles_ms(samples: list[float]) -> dict[str, float]:
 def one_job_round(ledger: Ledger, i: int) -> tuple[float, float, float]:
     """Enqueue one job, claim it, succeed it: (enqueue, claim, succeed) seconds."""
     t0 = perf_counter()
-    job_id = ledger.enqueue(JOB_TYPE, {"item": i})
+    job_id = ledger.enqueue(JOB_TYPE, {"item": i}).job_id
     t1 = perf_counter()
     claimed = ledger.claim("bench-latency", limit=1, lease_s=LEASE_S)
     t2 = perf_counter()

@@ -90,7 +90,7 @@ def enqueue(
     """
     subject = _subject(source_id, uri, op, revision)
     with open_ledger(settings.url, auto_define=auto_define) as ledger:
-        job_id = ledger.enqueue(
+        enqueued = ledger.enqueue(
             job_type,
             payload,
             priority=priority,
@@ -103,11 +103,11 @@ def enqueue(
             idempotency_key=idempotency_key,
             subject=subject,
         )
-    if job_id is not None:
+    if enqueued.outcome != "skipped":
         if as_json:
-            echo_json({"job_id": str(job_id)})
+            echo_json({"job_id": str(enqueued.job_id)})
         else:
-            click.echo(str(job_id))
+            click.echo(str(enqueued.job_id))
         return
     # Not an error: the ledger keeps at most one live job per subject, by design.
     assert subject is not None

@@ -25,7 +25,12 @@ _EXPORTS: dict[str, str] = {
     "DatabaseNotInitialisedError": "ledger.core.errors",
     "DatabaseUnusableError": "ledger.core.errors",
     "DefinitionNotFoundError": "ledger.core.errors",
+    "Dependency": "ledger.core.workflows.spec",
+    "EnqueueOptions": "ledger.runtime.typed_jobs",
+    "EnqueueOutcome": "ledger.api.job_handle",
     "EnqueueRequest": "ledger.core.events",
+    "Enqueued": "ledger.api.job_handle",
+    "ExternalStep": "ledger.core.workflows.spec",
     "Failure": "ledger.core.events",
     "FailureKind": "ledger.core.events",
     "FailureReport": "ledger.api.outcomes",
@@ -38,9 +43,13 @@ _EXPORTS: dict[str, str] = {
     "JobContext": "ledger.runtime.handlers",
     "JobDefinition": "ledger.core.events",
     "JobNotFoundError": "ledger.core.errors",
+    "JobNotSucceededError": "ledger.core.errors",
     "JobPage": "projections.rules.job_list",
     "JobState": "ledger.core.state",
     "JobStatus": "ledger.core.events",
+    "JobStep": "ledger.core.workflows.spec",
+    "JobWaitTimeoutError": "ledger.core.errors",
+    "KeywordJob": "ledger.runtime.typed_jobs",
     "Lease": "ledger.core.state",
     "LeaseOwnerMismatchError": "ledger.core.errors",
     "Ledger": "ledger.api.ledger",
@@ -49,19 +58,28 @@ _EXPORTS: dict[str, str] = {
     "PermanentError": "ledger.runtime.handlers",
     "PoolConfig": "ledger.runtime.config",
     "PoolStats": "ledger.runtime.health",
+    "RateLimit": "ledger.core.events",
     "ReadOnlyDatabaseError": "ledger.core.errors",
     "Reader": "ledger.api.reader",
     "Record": "ledger.core.codec",
     "Registry": "ledger.runtime.handlers",
     "ReplicaLag": "ledger.store.replica",
     "Result": "ledger.runtime.handlers",
+    "RetentionUnsupportedError": "ledger.core.errors",
+    "SourceNotFoundError": "ledger.core.errors",
     "Stage": "ledger.core.events",
     "StoreError": "ledger.core.errors",
     "Subject": "ledger.core.events",
     "SubjectOp": "ledger.core.events",
+    "SyncJobContext": "ledger.runtime.handlers",
     "SystemClock": "ledger.clock",
     "TransientError": "ledger.runtime.handlers",
+    "TypedJob": "ledger.runtime.typed_jobs",
+    "UnknownEventError": "ledger.core.errors",
     "WorkerPool": "ledger.runtime.pool",
+    "WorkflowHandle": "ledger.api.workflow_handle",
+    "WorkflowNotFoundError": "ledger.core.workflows.errors",
+    "WorkflowRequest": "ledger.core.workflows.spec",
 }
 
 __all__ = [
@@ -77,7 +95,12 @@ __all__ = [
     "DatabaseNotInitialisedError",
     "DatabaseUnusableError",
     "DefinitionNotFoundError",
+    "Dependency",
+    "EnqueueOptions",
+    "EnqueueOutcome",
     "EnqueueRequest",
+    "Enqueued",
+    "ExternalStep",
     "Failure",
     "FailureKind",
     "FailureReport",
@@ -90,9 +113,13 @@ __all__ = [
     "JobContext",
     "JobDefinition",
     "JobNotFoundError",
+    "JobNotSucceededError",
     "JobPage",
     "JobState",
     "JobStatus",
+    "JobStep",
+    "JobWaitTimeoutError",
+    "KeywordJob",
     "Lease",
     "LeaseOwnerMismatchError",
     "Ledger",
@@ -101,19 +128,28 @@ __all__ = [
     "PermanentError",
     "PoolConfig",
     "PoolStats",
+    "RateLimit",
     "ReadOnlyDatabaseError",
     "Reader",
     "Record",
     "Registry",
     "ReplicaLag",
     "Result",
+    "RetentionUnsupportedError",
+    "SourceNotFoundError",
     "Stage",
     "StoreError",
     "Subject",
     "SubjectOp",
+    "SyncJobContext",
     "SystemClock",
     "TransientError",
+    "TypedJob",
+    "UnknownEventError",
     "WorkerPool",
+    "WorkflowHandle",
+    "WorkflowNotFoundError",
+    "WorkflowRequest",
 ]
 
 
@@ -131,9 +167,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see; never executed
+    from ledger.api.job_handle import Enqueued, EnqueueOutcome
     from ledger.api.ledger import Ledger
     from ledger.api.outcomes import BatchResult, Completion, FailureReport
     from ledger.api.reader import Reader
+    from ledger.api.workflow_handle import WorkflowHandle
     from ledger.clock import Clock, FakeClock, SystemClock
     from ledger.core.codec import Record
     from ledger.core.errors import (
@@ -146,10 +184,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
         InvalidRequestError,
         InvalidTransitionError,
         JobNotFoundError,
+        JobNotSucceededError,
+        JobWaitTimeoutError,
         LeaseOwnerMismatchError,
         LedgerError,
         ReadOnlyDatabaseError,
+        RetentionUnsupportedError,
+        SourceNotFoundError,
         StoreError,
+        UnknownEventError,
     )
     from ledger.core.events import (
         BackoffPolicy,
@@ -158,15 +201,26 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
         FailureKind,
         JobDefinition,
         JobStatus,
+        RateLimit,
         Stage,
         Subject,
         SubjectOp,
     )
     from ledger.core.state import IllegalTransitionError, JobState, Lease
+    from ledger.core.workflows.errors import WorkflowNotFoundError
+    from ledger.core.workflows.spec import Dependency, ExternalStep, JobStep, WorkflowRequest
     from ledger.runtime.config import PoolConfig
-    from ledger.runtime.handlers import JobContext, PermanentError, Registry, Result, TransientError
+    from ledger.runtime.handlers import (
+        JobContext,
+        PermanentError,
+        Registry,
+        Result,
+        SyncJobContext,
+        TransientError,
+    )
     from ledger.runtime.health import Health, PoolStats
     from ledger.runtime.pool import WorkerPool
+    from ledger.runtime.typed_jobs import EnqueueOptions, KeywordJob, TypedJob
     from ledger.store.replica import ReplicaLag
     from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow
     from projections.rules.job_list import JobPage, ListedJob

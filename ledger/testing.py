@@ -13,14 +13,14 @@ these to work the queue with your registry::
         clock = FakeClock()
         url = f"sqlite:///{tmp_path}/ledger.db"
         with Ledger.open(url, create=True, clock=clock, auto_define=True) as ledger:
-            job_id = ledger.enqueue("email.welcome", {"to": "ada@example.com"})
+            job = ledger.enqueue("email.welcome", {"to": "ada@example.com"})
             stats = await drain(ledger, registry)
             assert stats.succeeded == 1
-            assert ledger.get(job_id).output == {"sent_to": "ada@example.com"}
+            assert job.output() == {"sent_to": "ada@example.com"}
 
             flaky = ledger.enqueue("email.welcome", {"to": "down@example.com"})
             await drain(ledger, registry)  # say the handler raised TransientError:
-            assert ledger.get(flaky).status == "pending"  # a retry is scheduled …
+            assert flaky.status() == "pending"  # a retry is scheduled …
             clock.advance(3600)  # … and due once the clock has moved past its backoff
             assert (await drain(ledger, registry)).claimed == 1
 

@@ -107,10 +107,16 @@ def stored_keys(
     return found
 
 
-def _live_subjects(uow: UnitOfWork, requests: Sequence[EnqueueRequest]) -> set[SubjectKey]:
-    """The batch's sync subjects that already have a live job (one lookup per subject)."""
+def _live_subjects(uow: UnitOfWork, requests: Sequence[EnqueueRequest]) -> dict[SubjectKey, UUID]:
+    """The batch's sync subjects that already have a live job, and that job's id (one lookup
+    per subject)."""
     wanted = dict.fromkeys(s for s in map(subject_key, requests) if s is not None)
-    return {subject for subject in wanted if uow.find_live_subject(*subject) is not None}
+    live: dict[SubjectKey, UUID] = {}
+    for subject in wanted:
+        job = uow.find_live_subject(*subject)
+        if job is not None:
+            live[subject] = job.job_id
+    return live
 
 
 def sync_listing(

@@ -33,6 +33,7 @@ from ledger.api import (
     workflows,
 )
 from ledger.api.enqueueing import enqueue_batch, sync_listing
+from ledger.api.job_handle import Enqueued, handles_of
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
 from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
@@ -224,10 +225,12 @@ class Ledger(WorkerCommands):
         idempotency_key: str | None = None,
         subject: Subject | None = None,
         actor: str | None = None,
-    ) -> UUID | None:
-        """Enqueue one job; returns its id, the existing id for an idempotent repeat, or
-        ``None`` when its sync subject already has a live job. ``actor`` names who asked in
-        the ``job_enqueued`` (the HTTP API's token; ``None``: no one named)."""
+    ) -> Enqueued[Any]:
+        """Enqueue one job; the answer says what happened and is a handle on the job
+        (:class:`~ledger.api.job_handle.Enqueued`): ``created``, ``existing`` (an idempotent
+        repeat names the job holding the key) or ``skipped`` (its sync subject already has a
+        live job: that one is named). ``actor`` names who asked in the ``job_enqueued`` (the
+        HTTP API's token; ``None``: no one named)."""
         request = EnqueueRequest(
             job_type=job_type,
             payload=payload if payload is not None else {},
@@ -245,20 +248,21 @@ class Ledger(WorkerCommands):
 
     def enqueue_many(
         self, requests: Sequence[EnqueueRequest], *, actor: str | None = None
-    ) -> list[UUID | None]:
+    ) -> list[Enqueued[Any]]:
         """Enqueue many jobs in one transaction: all are accepted, or none (on any error).
 
-        Each result is as :meth:`enqueue` returns. Repeats within the batch follow the same
-        idempotency and live-subject rules as repeats across batches
+        One answer per request, in order, as :meth:`enqueue` returns. Repeats within the batch
+        follow the same idempotency and live-subject rules as repeats across batches
         (:mod:`ledger.core.enqueue_plan`).
         """
-        return self.enqueue_outcomes(requests, actor=actor).results
+        return handles_of(self, self.enqueue_outcomes(requests, actor=actor))
 
     def enqueue_outcomes(
         self, requests: Sequence[EnqueueRequest], *, actor: str | None = None
     ) -> EnqueuePlan:
-        """:meth:`enqueue_many`, answering also which requests made a new job
-        (``created``; an idempotent repeat names an existing one)."""
+        """:meth:`enqueue_many`, answering with the plan it appended (ids, which were
+        created, which a live subject skipped): what callers that build their own answers
+        from it use (the HTTP API, typed jobs)."""
         return enqueue_batch(
             self.store,
             self.clock,
@@ -282,7 +286,12 @@ class Ledger(WorkerCommands):
         between can at worst cause a redundant job, and the next poll sees what it hid.
         """
         return sync_listing(
-            self.store, self.enqueue_many, source_id, listing, job_type=job_type, org=org
+            self.store,
+            lambda requests: self.enqueue_outcomes(requests).results,
+            source_id,
+            listing,
+            job_type=job_type,
+            org=org,
         )
 
     def poll_source(
@@ -321,9 +330,7 @@ class Ledger(WorkerCommands):
                 max_attempts=POLL_JOB_MAX_ATTEMPTS,
                 default_timeout_s=POLL_JOB_TIMEOUT_S,
             )
-        job_id = self.enqueue(SOURCE_POLL_JOB_TYPE, {"source": source}, actor=actor)
-        assert job_id is not None  # no subject, so never deduplicated
-        return job_id
+        return self.enqueue(SOURCE_POLL_JOB_TYPE, {"source": source}, actor=actor).job_id
 
     # --- workflows ----------------------------------------------------------------------------
 

@@ -209,7 +209,7 @@ class _FireBatch:
             requests,
             known,
             stored_keys=stored_keys(self._uow, requests),
-            live_subjects=(),
+            live_subjects={},
             now=self._now,
             auto_define=self._auto_define,
             new_id=self._new_id,

@@ -14,7 +14,8 @@ Rules, per request:
    the same requested fields names that job (no new job); by different fields it is an
    :class:`~ledger.core.errors.IdempotencyConflictError`;
 2. a sync subject that already has a live job (in the store, or an earlier request of the
-   batch) is deduplicated: the result is ``None``, nothing is appended;
+   batch) is deduplicated: the result is ``None``, nothing is appended, and ``skipped_by``
+   names that live job;
 3. otherwise a new job: its id from ``new_id``, its event from
    :func:`ledger.core.decide.decide_enqueue` (an unknown or disabled job type raises
    :class:`~ledger.core.errors.DefinitionNotFoundError`).
@@ -25,7 +26,7 @@ defaults first (even when all its requests turn out to be repeats), as enqueue a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 from uuid import UUID
@@ -61,6 +62,9 @@ class EnqueuePlan(msgspec.Struct, frozen=True):
     repeat named an existing one, or a live subject deduplicated it)."""
     job_changes: list[tuple[UUID, Sequence[JobEvent]]]
     definition_changes: list[tuple[str, Sequence[Event]]]
+    skipped_by: list[UUID | None] = msgspec.field(default_factory=list)
+    """One per request, in order (empty for an empty batch): for a request deduplicated by a
+    live sync subject, that subject's live job (what the caller can wait on instead)."""
 
 
 def idempotency_key(request: EnqueueRequest) -> IdempotencyKey | None:
@@ -82,7 +86,7 @@ def plan_enqueue(
     definitions: Mapping[str, JobDefinition],
     *,
     stored_keys: Mapping[IdempotencyKey, KeyedJob],
-    live_subjects: Collection[SubjectKey],
+    live_subjects: Mapping[SubjectKey, UUID],
     now: datetime,
     auto_define: bool,
     new_id: Callable[[], UUID],
@@ -92,9 +96,10 @@ def plan_enqueue(
 
     ``definitions``: the current definitions of the batch's job types (missing: undefined);
     ``stored_keys`` / ``live_subjects``: what the store holds for the batch's keys and
-    subjects, looked up in the same transaction before planning. ``new_id`` is called once per
-    new job, in request order; ``actor`` (checked by the caller) is recorded in each new
-    job's ``job_enqueued``. Raises the typed error of the first request that is refused.
+    subjects (a live subject's job id), looked up in the same transaction before planning.
+    ``new_id`` is called once per new job, in request order; ``actor`` (checked by the
+    caller) is recorded in each new job's ``job_enqueued``. Raises the typed error of the
+    first request that is refused.
     """
     known = dict(definitions)
     definition_changes: list[tuple[str, Sequence[Event]]] = []
@@ -106,9 +111,10 @@ def plan_enqueue(
                     (job_type, [JobTypeDefined(at=now, definition=known[job_type])])
                 )
     keyed = dict(stored_keys)
-    live = set(live_subjects)
+    live = dict(live_subjects)
     results: list[UUID | None] = []
     created: list[bool] = []
+    skipped_by: list[UUID | None] = []
     job_changes: list[tuple[UUID, Sequence[JobEvent]]] = []
     for request in requests:
         key = idempotency_key(request)
@@ -122,19 +128,23 @@ def plan_enqueue(
                 )
             results.append(holder.job_id)
             created.append(False)
+            skipped_by.append(None)
             continue
         subject = subject_key(request)
-        if subject is not None:
-            if subject in live:
-                results.append(None)
-                created.append(False)
-                continue
-            live.add(subject)
+        job_id_of_live = live.get(subject) if subject is not None else None
+        if job_id_of_live is not None:
+            results.append(None)
+            created.append(False)
+            skipped_by.append(job_id_of_live)
+            continue
         job_id = new_id()
+        if subject is not None:
+            live[subject] = job_id
         event = decide.decide_enqueue(job_id, request, known.get(request.job_type), now, actor)
         if key is not None:
             keyed[key] = KeyedJob(job_id, request)
         job_changes.append((job_id, [event]))
         results.append(job_id)
         created.append(True)
-    return EnqueuePlan(results, created, job_changes, definition_changes)
+        skipped_by.append(None)
+    return EnqueuePlan(results, created, job_changes, definition_changes, skipped_by)

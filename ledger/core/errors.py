@@ -117,3 +117,15 @@ class RetentionUnsupportedError(LedgerError):
     """This backend cannot move jobs to an archive yet (PostgreSQL: decision 31)."""
 
     code = "retention.unsupported"
+
+
+class JobNotSucceededError(LedgerError):
+    """The output of a job that has not succeeded (still live, dead or cancelled)."""
+
+    code = "job.not_succeeded"
+
+
+class JobWaitTimeoutError(LedgerError, TimeoutError):
+    """A wait for a job to end that ran out of time (the job goes on; wait again or not)."""
+
+    code = "job.wait_timeout"

@@ -14,18 +14,21 @@ warning naming each differing field, and applies the handler's options only when
 as one ``job_type_updated`` event, logged, that keeps the fields the handler does not set
 (priority, enabled, version). Every pool of a deployment may run this at start: nothing is
 appended when nothing differs.
+
+A typed job (``@registry.job``, :mod:`ledger.runtime.typed_jobs`) follows the same rule from
+the producer's side: its first enqueue on a ledger defines its type from the declaration when
+the type is undefined (:func:`define_from_handler`), and leaves a defined one as it is.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import msgspec
 
 from ledger.api.ledger import Ledger
-from ledger.core.events import JobDefinition
-from ledger.runtime.handlers import HandlerSpec, Registry
+from ledger.runtime.handler_spec import define_from_handler, handler_options
+from ledger.runtime.handlers import Registry
 
 log = logging.getLogger("jobledger.definitions")
 
@@ -38,10 +41,9 @@ def sync_definitions(ledger: Ledger, registry: Registry, *, apply: bool = False)
     """
     for spec in registry.specs():
         current = ledger.definition(spec.job_type)
-        options = _handler_options(spec)
+        options = handler_options(spec)
         if current is None:
-            defined = ledger.define(spec.job_type, **options)
-            log.info("defined job type %s from its handler: %s", spec.job_type, _summary(defined))
+            define_from_handler(ledger, spec)
             continue
         differing = {
             name: (getattr(current, name), value)
@@ -70,24 +72,3 @@ def sync_definitions(ledger: Ledger, registry: Registry, *, apply: bool = False)
             spec.job_type,
             ", ".join(f"{name} {old} -> {new}" for name, (old, new) in differing.items()),
         )
-
-
-def _handler_options(spec: HandlerSpec) -> dict[str, Any]:
-    """The definition fields the handler sets, under the definition's names."""
-    options: dict[str, Any] = {}
-    if spec.max_attempts is not None:
-        options["max_attempts"] = spec.max_attempts
-    if spec.timeout_s is not None:
-        options["default_timeout_s"] = float(spec.timeout_s)
-    if spec.backoff is not None:
-        options["backoff"] = spec.backoff
-    return options
-
-
-def _summary(definition: JobDefinition) -> str:
-    backoff = definition.backoff
-    return (
-        f"max attempts {definition.max_attempts}, timeout {definition.default_timeout_s:g}s, "
-        f"priority {definition.default_priority}, "
-        f"backoff {backoff.base_s:g}s..{backoff.max_s:g}s ±{backoff.jitter:g}"
-    )

@@ -54,7 +54,7 @@ def build(url: str) -> Scenario:
                     ledger.fail(job.lease, _failure(FailureKind.TERMINAL, code))
             clock.advance(days=1)
         ledger.enqueue("mail", {"kind": "ok"}, org="acme")
-        vanished = ledger.enqueue("report", {"kind": "ok"}, org="acme")
+        vanished = ledger.enqueue("report", {"kind": "ok"}, org="acme").job_id
         assert vanished is not None
         [leased] = ledger.claim("w2", types=["report"])
         assert leased.job_id == vanished

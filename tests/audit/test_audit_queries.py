@@ -185,9 +185,9 @@ def test_a_query_sees_events_committed_before_it_without_a_separate_catch_up(
 ) -> None:
     """``Ledger.audit`` catches the view up first: an event just appended is on page one."""
     with Ledger.open(scenario.url, clock=scenario.clock) as ledger:
-        job_id = ledger.enqueue("report", {"kind": "ok"}, org="zeta")
+        job_id = ledger.enqueue("report", {"kind": "ok"}, org="zeta").job_id
         [row] = ledger.audit(AuditQuery(org="zeta")).rows
         assert (row.job_id, row.event, row.org) == (job_id, "job_enqueued", "zeta")
-        stale = ledger.enqueue("report", {"kind": "ok"}, org="zeta")
+        stale = ledger.enqueue("report", {"kind": "ok"}, org="zeta").job_id
         rows = ledger.audit(AuditQuery(org="zeta"), catch_up=False).rows
         assert stale not in {r.job_id for r in rows}

@@ -42,7 +42,7 @@ def _head(ledger: Ledger) -> int:
 
 
 def _dead(ledger: Ledger, org: str) -> UUID:
-    job_id = ledger.enqueue("t", {"n": 1}, org=org, max_attempts=1)
+    job_id = ledger.enqueue("t", {"n": 1}, org=org, max_attempts=1).job_id
     assert job_id is not None
     [claimed] = ledger.claim("w1", limit=1)
     ledger.fail(claimed.lease, Failure(kind=FailureKind.TERMINAL, code="boom", message="gave up"))
@@ -51,7 +51,7 @@ def _dead(ledger: Ledger, org: str) -> UUID:
 
 def _retried_and_reaped(ledger: Ledger, clock: FakeClock) -> UUID:
     """Leased, failed retryably, leased again, the lease let expire, reaped (retried)."""
-    job_id = ledger.enqueue("t", {"n": 2}, org="acme")
+    job_id = ledger.enqueue("t", {"n": 2}, org="acme").job_id
     assert job_id is not None
     clock.advance(1)
     [first] = ledger.claim("w1", limit=1, lease_s=30)
@@ -75,7 +75,7 @@ def test_every_page_loads_without_errors(
     """Overview, jobs, a job, dead letters, workflows, a run, projections: no console error,
     no page error, no failed request; logged in through the login link's fragment."""
     defined.define("work")
-    job_id = defined.enqueue("t", {"n": 0}, org="acme")
+    job_id = defined.enqueue("t", {"n": 0}, org="acme").job_id
     _dead(defined, "acme")
     run_id = defined.start_workflow({**DIAMOND, "org": "acme"}).run_id
     secret = server.token("admin", None)
@@ -224,8 +224,8 @@ def test_an_org_token_sees_only_its_org(
 ) -> None:
     """acme's token: acme's jobs and dead letters only, globex's job page is 404, and the
     overview counts only acme's."""
-    ours = defined.enqueue("t", {}, org="acme")
-    theirs = defined.enqueue("t", {}, org="globex")
+    ours = defined.enqueue("t", {}, org="acme").job_id
+    theirs = defined.enqueue("t", {}, org="globex").job_id
     their_dead = _dead(defined, "globex")
     dashboard.login(server.token("read", "acme"))
     page = dashboard.open("/")
@@ -292,7 +292,7 @@ def test_a_live_update_appears_without_reload(
     """With the page open and its event stream connected, a claim appended by another
     process's ledger shows on the job page (status, a new mark, a new row) and a new job
     on the overview, both without a reload."""
-    job_id = defined.enqueue("t", {}, org="acme")
+    job_id = defined.enqueue("t", {}, org="acme").job_id
     dashboard.login(server.token("read", "acme"))
     page = dashboard.open(f"/jobs/{job_id}")
     expect(page.locator("#live-state")).to_have_text("live")

@@ -254,8 +254,9 @@ def run_chaos(
         job_ids = [
             job_id
             for chunk in range(0, len(requests), 500)
-            for job_id in ledger.enqueue_many(requests[chunk : chunk + 500])
-            if job_id is not None
+            for job_id in [
+                e.job_id for e in ledger.enqueue_many(requests[chunk : chunk + 500]) if e.created
+            ]
         ]
     started = time.monotonic()
     fleet = Fleet(url, workers, settings, log_dir)

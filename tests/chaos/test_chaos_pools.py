@@ -39,7 +39,7 @@ async def test_two_pools_in_one_process_succeed_every_job_exactly_once(
     requests = Load(400, seed=7, flaky_share=0.0).requests()
     with Ledger.open(db_url) as first, Ledger.open(db_url) as second:
         sync_definitions(first, registry)
-        job_ids = [j for j in first.enqueue_many(requests) if j is not None]
+        job_ids = [e.job_id for e in first.enqueue_many(requests) if e.created]
         pools = [
             WorkerPool(first, registry, name="one", concurrency=4, poll_interval_s=0.05),
             WorkerPool(second, registry, name="two", concurrency=4, poll_interval_s=0.05),
@@ -119,7 +119,7 @@ class _Worker:
 def _hang_jobs(url: str, count: int) -> list[UUID]:
     with Ledger.open(url) as ledger:
         sync_definitions(ledger, registry)
-        return [ledger.enqueue("chaos.hang", {"n": n}) for n in range(count)]  # type: ignore[misc]
+        return [ledger.enqueue("chaos.hang", {"n": n}).job_id for n in range(count)]  # type: ignore[misc]
 
 
 def _assert_released_unconsumed(url: str, job_ids: list[UUID]) -> None:

@@ -92,7 +92,13 @@ def test_verify_fails_loudly_when_a_bench_job_did_not_succeed(sqlite_url: str) -
     """Bench jobs unfinished or gone are reported as lost, with the statuses found."""
     with Ledger.open(sqlite_url) as ledger:
         ledger.define(BENCH_TYPE)
-        ids = [i for i in ledger.enqueue_many([EnqueueRequest(job_type=BENCH_TYPE)] * 2) if i]
+        ids = [
+            i
+            for i in [
+                e.job_id for e in ledger.enqueue_many([EnqueueRequest(job_type=BENCH_TYPE)] * 2)
+            ]
+            if i
+        ]
         with pytest.raises(JobsLostError, match=r"0 of 3 succeeded \(1 missing, 2 pending\)"):
             verify(ledger, ids, [uuid4()])
 

@@ -23,7 +23,7 @@ def test_cancel_a_pending_job_records_the_reason(db_url: str) -> None:
     """A pending job becomes cancelled with the operator's reason; the output names it."""
     with Ledger.open(db_url) as ledger:
         ledger.define("t")
-        job_id = ledger.enqueue("t")
+        job_id = ledger.enqueue("t").job_id
     result = invoke(db_url, "cancel", str(job_id), "--reason", "customer left")
     assert result.exit_code == 0, result.stderr
     assert result.stdout == f"cancelled {job_id} (t, was pending)\n"
@@ -63,7 +63,7 @@ def test_cancel_of_one_unknown_or_terminal_job_is_one_error_line(db_url: str, ki
         ledger.define("t")
         job_id: UUID | None = uuid4()
         if kind == "terminal":
-            job_id = ledger.enqueue("t")
+            job_id = ledger.enqueue("t").job_id
             ledger.cancel(job_id)  # type: ignore[arg-type]
     before = event_count(db_url)
     result = invoke(db_url, "cancel", str(job_id))
@@ -77,7 +77,7 @@ def test_cancel_many_reports_each_job_and_exits_1_on_a_refusal(db_url: str) -> N
     --json); one refusal makes the exit code 1 with one error line, the rest still cancel."""
     with Ledger.open(db_url) as ledger:
         ledger.define("t")
-        first, second = ledger.enqueue("t"), ledger.enqueue("t")
+        first, second = ledger.enqueue("t").job_id, ledger.enqueue("t").job_id
     missing = uuid4()
     result = invoke(db_url, "cancel", str(first), str(missing), str(second), "--json")
     assert result.exit_code == 1

@@ -269,7 +269,7 @@ def _leased_job_with_progress(url: str) -> UUID:
     """A job enqueued, claimed by worker w1, and reporting progress 3/10."""
     with Ledger.open(url) as ledger:
         ledger.define("send_email", max_attempts=3)
-        job_id = ledger.enqueue("send_email", {"to": "ada"}, org="acme")
+        job_id = ledger.enqueue("send_email", {"to": "ada"}, org="acme").job_id
         assert job_id is not None
         [state] = ledger.claim("w1")
         assert state.lease is not None

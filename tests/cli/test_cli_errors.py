@@ -375,7 +375,7 @@ def test_an_unexpected_database_error_is_one_line(ledger_in_use: str) -> None:
     """A database error nothing anticipates (a view column dropped by hand) is one line
     with the store.error code."""
     with Ledger.open(ledger_in_use) as ledger:
-        job_id = ledger.enqueue("send_email")
+        job_id = ledger.enqueue("send_email").job_id
     assert isinstance(job_id, UUID)
     _drop_state_column(ledger_in_use)
     result = invoke(ledger_in_use, "show", str(job_id))

@@ -17,9 +17,12 @@ def test_define_sets_limits_and_show_and_stats_report_them(run: Run, db_url: str
     assert defined.exit_code == 0, defined.output
     assert json.loads(defined.output)["concurrency"] == 2
     with Ledger.open(db_url) as ledger:
-        ids = ledger.enqueue_many(
-            [EnqueueRequest(job_type="card.charge", org=org) for org in ("a", "a", "b")]
-        )
+        ids = [
+            e.job_id
+            for e in ledger.enqueue_many(
+                [EnqueueRequest(job_type="card.charge", org=org) for org in ("a", "a", "b")]
+            )
+        ]
         assert len(ledger.claim("w", limit=5)) == 2
     waiting = run("show", str(ids[1]))
     assert waiting.exit_code == 0, waiting.output

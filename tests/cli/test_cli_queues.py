@@ -38,7 +38,9 @@ def enqueue_in_queues(url: str) -> dict[str | None, list[str]]:
                 EnqueueRequest(job_type="q.work", payload={"queue": queue}, queue=queue)
                 for _ in range(2)
             ]
-            by_queue[queue] = [str(job_id) for job_id in ledger.enqueue_many(requests)]
+            by_queue[queue] = [
+                str(job_id) for job_id in [e.job_id for e in ledger.enqueue_many(requests)]
+            ]
     return by_queue
 
 

@@ -39,10 +39,10 @@ def _expired_pair(url: str) -> tuple[UUID, UUID]:
     with Ledger.open(url, clock=clock) as ledger:
         ledger.define("send_email", max_attempts=3)
         ledger.define("resize", max_attempts=1)
-        retried = ledger.enqueue("send_email", {"to": "ada"}, org="acme")
+        retried = ledger.enqueue("send_email", {"to": "ada"}, org="acme").job_id
         ledger.claim("w1", types=["send_email"], lease_s=10)
         clock.advance(1)
-        dead = ledger.enqueue("resize", {"image": "cat.png"})
+        dead = ledger.enqueue("resize", {"image": "cat.png"}).job_id
         [claim] = ledger.claim("w2", types=["resize"], lease_s=10)
         assert claim.lease is not None
         clock.advance(0.5)

@@ -108,10 +108,10 @@ class Seeded:
         clock = FakeClock()
         with Ledger.open(url, clock=clock) as ledger:
             ledger.define("t", max_attempts=1)
-            self.succeeded = ledger.enqueue("t", {"i": 0})
-            self.dead = ledger.enqueue("t", {"i": 1})
-            self.cancelled = ledger.enqueue("t", {"i": 2})
-            self.pending = ledger.enqueue("t", {"i": 3})
+            self.succeeded = ledger.enqueue("t", {"i": 0}).job_id
+            self.dead = ledger.enqueue("t", {"i": 1}).job_id
+            self.cancelled = ledger.enqueue("t", {"i": 2}).job_id
+            self.pending = ledger.enqueue("t", {"i": 3}).job_id
             ledger.catch_up()
             clock.advance(5)
             claims = {c.job_id: c.lease for c in ledger.claim("w@host-a:1", limit=2)}

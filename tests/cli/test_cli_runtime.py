@@ -61,7 +61,7 @@ def test_burst_worker_processes_everything_due_and_exits_zero(db_url: str, app_m
     """--burst works until nothing is due, prints a summary and exits 0 when none died."""
     with Ledger.open(db_url) as ledger:
         ledger.define("app.ok")
-        ids = [ledger.enqueue("app.ok", {"n": n}) for n in range(5)]
+        ids = [ledger.enqueue("app.ok", {"n": n}).job_id for n in range(5)]
     result = invoke(db_url, "worker", "--app", f"{app_module}:registry", "--burst", "--json")
     assert result.exit_code == 0, result.stderr
     stats = json.loads(result.stdout)
@@ -173,7 +173,7 @@ def test_sigterm_stops_a_worker_gracefully_letting_the_job_finish(
     """SIGTERM: the running job finishes (within the grace), then the process exits 0."""
     with Ledger.open(sqlite_url) as ledger:
         ledger.define("app.ok")
-        job_id = ledger.enqueue("app.ok", {"sleep": 1.0})
+        job_id = ledger.enqueue("app.ok", {"sleep": 1.0}).job_id
     worker = subprocess.Popen(
         [
             _console_script(),
@@ -246,7 +246,7 @@ def test_a_second_signal_stops_a_worker_at_once_releasing_its_job(
     when the handler is a sync one that never returns."""
     with Ledger.open(sqlite_url) as ledger:
         ledger.define(job_type)
-        job_id = ledger.enqueue(job_type)
+        job_id = ledger.enqueue(job_type).job_id
         assert job_id is not None
     argv = [_console_script(), "--db", sqlite_url, "worker", "--app", f"{app_module}:registry"]
     worker = subprocess.Popen(

@@ -45,7 +45,7 @@ def _kill(
     """Enqueue a job and dead-letter it on its first attempt, one second later."""
     with _ledger(url, clock) as ledger:
         subject = None if uri is None else Subject(source_id="src", uri=uri)
-        job_id = ledger.enqueue(job_type, payload or {}, subject=subject, org="acme")
+        job_id = ledger.enqueue(job_type, payload or {}, subject=subject, org="acme").job_id
         assert job_id is not None
         [job] = ledger.claim("w", types=[job_type])
         assert job.job_id == job_id and job.lease is not None

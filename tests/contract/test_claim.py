@@ -17,20 +17,23 @@ def test_claim_orders_by_priority_then_run_at_then_enqueue_order(
 ) -> None:
     """priority DESC, run_at ASC, enqueue order ASC."""
     now = clock.now()
-    low = defined.enqueue("t", {"n": "low"}, priority=1)
-    late_high = defined.enqueue("t", {"n": "late_high"}, priority=9, run_at=now)
+    low = defined.enqueue("t", {"n": "low"}, priority=1).job_id
+    late_high = defined.enqueue("t", {"n": "late_high"}, priority=9, run_at=now).job_id
     early_high = defined.enqueue(
         "t", {"n": "early_high"}, priority=9, run_at=now - timedelta(seconds=1)
-    )
-    first_mid = defined.enqueue("t", {"n": "first_mid"}, priority=5)
-    second_mid = defined.enqueue("t", {"n": "second_mid"}, priority=5)
+    ).job_id
+    first_mid = defined.enqueue("t", {"n": "first_mid"}, priority=5).job_id
+    second_mid = defined.enqueue("t", {"n": "second_mid"}, priority=5).job_id
     claimed = [defined.claim("w")[0].job_id for _ in range(5)]
     assert claimed == [early_high, late_high, first_mid, second_mid, low]
 
 
 def test_a_batch_claim_returns_jobs_in_claim_order_up_to_the_limit(defined: Ledger) -> None:
     """claim(limit=n) leases n jobs at once, in order."""
-    ids = defined.enqueue_many([EnqueueRequest(job_type="t", priority=p) for p in range(6)])
+    ids = [
+        e.job_id
+        for e in defined.enqueue_many([EnqueueRequest(job_type="t", priority=p) for p in range(6)])
+    ]
     claimed = defined.claim("w", limit=4)
     assert [job.job_id for job in claimed] == list(reversed(ids))[:4]
     assert all(job.status is JobStatus.LEASED for job in claimed)
@@ -39,7 +42,7 @@ def test_a_batch_claim_returns_jobs_in_claim_order_up_to_the_limit(defined: Ledg
 
 def test_future_scheduled_jobs_are_skipped_until_due(defined: Ledger, clock: FakeClock) -> None:
     """run_at > now is not claimable; at run_at it is."""
-    later = defined.enqueue("t", delay_s=60)
+    later = defined.enqueue("t", delay_s=60).job_id
     assert defined.claim("w") == []
     clock.advance(59)
     assert defined.claim("w") == []
@@ -51,7 +54,7 @@ def test_future_scheduled_jobs_are_skipped_until_due(defined: Ledger, clock: Fak
 def test_type_filter_and_the_empty_filter(defined: Ledger) -> None:
     """types=[...] claims only those types; an empty list claims nothing at all."""
     defined.define("u")
-    u_job = defined.enqueue("u")
+    u_job = defined.enqueue("u").job_id
     defined.enqueue("t")
     before = defined.store.head_position()
     assert defined.claim("w", types=[]) == []
@@ -64,7 +67,7 @@ def test_claim_sets_attempt_worker_lease_and_first_heartbeat(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """A claim is one job_leased event: attempt+1, worker, now+lease, heartbeat now."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     [job] = defined.claim("worker-1", lease_s=45)
     now = clock.now()
@@ -109,7 +112,9 @@ def test_ten_concurrent_claimers_over_five_jobs_claim_exactly_five_distinct(
     url = str(request.getfixturevalue("pg_url" if backend == "postgres" else "sqlite_url"))
     with Ledger.open(url, clock=clock) as ledger:
         ledger.define("t")
-        ids = ledger.enqueue_many([EnqueueRequest(job_type="t") for _ in range(5)])
+        ids = [
+            e.job_id for e in ledger.enqueue_many([EnqueueRequest(job_type="t") for _ in range(5)])
+        ]
     results = _race(url, clock, claimers=10)
     claimed = [job_id for result in results for job_id in result]
     assert len(claimed) == 5 and set(claimed) == set(ids)

@@ -34,7 +34,10 @@ def test_a_full_types_backlog_does_not_crowd_out_the_jobs_behind_it(defined: Led
     defined.define("t", concurrency=1)
     defined.define("u")
     defined.enqueue_many([EnqueueRequest(job_type="t", priority=9) for _ in range(6)])
-    behind = defined.enqueue_many([EnqueueRequest(job_type="u", priority=1) for _ in range(3)])
+    behind = [
+        e.job_id
+        for e in defined.enqueue_many([EnqueueRequest(job_type="u", priority=1) for _ in range(3)])
+    ]
     claimed = defined.claim("w", limit=4)
     assert Counter(job.job_type for job in claimed) == {"t": 1, "u": 3}
     assert [job.job_id for job in claimed if job.job_type == "u"] == behind
@@ -91,8 +94,14 @@ def test_a_turns_finished_jobs_free_their_slots_for_its_claim(defined: Ledger) -
 def test_a_skewed_backlog_does_not_starve_the_small_org(defined: Ledger) -> None:
     """500 jobs of one org enqueued first, 5 of another after: the first claim of 10 takes
     the small org's 5 (round-robin across orgs), the rest from the big one."""
-    big = defined.enqueue_many([EnqueueRequest(job_type="t", org="big") for _ in range(500)])
-    small = defined.enqueue_many([EnqueueRequest(job_type="t", org="small") for _ in range(5)])
+    big = [
+        e.job_id
+        for e in defined.enqueue_many([EnqueueRequest(job_type="t", org="big") for _ in range(500)])
+    ]
+    small = [
+        e.job_id
+        for e in defined.enqueue_many([EnqueueRequest(job_type="t", org="small") for _ in range(5)])
+    ]
     claimed = defined.claim("w", limit=10)
     assert Counter(job.request.org for job in claimed) == {"big": 5, "small": 5}
     assert {job.job_id for job in claimed} >= set(small)
@@ -102,8 +111,18 @@ def test_a_skewed_backlog_does_not_starve_the_small_org(defined: Ledger) -> None
 
 def test_claims_alternate_orgs_in_claim_order_within_each(defined: Ledger) -> None:
     """Rank within org first, then priority: a, b, a, b... each org in its own order."""
-    a = defined.enqueue_many([EnqueueRequest(job_type="t", org="a", priority=p) for p in (1, 9)])
-    b = defined.enqueue_many([EnqueueRequest(job_type="t", org="b", priority=p) for p in (5, 3)])
+    a = [
+        e.job_id
+        for e in defined.enqueue_many(
+            [EnqueueRequest(job_type="t", org="a", priority=p) for p in (1, 9)]
+        )
+    ]
+    b = [
+        e.job_id
+        for e in defined.enqueue_many(
+            [EnqueueRequest(job_type="t", org="b", priority=p) for p in (5, 3)]
+        )
+    ]
     claimed = [job.job_id for job in defined.claim("w", limit=4)]
     assert claimed == [a[1], b[0], b[1], a[0]]
 
@@ -137,7 +156,10 @@ def test_claims_by_type_or_queue_are_fair_across_orgs_too(
 ) -> None:
     """Every claim query is fair: by type, by queue, by both."""
     defined.enqueue_many([EnqueueRequest(job_type="t", org="big") for _ in range(50)])
-    small = defined.enqueue_many([EnqueueRequest(job_type="t", org="small") for _ in range(2)])
+    small = [
+        e.job_id
+        for e in defined.enqueue_many([EnqueueRequest(job_type="t", org="small") for _ in range(2)])
+    ]
     claimed = defined.claim("w", limit=4, **filters)
     assert {job.job_id for job in claimed} >= set(small)
     assert len(claimed) == 4

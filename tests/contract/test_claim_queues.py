@@ -11,7 +11,10 @@ from ledger.core.events import DEFAULT_QUEUE
 
 def test_a_queue_filter_claims_only_that_queues_jobs(defined: Ledger) -> None:
     """queues=["a"] leases a's jobs and leaves b's and the queue-less ones pending."""
-    a_jobs = defined.enqueue_many([EnqueueRequest(job_type="t", queue="a") for _ in range(3)])
+    a_jobs = [
+        e.job_id
+        for e in defined.enqueue_many([EnqueueRequest(job_type="t", queue="a") for _ in range(3)])
+    ]
     defined.enqueue("t", queue="b")
     defined.enqueue("t")
     claimed = defined.claim("w", limit=10, queues=["a"])
@@ -23,8 +26,8 @@ def test_jobs_without_a_queue_are_the_default_queue(defined: Ledger) -> None:
     """A job enqueued without a queue, and one enqueued to "default", are both claimed by
     queues=["default"]; a named queue's job is not."""
     assert DEFAULT_QUEUE == "default"
-    plain = defined.enqueue("t")
-    named_default = defined.enqueue("t", queue="default")
+    plain = defined.enqueue("t").job_id
+    named_default = defined.enqueue("t", queue="default").job_id
     defined.enqueue("t", queue="a")
     claimed = defined.claim("w", limit=10, queues=[DEFAULT_QUEUE])
     assert [job.job_id for job in claimed] == [plain, named_default]
@@ -34,10 +37,10 @@ def test_several_queues_keep_claim_order_and_combine_with_types(defined: Ledger)
     """queues=[a, b] claims across both in claim order (priority first); with types, a job
     must match both filters."""
     defined.define("u")
-    low_a = defined.enqueue("t", queue="a", priority=1)
-    high_b = defined.enqueue("t", queue="b", priority=9)
+    low_a = defined.enqueue("t", queue="a", priority=1).job_id
+    high_b = defined.enqueue("t", queue="b", priority=9).job_id
     defined.enqueue("t", queue="c", priority=99)
-    u_in_a = defined.enqueue("u", queue="a", priority=50)
+    u_in_a = defined.enqueue("u", queue="a", priority=50).job_id
     [job] = defined.claim("w", limit=10, queues=["a", "b"], types=["u"])
     assert job.job_id == u_in_a
     claimed = defined.claim("w", limit=10, queues=["b", "a"])
@@ -62,6 +65,9 @@ def test_a_blank_queue_name_is_refused(defined: Ledger) -> None:
 
 def test_a_queue_named_twice_is_claimed_once(defined: Ledger) -> None:
     """queues=["a", "a"] claims each of a's jobs once."""
-    ids = defined.enqueue_many([EnqueueRequest(job_type="t", queue="a") for _ in range(2)])
+    ids = [
+        e.job_id
+        for e in defined.enqueue_many([EnqueueRequest(job_type="t", queue="a") for _ in range(2)])
+    ]
     claimed = defined.claim("w", limit=10, queues=["a", "a"])
     assert [job.job_id for job in claimed] == ids

@@ -30,7 +30,7 @@ def test_retryable_failures_back_off_exponentially_without_jitter(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """Attempts 1, 2, 3 retry after 10, 20, 40 s (base 10, jitter 0), attempt kept."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     for attempt, delay in ((1, 10), (2, 20), (3, 40)):
         [job] = defined.claim("w")
@@ -57,7 +57,7 @@ def test_jittered_backoff_stays_within_its_bounds(ledger: Ledger, clock: FakeClo
 
 def test_max_attempts_one_dies_on_the_first_retryable_failure(defined: Ledger) -> None:
     """failed then dead_lettered; payload and checkpoint kept with the dead job."""
-    job_id = defined.enqueue("t", {"doc": 1}, max_attempts=1)
+    job_id = defined.enqueue("t", {"doc": 1}, max_attempts=1).job_id
     assert job_id is not None
     [job] = defined.claim("w")
     assert job.lease is not None
@@ -85,7 +85,7 @@ def test_release_puts_the_job_back_at_once_without_consuming_the_attempt(
     defined: Ledger,
 ) -> None:
     """job_released: pending now, attempt - 1, last error untouched, claimable again."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     [job] = defined.claim("w")
     assert job.lease is not None
     released = defined.release(job.lease, reason="shutdown")
@@ -98,7 +98,7 @@ def test_release_puts_the_job_back_at_once_without_consuming_the_attempt(
 
 def test_cancel_and_requeue_start_a_new_run(defined: Ledger) -> None:
     """cancel pending → cancelled; requeue → run 2, attempt 0, claimable; bad states refused."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     cancelled = defined.cancel(job_id, reason="not needed")
     assert cancelled.status is JobStatus.CANCELLED and cancelled.reason == "not needed"
@@ -116,7 +116,7 @@ def test_cancel_and_requeue_start_a_new_run(defined: Ledger) -> None:
 
 def test_requeue_of_a_dead_job_starts_a_fresh_run(defined: Ledger) -> None:
     """A dead job requeued gets run_number 2 and all its attempts again."""
-    job_id = defined.enqueue("t", max_attempts=1)
+    job_id = defined.enqueue("t", max_attempts=1).job_id
     assert job_id is not None
     [job] = defined.claim("w")
     assert job.lease is not None
@@ -129,7 +129,7 @@ def test_reaper_takes_only_leases_expired_strictly_before_now(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """At expiry the lease is live; a microsecond later it is reaped with a fixed delay."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     defined.claim("w", lease_s=10)
     clock.advance(10)
     assert defined.reap_expired(retry_delay_s=60) == []

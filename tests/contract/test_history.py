@@ -45,7 +45,7 @@ def test_a_full_life_leaves_exactly_the_expected_events_in_order(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """Every command appends its events, numbered 1..n, and the view equals their fold."""
-    job_id = defined.enqueue("t", {"x": 1})
+    job_id = defined.enqueue("t", {"x": 1}).job_id
     assert job_id is not None
     [job] = defined.claim("w1")
     assert job.lease is not None
@@ -79,7 +79,7 @@ def test_a_full_life_leaves_exactly_the_expected_events_in_order(
 
 def test_cancel_and_requeue_are_recorded_and_folded(defined: Ledger) -> None:
     """cancel → job_cancelled; requeue → job_requeued; the view still equals the fold."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     defined.cancel(job_id)
     defined.requeue(job_id)
@@ -90,7 +90,7 @@ def test_cancel_and_requeue_are_recorded_and_folded(defined: Ledger) -> None:
 def test_state_at_an_event_and_at_a_time(defined: Ledger, clock: FakeClock) -> None:
     """state_at(version=N) / state_at(at=T) fold the matching prefix of the history."""
     start = clock.now()
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     clock.advance(5)
     [job] = defined.claim("w")
@@ -156,11 +156,14 @@ def test_random_command_sequences_keep_every_view_row_equal_to_its_fold(
             lease = state.lease if state else None
             try:
                 if operation == "enqueue":
-                    job_id = ledger.enqueue("t", {"n": n}, max_attempts=n + 1)
+                    job_id = ledger.enqueue("t", {"n": n}, max_attempts=n + 1).job_id
                     assert job_id is not None
                     known.append(job_id)
                 elif operation == "enqueue_many":
-                    ids = ledger.enqueue_many([EnqueueRequest(job_type="t")] * (n + 1))
+                    ids = [
+                        e.job_id
+                        for e in ledger.enqueue_many([EnqueueRequest(job_type="t")] * (n + 1))
+                    ]
                     known.extend(i for i in ids if i is not None)
                 elif operation == "claim":
                     ledger.claim(f"w{n}", limit=n + 1, lease_s=10)

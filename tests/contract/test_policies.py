@@ -114,7 +114,7 @@ def test_a_follow_up_commits_with_its_trigger_and_replays_to_the_same_views(
     stamped with the same time; the caller sees only A; B is claimable; verify is clean and
     a rebuild reproduces the views."""
     ab.store.policies = (EnqueueAfterSuccess(),)
-    a = ab.enqueue("a")
+    a = ab.enqueue("a").job_id
     assert a is not None
     lease = _claim_one(ab, "a")
     before = ab.store.head_position()
@@ -142,7 +142,7 @@ def test_a_failing_follow_up_rolls_back_its_trigger(ab: Ledger) -> None:
     """A follow-up whose decision fails (its job type is not defined) fails the command and
     leaves nothing: A is still leased, its history and the head are as before."""
     ab.store.policies = (EnqueueAfterSuccess(then="undefined"),)
-    a = ab.enqueue("a")
+    a = ab.enqueue("a").job_id
     assert a is not None
     lease = _claim_one(ab, "a")
     before, history = ab.store.head_position(), ab.history(a)
@@ -161,8 +161,8 @@ def test_a_follow_up_on_an_existing_job_reads_and_changes_it_in_the_same_unit(
     """A's death cancels its live partner P (read and locked in A's unit of work); the
     dead-letter view has A, the queue P cancelled, and the caller sees A's state."""
     ab.store.policies = (CancelPartnerOnDeath(),)
-    partner = ab.enqueue("b")
-    a = ab.enqueue("a", {"partner": str(partner)})
+    partner = ab.enqueue("b").job_id
+    a = ab.enqueue("a", {"partner": str(partner)}).job_id
     assert a is not None and partner is not None
     lease = _claim_one(ab, "a")
     dead = ab.fail(lease, TERMINAL)

@@ -11,7 +11,7 @@ def test_a_reader_over_the_ledgers_store_sees_what_the_ledger_wrote(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """Jobs, histories, counts and definitions read alike through a Reader and the Ledger."""
-    job_id = defined.enqueue("t", {"n": 1})
+    job_id = defined.enqueue("t", {"n": 1}).job_id
     assert job_id is not None
     reader = Reader(defined.store, clock=clock)
     assert reader.get(job_id) == defined.get(job_id)

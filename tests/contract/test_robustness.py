@@ -59,8 +59,8 @@ def test_wrongly_typed_definitions_are_refused(ledger: Ledger) -> None:
 
 def test_idempotent_repeats_compare_canonical_json(defined: Ledger) -> None:
     """Key order and tuple-vs-list do not matter; 1 and 1.0 are different requests."""
-    first = defined.enqueue("t", {"a": 1, "b": (1, 2)}, idempotency_key="k")
-    assert defined.enqueue("t", {"b": [1, 2], "a": 1}, idempotency_key="k") == first
+    first = defined.enqueue("t", {"a": 1, "b": (1, 2)}, idempotency_key="k").job_id
+    assert defined.enqueue("t", {"b": [1, 2], "a": 1}, idempotency_key="k").job_id == first
     with pytest.raises(IdempotencyConflictError):
         defined.enqueue("t", {"a": 1.0, "b": [1, 2]}, idempotency_key="k")
     assert first is not None
@@ -74,12 +74,14 @@ def test_enqueue_takes_no_row_lock_on_an_existing_job(pg_url: str) -> None:
     order that deadlocked against worker writes."""
     with Ledger.open(pg_url) as ledger:
         ledger.define("t")
-        job_id = ledger.enqueue("t", {"x": 1}, idempotency_key="k")
+        job_id = ledger.enqueue("t", {"x": 1}, idempotency_key="k").job_id
         with psycopg.connect(pg_url) as holder:
             holder.execute("SELECT 1 FROM jl_queue WHERE job_id = %s FOR UPDATE", (job_id,))
             result: list[object] = []
             thread = threading.Thread(
-                target=lambda: result.append(ledger.enqueue("t", {"x": 1}, idempotency_key="k"))
+                target=lambda: result.append(
+                    ledger.enqueue("t", {"x": 1}, idempotency_key="k").job_id
+                )
             )
             thread.start()
             thread.join(timeout=10)
@@ -198,11 +200,11 @@ def test_requeue_is_refused_while_the_subject_has_another_live_job(defined: Ledg
     from ledger import Failure, FailureKind, InvalidTransitionError
 
     where = Subject(source_id="s", uri="u")
-    dead = defined.enqueue("t", subject=where)
+    dead = defined.enqueue("t", subject=where).job_id
     [job] = defined.claim("w")
     assert job.lease is not None and dead is not None
     defined.fail(job.lease, Failure(kind=FailureKind.TERMINAL, code="x", message="y"))
-    live = defined.enqueue("t", subject=where)
+    live = defined.enqueue("t", subject=where).job_id
     before = defined.store.head_position()
     with pytest.raises(InvalidTransitionError, match=str(live)):
         defined.requeue(dead)
@@ -228,7 +230,7 @@ def test_requeue_is_refused_while_the_subject_has_another_live_job(defined: Ledg
 )
 def test_wrongly_typed_worker_writes_are_refused(defined: Ledger, write: Any) -> None:
     """Worker writes are type-checked too: nothing unreadable is ever stored."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     [job] = defined.claim("w")
     assert job.lease is not None
     before = defined.store.head_position()

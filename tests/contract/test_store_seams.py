@@ -50,7 +50,7 @@ def test_a_store_spells_ids_with_its_backends_adapter(db_url: str) -> None:
     """Each store's ``ids`` is its backend's adapter, and the ids it reads back are UUIDs."""
     with Ledger.open(db_url) as ledger:
         ledger.define("t")
-        job_id = ledger.enqueue("t")
+        job_id = ledger.enqueue("t").job_id
         assert job_id is not None
         store = ledger.store
         assert store.ids is id_adapter(store.backend)
@@ -63,7 +63,7 @@ def test_a_snapshot_reads_histories_as_the_recorder_does(db_url: str) -> None:
     ``Store.history``, and an empty list for a stream with no events."""
     with Ledger.open(db_url) as ledger:
         ledger.define("t")
-        job_id = ledger.enqueue("t")
+        job_id = ledger.enqueue("t").job_id
         assert job_id is not None
         ledger.cancel(job_id)
         unknown = uuid4()

@@ -52,7 +52,7 @@ def run(
     content_hash: str | None = None,
 ) -> JobState:
     """Enqueue a subject job and run it to success with the given result."""
-    assert ledger.enqueue("t", subject=subject(uri, op, source=source)) is not None
+    assert ledger.enqueue("t", subject=subject(uri, op, source=source)).outcome != "skipped"
     return succeed_next(ledger, revision=revision, content_hash=content_hash)
 
 
@@ -60,7 +60,7 @@ def kill(
     ledger: Ledger, uri: str, op: SubjectOp = SubjectOp.UPSERT, *, source: str = "src"
 ) -> UUID:
     """Enqueue a subject job and dead-letter it with a permanent failure."""
-    job_id = ledger.enqueue("t", subject=subject(uri, op, source=source))
+    job_id = ledger.enqueue("t", subject=subject(uri, op, source=source)).job_id
     assert job_id is not None
     [job] = ledger.claim("w")
     assert job.job_id == job_id and job.lease is not None
@@ -98,7 +98,7 @@ def test_an_upsert_never_erases_across_several_results(defined: Ledger, clock: F
 def test_the_row_takes_the_results_revision_never_the_jobs(defined: Ledger) -> None:
     """A job asked to sync revision e0 whose result reports none leaves the row revisionless."""
     requested = Subject(source_id="src", uri="a", revision="e0")
-    assert defined.enqueue("t", subject=requested) is not None
+    assert defined.enqueue("t", subject=requested).outcome != "skipped"
     succeed_next(defined, content_hash="m")
     [row] = defined.sync_state("src")
     assert (row.revision, row.content_hash) == (None, "m")
@@ -111,7 +111,7 @@ def test_times_are_the_clocks_at_success_and_move_only_for_the_uri_ingested(
 ) -> None:
     """last_seen/last_ingested are the success's time, not enqueue's or claim's."""
     start = clock.now()
-    assert defined.enqueue("t", subject=subject("a")) is not None
+    assert defined.enqueue("t", subject=subject("a")).outcome != "skipped"
     clock.advance(5)
     [job] = defined.claim("w")
     assert job.lease is not None
@@ -166,7 +166,7 @@ def test_failures_write_no_sync_state_and_prune_nothing(defined: Ledger) -> None
     """A retried or dead delete keeps the row and every dead job of the subject."""
     run(defined, "a", revision="e1", content_hash="m1")
     dead_upsert = kill(defined, "a")
-    assert defined.enqueue("t", subject=subject("a", SubjectOp.DELETE)) is not None
+    assert defined.enqueue("t", subject=subject("a", SubjectOp.DELETE)).outcome != "skipped"
     [job] = defined.claim("w")
     assert job.lease is not None
     retried = defined.fail(job.lease, RETRYABLE)
@@ -194,8 +194,8 @@ def test_dead_letters_come_oldest_death_first_and_filter_by_type(
 ) -> None:
     """The view lists by death time, whatever the enqueue order, and --type narrows it."""
     defined.define("u")
-    first = defined.enqueue("t")
-    second = defined.enqueue("u")
+    first = defined.enqueue("t").job_id
+    second = defined.enqueue("u").job_id
     assert first is not None and second is not None
     for job_id, job_type in ((second, "u"), (first, "t")):
         clock.advance(1)
@@ -245,8 +245,8 @@ def test_sync_source_enqueues_one_job_per_upsert_and_delete(defined: Ledger) -> 
 def test_sync_source_skips_subjects_that_have_a_live_job(defined: Ledger) -> None:
     """A live job of either op blocks the subject's change; it is reported, not enqueued."""
     seed_state(defined)
-    pending_upsert = defined.enqueue("t", subject=subject("n"))
-    live_upsert = defined.enqueue("t", subject=subject("d"))
+    pending_upsert = defined.enqueue("t", subject=subject("n")).job_id
+    live_upsert = defined.enqueue("t", subject=subject("d")).job_id
     [leased] = defined.claim("w")
     assert leased.job_id == pending_upsert and live_upsert is not None
     synced = defined.sync_source(

@@ -13,7 +13,7 @@ PERMANENT = Failure(kind=FailureKind.TERMINAL, code="doc.missing", message="File
 def run_subject_job(
     ledger: Ledger, op: SubjectOp, *, revision: str | None = None, content_hash: str | None = None
 ) -> JobState:
-    job_id = ledger.enqueue("t", subject=Subject(source_id="src", uri="file:///a.md", op=op))
+    job_id = ledger.enqueue("t", subject=Subject(source_id="src", uri="file:///a.md", op=op)).job_id
     [job] = ledger.claim("w")
     assert job.job_id == job_id and job.lease is not None
     return ledger.succeed(job.lease, revision=revision, content_hash=content_hash)
@@ -48,7 +48,7 @@ def test_a_row_without_a_revision_is_known_but_not_in_the_snapshot(defined: Ledg
 
 def test_dead_letters_keep_payload_and_checkpoint_and_leave_on_requeue(defined: Ledger) -> None:
     """A dead job is in the view with its snapshot; requeue takes it out."""
-    job_id = defined.enqueue("t", {"doc": 7})
+    job_id = defined.enqueue("t", {"doc": 7}).job_id
     assert job_id is not None
     [job] = defined.claim("w")
     assert job.lease is not None
@@ -67,11 +67,11 @@ def test_a_successful_delete_removes_the_row_and_prunes_the_subjects_dead_jobs(
 ) -> None:
     """Once a delete resolves a URI, earlier dead jobs for it leave the dead-letter view."""
     run_subject_job(defined, SubjectOp.UPSERT, revision="e1")
-    dead_id = defined.enqueue("t", subject=Subject(source_id="src", uri="file:///a.md"))
+    dead_id = defined.enqueue("t", subject=Subject(source_id="src", uri="file:///a.md")).job_id
     [job] = defined.claim("w")
     assert job.lease is not None
     defined.fail(job.lease, PERMANENT)
-    other = defined.enqueue("t", {"unrelated": True})
+    other = defined.enqueue("t", {"unrelated": True}).job_id
     [job] = defined.claim("w")
     assert job.job_id == other and job.lease is not None
     defined.fail(job.lease, PERMANENT)

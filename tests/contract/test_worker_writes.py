@@ -93,7 +93,7 @@ def test_a_lost_claim_makes_the_old_workers_writes_no_ops(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """Reaped and re-claimed by B: A's succeed/fail/heartbeat are rejected, nothing appended."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     _, lease_a = claim_one(defined, "worker-A", lease_s=10)
     clock.advance(11)
@@ -115,7 +115,7 @@ def test_a_lost_claim_makes_the_old_workers_writes_no_ops(
 
 def test_a_cancelled_job_rejects_its_workers_writes(defined: Ledger) -> None:
     """Cancel of a leased job: the worker's completion is fenced out."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     _, lease = claim_one(defined)
     defined.cancel(job_id, reason="operator")

@@ -74,7 +74,7 @@ def build(url: str, clock: FakeClock) -> Jobs:
                 run_at=run_at,
                 idempotency_key=idempotency_key,
                 subject=subject,
-            )
+            ).job_id
             assert job_id is not None
             return job_id
 

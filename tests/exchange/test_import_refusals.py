@@ -147,7 +147,7 @@ def test_idempotency_key_held_by_another_target_job_is_a_conflict(
     first = invoke(sqlite_target, "import", "-", stdin=export_bytes(db_url, str(jobs.succeeded)))
     assert first.exit_code == 0, first.stderr
     with Ledger.open(sqlite_target) as target:
-        other = target.enqueue("t", org="globex", idempotency_key="k-1")
+        other = target.enqueue("t", org="globex", idempotency_key="k-1").job_id
     before = head(sqlite_target)
     line = _refused(
         invoke(sqlite_target, "import", "-", stdin=export_bytes(db_url)), "error: import.conflict: "

@@ -16,7 +16,7 @@ def _head(ledger: Ledger) -> int:
 
 
 def _dead(ledger: Ledger, org: str) -> UUID:
-    job_id = ledger.enqueue("t", {"org": org}, org=org, max_attempts=1)
+    job_id = ledger.enqueue("t", {"org": org}, org=org, max_attempts=1).job_id
     assert job_id is not None
     claimed = ledger.claim("w1", limit=1)
     ledger.fail(claimed[0].lease, Failure(kind=FailureKind.TERMINAL, code="boom", message="x"))
@@ -29,7 +29,7 @@ def test_no_wrong_or_revoked_token_is_401_with_a_bearer_challenge(
     """Every route but /health and the schema needs a valid token: 401 + WWW-Authenticate."""
     revoked = defined.create_token(org="acme", role="read")
     defined.revoke_token(revoked.token.token_id)
-    job_id = defined.enqueue("t", {}, org="acme")
+    job_id = defined.enqueue("t", {}, org="acme").job_id
     wrong = [None, "nonsense", revoked.secret, revoked.secret[:-2] + "xx", "jlt_zz_yy"]
     for secret in wrong:
         for path in ("/api/v1/jobs", f"/api/v1/jobs/{job_id}", "/api/v1/stats"):
@@ -47,7 +47,7 @@ def test_no_wrong_or_revoked_token_is_401_with_a_bearer_challenge(
 def test_a_read_token_may_not_mutate_and_appends_nothing(defined: Ledger, server: Server) -> None:
     """A read token's retry or cancel is 403, and the history is as it was."""
     reader = server.token("read", "acme")
-    job_id = defined.enqueue("t", {}, org="acme")
+    job_id = defined.enqueue("t", {}, org="acme").job_id
     before = _head(defined)
     for action in ("cancel", "retry"):
         response = server.client.post(
@@ -68,7 +68,7 @@ def test_an_org_token_sees_and_touches_only_its_org(defined: Ledger, server: Ser
     there; asking for org B by filter is 404; nothing is appended by a refused request."""
     acme = server.token("operate", "acme")
     mine, theirs = _dead(defined, "acme"), _dead(defined, "globex")
-    pending = defined.enqueue("t", {}, org="globex")
+    pending = defined.enqueue("t", {}, org="globex").job_id
     defined.define("work")
     step = {"kind": "job", "key": "a", "job_type": "work"}
     run_b = defined.start_workflow({"workflow_type": "wf", "org": "globex", "steps": [step]})

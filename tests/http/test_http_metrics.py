@@ -40,9 +40,9 @@ def run_some_jobs(ledger: Ledger, clock: FakeClock) -> None:
     """Three ``t`` jobs: one succeeds, one fails once then succeeds, one dies; two ``u``
     jobs: one dies at once, one is left pending."""
     ledger.define("u")
-    ok = ledger.enqueue("t", {"n": 1}, max_attempts=2)
-    retried = ledger.enqueue("t", {"n": 2}, max_attempts=2)
-    dies = ledger.enqueue("t", {"n": 3}, max_attempts=1)
+    ok = ledger.enqueue("t", {"n": 1}, max_attempts=2).job_id
+    retried = ledger.enqueue("t", {"n": 2}, max_attempts=2).job_id
+    dies = ledger.enqueue("t", {"n": 3}, max_attempts=1).job_id
     ledger.enqueue("u", {}, max_attempts=1)
     ledger.enqueue("u", {})
     jobs = {job.job_id: job for job in ledger.claim("w1", limit=4)}

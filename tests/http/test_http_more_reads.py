@@ -11,7 +11,7 @@ from tests.http.conftest import Server
 
 
 def _dead(ledger: Ledger, org: str) -> str:
-    job_id = ledger.enqueue("t", {"org": org}, org=org, max_attempts=1)
+    job_id = ledger.enqueue("t", {"org": org}, org=org, max_attempts=1).job_id
     claimed = ledger.claim("w1", limit=1)
     ledger.fail(claimed[0].lease, Failure(kind=FailureKind.TERMINAL, code="boom", message="x"))
     return str(job_id)

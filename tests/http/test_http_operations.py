@@ -27,7 +27,7 @@ def _head(ledger: Ledger) -> int:
 
 
 def _dead(ledger: Ledger, org: str, job_type: str = "t") -> UUID:
-    job_id = ledger.enqueue(job_type, {}, org=org, max_attempts=1)
+    job_id = ledger.enqueue(job_type, {}, org=org, max_attempts=1).job_id
     assert job_id is not None
     claimed = ledger.claim("w1", limit=1)
     ledger.fail(claimed[0].lease, Failure(kind=FailureKind.TERMINAL, code="boom", message="x"))
@@ -35,7 +35,7 @@ def _dead(ledger: Ledger, org: str, job_type: str = "t") -> UUID:
 
 
 def _synced(ledger: Ledger, org: str, source: str, uri: str, revision: str) -> UUID:
-    job_id = ledger.enqueue("t", {}, org=org, subject=Subject(source_id=source, uri=uri))
+    job_id = ledger.enqueue("t", {}, org=org, subject=Subject(source_id=source, uri=uri)).job_id
     assert job_id is not None
     (claimed,) = ledger.claim("w1", limit=1)
     ledger.succeed(claimed.lease, revision=revision)

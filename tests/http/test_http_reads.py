@@ -24,7 +24,7 @@ def test_health_on_a_fresh_ledger_names_the_missing_pools(server: Server) -> Non
 
 def test_jobs_list_filters_and_pages_as_the_jobs_command(defined: Ledger, server: Server) -> None:
     """GET /api/v1/jobs filters by type and org and pages by cursor, newest first."""
-    ids = [defined.enqueue("t", {"n": n}, org="acme") for n in range(3)]
+    ids = [defined.enqueue("t", {"n": n}, org="acme").job_id for n in range(3)]
     defined.enqueue("t", {"n": 9}, org="globex")
     first = server.client.get("/api/v1/jobs", params={"org": "acme", "limit": 2}).json()
     assert [job["job_id"] for job in first["jobs"]] == [str(ids[2]), str(ids[1])]
@@ -52,7 +52,7 @@ def test_a_limit_out_of_range_is_422(server: Server) -> None:
 
 def test_one_job_has_its_state_diagnostics_and_history(defined: Ledger, server: Server) -> None:
     """GET /api/v1/jobs/{id}: the show --json shape plus the history, event by event."""
-    job_id = defined.enqueue("t", {"to": "a"}, org="acme")
+    job_id = defined.enqueue("t", {"to": "a"}, org="acme").job_id
     body = server.client.get(f"/api/v1/jobs/{job_id}").json()
     assert body["job_id"] == str(job_id)
     assert body["status"] == "pending"

@@ -96,7 +96,7 @@ def test_a_filtered_stream_gets_only_new_matching_events(defined: Ledger, server
     params = {"type": "t", "event": ["job_enqueued", "job_leased", "job_succeeded"]}
     with connected(server, params) as stream:
         defined.enqueue("u", {}, org="acme")
-        job_id = defined.enqueue("t", {"n": 1}, org="acme")
+        job_id = defined.enqueue("t", {"n": 1}, org="acme").job_id
         enqueued = stream.next_message()
         assert enqueued.event == "job_enqueued"
         assert enqueued.id == enqueued.data["position"]
@@ -121,12 +121,12 @@ def test_a_filtered_stream_gets_only_new_matching_events(defined: Ledger, server
 
 def test_job_and_org_filters_hold_the_stream_to_them(defined: Ledger, server: Server) -> None:
     """``job=`` sends only that job's events; ``org=`` only that org's."""
-    first = defined.enqueue("t", {}, org="acme")
+    first = defined.enqueue("t", {}, org="acme").job_id
     with (
         connected(server, {"job": str(first)}) as by_job,
         connected(server, {"org": "globex"}) as by_org,
     ):
-        other = defined.enqueue("t", {}, org="globex")
+        other = defined.enqueue("t", {}, org="globex").job_id
         defined.cancel(first, reason="test")
         cancelled = by_job.next_message()
         assert (cancelled.event, cancelled.data["job_id"]) == ("job_cancelled", str(first))
@@ -142,7 +142,7 @@ def test_last_event_id_and_after_resume_after_that_position(
 ) -> None:
     """A stream opened with ``Last-Event-ID`` (or ``after=``) sends what followed that
     position, then goes on live; ``after=0`` starts at the log's beginning."""
-    jobs = [defined.enqueue("t", {"n": n}) for n in range(3)]
+    jobs = [defined.enqueue("t", {"n": n}).job_id for n in range(3)]
     with connected(server, {"after": 0, "event": "job_enqueued"}) as from_start:
         seen = [from_start.next_message() for _ in jobs]
     assert [m.data["job_id"] for m in seen] == [str(j) for j in jobs]
@@ -151,7 +151,7 @@ def test_last_event_id_and_after_resume_after_that_position(
         assert [stream.next_message().data["job_id"] for _ in range(2)] == [
             str(j) for j in jobs[1:]
         ]
-        live = defined.enqueue("t", {"n": 3})
+        live = defined.enqueue("t", {"n": 3}).job_id
         assert stream.next_message().data["job_id"] == str(live)
     with connected(server, {"after": seen[1].id, "event": "job_enqueued"}) as stream:
         assert stream.next_message().data["job_id"] == str(jobs[2])
@@ -180,12 +180,12 @@ def test_an_org_token_sees_only_its_orgs_events(defined: Ledger, server: Server)
         defined.define("v")
         defined.enqueue("t", {})
         server.token("admin", None)
-        mine = defined.enqueue("t", {}, org="acme")
+        mine = defined.enqueue("t", {}, org="acme").job_id
         message = stream.next_message()
         assert (message.data["job_id"], message.data["org"]) == (str(mine), "acme")
     with connected(server, {"org": "acme"}, server.as_token(acme)) as stream:
         defined.enqueue("t", {}, org="globex")
-        mine = defined.enqueue("t", {}, org="acme")
+        mine = defined.enqueue("t", {}, org="acme").job_id
         assert stream.next_message().data["job_id"] == str(mine)
 
 
@@ -202,7 +202,7 @@ def test_stopping_the_server_ends_open_streams(defined: Ledger, server: Server) 
 def test_a_failed_attempt_streams_retry_and_death(defined: Ledger, server: Server) -> None:
     """A failure at the last attempt streams as job_failed (still leased) then
     job_dead_lettered (dead)."""
-    job_id = defined.enqueue("t", {}, max_attempts=1)
+    job_id = defined.enqueue("t", {}, max_attempts=1).job_id
     with connected(server, {"job": str(job_id)}) as stream:
         [job] = defined.claim("w1")
         defined.fail(lease(job), Failure(kind=FailureKind.RETRYABLE, code="boom", message="boom"))

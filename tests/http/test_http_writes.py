@@ -30,7 +30,7 @@ def _run(ledger: Ledger, org: str) -> UUID:
 
 
 def _dead(ledger: Ledger, org: str) -> UUID:
-    job_id = ledger.enqueue("t", {}, org=org, max_attempts=1)
+    job_id = ledger.enqueue("t", {}, org=org, max_attempts=1).job_id
     assert job_id is not None
     claimed = ledger.claim("w1", limit=1)
     ledger.fail(claimed[0].lease, Failure(kind=FailureKind.TERMINAL, code="boom", message="x"))

@@ -38,7 +38,7 @@ def test_enqueue_refuses_payloads_the_ledger_cannot_read_back(defined: Ledger, c
 
 def test_a_payload_at_the_depth_limit_is_stored_and_read_back(defined: Ledger) -> None:
     """64 levels is accepted, and the state and history read back equal."""
-    job_id = defined.enqueue("t", DEEPEST)
+    job_id = defined.enqueue("t", DEEPEST).job_id
     assert job_id is not None
     state = defined.get(job_id)
     assert state is not None and state.payload == DEEPEST
@@ -48,7 +48,7 @@ def test_a_payload_at_the_depth_limit_is_stored_and_read_back(defined: Ledger) -
 def test_the_largest_64_bit_integers_are_stored_exactly(defined: Ledger) -> None:
     """-2**63 and 2**63 - 1 are accepted and come back unchanged."""
     payload = {"low": -(2**63), "high": 2**63 - 1}
-    job_id = defined.enqueue("t", payload)
+    job_id = defined.enqueue("t", payload).job_id
     assert job_id is not None
     state = defined.get(job_id)
     assert state is not None and state.payload == payload

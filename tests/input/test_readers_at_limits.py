@@ -25,8 +25,8 @@ def _edge_jobs(url: str) -> list[str]:
     """One job succeeded with edge values, one dead with an over-long failure message."""
     with Ledger.open(url) as ledger:
         ledger.define("t")
-        ok = ledger.enqueue("t", EDGE_PAYLOAD)
-        dead = ledger.enqueue("t", {"n": 1})
+        ok = ledger.enqueue("t", EDGE_PAYLOAD).job_id
+        dead = ledger.enqueue("t", {"n": 1}).job_id
         [job] = ledger.claim("w", types=["t"])
         assert job.lease is not None
         ledger.progress(job.lease, stage="running", done=2**63 - 1, total=2**63 - 1,

@@ -11,11 +11,14 @@ from projections.rules.audit_query import AuditQuery
 def test_a_paused_queue_is_not_claimed_and_resume_claims_it(defined: Ledger) -> None:
     """Pausing "a" leaves its jobs pending while "b"'s are claimed, a leased job of "a"
     still succeeds; resuming claims "a" again; both events name the actor and reason."""
-    [running] = defined.enqueue_many([EnqueueRequest(job_type="t", queue="a")])
+    [running] = [e.job_id for e in defined.enqueue_many([EnqueueRequest(job_type="t", queue="a")])]
     [lease] = defined.claim("w")
     assert lease.job_id == running
-    waiting = defined.enqueue_many([EnqueueRequest(job_type="t", queue="a") for _ in range(2)])
-    other = defined.enqueue("t", queue="b")
+    waiting = [
+        e.job_id
+        for e in defined.enqueue_many([EnqueueRequest(job_type="t", queue="a") for _ in range(2)])
+    ]
+    other = defined.enqueue("t", queue="b").job_id
     paused = defined.pause_queue("a", reason="downstream maintenance", actor="ops")
     assert paused is not None and paused.paused
     assert [job.job_id for job in defined.claim("w", limit=10)] == [other]

@@ -38,7 +38,10 @@ def test_two_worker_processes_share_one_rate_limit(db_url: str, tmp_path: Path) 
     one token per 12 minutes, up to 5; the views and replay hold."""
     with Ledger.open(db_url) as ledger:
         ledger.define("rated.call", rate=parse_rate("5/1h"))
-        ids = ledger.enqueue_many([EnqueueRequest(job_type="rated.call") for _ in range(20)])
+        ids = [
+            e.job_id
+            for e in ledger.enqueue_many([EnqueueRequest(job_type="rated.call") for _ in range(20)])
+        ]
     name = f"jl_rate_app_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{name}.py").write_text(APP)
     argv = [JOBLEDGER, "--db", db_url, "worker", "--app", f"{name}:registry", "--burst"]

@@ -36,7 +36,9 @@ def test_a_rate_limit_caps_leases_per_period_and_the_clock_refills_it(
     """3/1m: a claim of 10 leases 3, the next claims none (the rest stay pending), a third
     of the period later one token is back, a whole period later all 3."""
     ledger.define("api", rate=parse_rate("3/1m"))
-    ids = ledger.enqueue_many([EnqueueRequest(job_type="api") for _ in range(10)])
+    ids = [
+        e.job_id for e in ledger.enqueue_many([EnqueueRequest(job_type="api") for _ in range(10)])
+    ]
     assert len(ledger.claim("w", limit=10)) == 3
     assert ledger.claim("w", limit=10) == []
     assert ledger.counts() == {"leased": 3, "pending": 7}
@@ -58,7 +60,9 @@ def test_unlimited_types_flow_past_an_exhausted_key(ledger: Ledger) -> None:
     ledger.define("api", rate=RateLimit(limit=1, period_s=3600.0))
     ledger.define("free")
     ledger.enqueue_many([EnqueueRequest(job_type="api", priority=9) for _ in range(3)])
-    free = ledger.enqueue_many([EnqueueRequest(job_type="free") for _ in range(2)])
+    free = [
+        e.job_id for e in ledger.enqueue_many([EnqueueRequest(job_type="free") for _ in range(2)])
+    ]
     claimed = ledger.claim("w", limit=10)
     assert sorted(job.job_type for job in claimed) == ["api", "free", "free"]
     assert all(lease.rate is None for lease in _leases(ledger, free))
@@ -100,7 +104,9 @@ def test_a_rate_limited_job_stays_pending_and_says_until_when(
     """A job over the limit is pending, not failed, and its blockers say "rate limited until"
     the next token's time; once that time comes it has no blocker and is claimed."""
     ledger.define("api", rate=RateLimit(limit=1, period_s=30.0))
-    first, second = ledger.enqueue_many([EnqueueRequest(job_type="api") for _ in range(2)])
+    first, second = [
+        e.job_id for e in ledger.enqueue_many([EnqueueRequest(job_type="api") for _ in range(2)])
+    ]
     start = clock.now()
     [claimed] = ledger.claim("w", limit=5)
     assert claimed.job_id == first

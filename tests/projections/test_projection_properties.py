@@ -69,12 +69,15 @@ def test_random_command_sequences_leave_no_drift_in_any_view(
             state = ledger.get(target) if target else None
             try:
                 if operation == "enqueue":
-                    ids = ledger.enqueue_many([EnqueueRequest(job_type="t")] * (n + 1))
+                    ids = [
+                        e.job_id
+                        for e in ledger.enqueue_many([EnqueueRequest(job_type="t")] * (n + 1))
+                    ]
                     known.extend(i for i in ids if i is not None)
                 elif operation == "subject":
                     op = SubjectOp.DELETE if flag and n % 2 else SubjectOp.UPSERT
                     subject = Subject(source_id="s", uri=f"u{n}", op=op)
-                    job_id = ledger.enqueue("t", subject=subject, max_attempts=1)
+                    job_id = ledger.enqueue("t", subject=subject, max_attempts=1).job_id
                     if job_id is not None:
                         known.append(job_id)
                 elif operation == "claim":
@@ -125,8 +128,8 @@ def test_rebuild_under_concurrent_writes_loses_and_duplicates_nothing(db_url: st
         with Ledger.open(db_url, pool_size=2) as ledger:
             try:
                 while not stop.is_set():
-                    ids = ledger.enqueue_many([EnqueueRequest(job_type="t")] * 5)
-                    enqueued.extend(i for i in ids if i is not None)
+                    batch = ledger.enqueue_many([EnqueueRequest(job_type="t")] * 5)
+                    enqueued.extend(e.job_id for e in batch)
                     jobs = ledger.claim("busy", limit=4, lease_s=60)
                     ledger.succeed_many([Completion(lease=j.lease) for j in jobs if j.lease])
                     with progressed:

@@ -47,7 +47,7 @@ def test_catch_up_writes_one_row_per_job_event_with_its_columns(db_url: str) -> 
     clock = FakeClock()
     with Ledger.open(db_url, clock=clock) as ledger:
         ledger.define("t")
-        job_id = ledger.enqueue("t", {"x": 1}, org="acme")
+        job_id = ledger.enqueue("t", {"x": 1}, org="acme").job_id
         assert job_id is not None
         [job] = ledger.claim("w1", lease_s=30)
         assert job.lease is not None

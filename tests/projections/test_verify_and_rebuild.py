@@ -140,7 +140,7 @@ def test_rebuild_all_keeps_every_index_and_constraint(db_url: str) -> None:
         assert not any("__" in name for name in _names(db_url, "table"))
         # The unique idempotency index still answers: the same key returns the same job.
         [(job_id,)] = raw(db_url, "SELECT job_id FROM jl_queue WHERE idempotency_key = 'k1'")
-        assert ledger.enqueue("t", {"i": 1}, idempotency_key="k1") == as_uuid(job_id)
+        assert ledger.enqueue("t", {"i": 1}, idempotency_key="k1").job_id == as_uuid(job_id)
         assert ledger.projections().verify().clean
 
 

@@ -50,7 +50,7 @@ def live_pid() -> Iterator[int]:
 def _claim_as(ledger: Ledger, worker_id: str, lease_s: float = 3600) -> UUID:
     """Enqueue one job and have ``worker_id`` claim it (by default a long lease: only the
     boot reap, not the reaper, could take it back)."""
-    job_id = ledger.enqueue(JOB_TYPE, {"worker": worker_id})
+    job_id = ledger.enqueue(JOB_TYPE, {"worker": worker_id}).job_id
     assert job_id is not None
     [claim] = ledger.claim(worker_id, types=[JOB_TYPE], lease_s=lease_s)
     assert claim.job_id == job_id

@@ -33,7 +33,7 @@ def test_diagnose_reports_the_silence_a_boot_reap_ended_after_a_quick_rerun(db_u
     clock = FakeClock(start=PAST)
     with Ledger.open(db_url, clock=clock) as ledger:
         ledger.define("resize")
-        job_id = ledger.enqueue("resize", {"image": "cat.png"})
+        job_id = ledger.enqueue("resize", {"image": "cat.png"}).job_id
         assert job_id is not None
         ledger.claim("default@host-a:100", lease_s=30)
         clock.advance(HUNG_S)
@@ -59,7 +59,7 @@ def test_diagnose_reports_a_live_silent_lease_up_to_now(db_url: str) -> None:
     clock = FakeClock(start=PAST)
     with Ledger.open(db_url, clock=clock) as ledger:
         ledger.define("resize")
-        job_id = ledger.enqueue("resize")
+        job_id = ledger.enqueue("resize").job_id
         assert job_id is not None
         ledger.claim("default@host-a:100", lease_s=30)
 

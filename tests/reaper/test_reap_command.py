@@ -18,7 +18,7 @@ def test_reap_at_an_explicit_now_selects_and_stamps_with_it(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """now= is the pass's time: a lease expired only by then is reaped, stamped then."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     defined.claim("w", lease_s=10)
     later = clock.now() + timedelta(seconds=11)
@@ -39,7 +39,7 @@ def test_a_deferral_pushes_the_lease_out_for_every_later_pass(
     later passes (any reaper: the deferral is in the job's lease) skip the job until that
     lease expires, then try it again and defer it again while the conflict lasts."""
     ledger.define("t", max_attempts=1)
-    broken = ledger.enqueue("t", {"n": 1})
+    broken = ledger.enqueue("t", {"n": 1}).job_id
     assert broken is not None
     ledger.claim("w", lease_s=1)
     clock.advance(5)
@@ -65,7 +65,7 @@ def test_a_deferral_pushes_the_lease_out_for_every_later_pass(
 
 def test_reap_expired_returns_the_reaped_jobs_new_states(defined: Ledger, clock: FakeClock) -> None:
     """The older command is the same pass: the reaped jobs, now pending again."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     defined.claim("w", lease_s=1)
     clock.advance(2)
     [state] = defined.reap_expired(retry_delay_s=0)
@@ -85,7 +85,7 @@ def test_the_reaper_service_passes_its_now_to_the_command(
 
 async def test_the_service_runner_runs_the_reaper(defined: Ledger, clock: FakeClock) -> None:
     """Run by the ServiceRunner under its name and interval, the reaper reaps."""
-    job_id = defined.enqueue("t")
+    job_id = defined.enqueue("t").job_id
     assert job_id is not None
     defined.claim("w", lease_s=1)
     clock.advance(2)

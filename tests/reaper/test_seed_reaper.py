@@ -47,7 +47,7 @@ def test_seed_reaper_reports_legacy_direct_running_without_renewal_heartbeat(
     in job_failed and in job_dead_lettered; the dead letter's payload is reported."""
     ledger.define("reaper.direct_running", max_attempts=1)
     payload = {"case": "direct-running-no-renewal"}
-    job_id = ledger.enqueue("reaper.direct_running", payload)
+    job_id = ledger.enqueue("reaper.direct_running", payload).job_id
     [claim] = ledger.claim("worker-direct-running-no-renewal", lease_s=30)
     assert claim.lease is not None
     clock.advance(0.005)
@@ -74,7 +74,7 @@ def test_seed_reaper_treats_equal_heartbeat_and_execution_started_as_without_ren
 ) -> None:
     """A heartbeat stamped at the very instant running started is not a renewal."""
     ledger.define("reaper.equal_heartbeat", max_attempts=1)
-    job_id = ledger.enqueue("reaper.equal_heartbeat", {"case": "equal-heartbeat-started"})
+    job_id = ledger.enqueue("reaper.equal_heartbeat", {"case": "equal-heartbeat-started"}).job_id
     [claim] = ledger.claim("worker-equal-heartbeat-started", lease_s=30)
     assert claim.lease is not None
     clock.advance(1)
@@ -97,7 +97,7 @@ def test_seed_reaper_does_not_treat_progress_after_heartbeat_as_started_without_
 ) -> None:
     """Running, then a renewal heartbeat, then progress: the flag is false."""
     ledger.define("reaper.heartbeat_progress", max_attempts=1)
-    job_id = ledger.enqueue("reaper.heartbeat_progress", {"case": "heartbeat-then-progress"})
+    job_id = ledger.enqueue("reaper.heartbeat_progress", {"case": "heartbeat-then-progress"}).job_id
     [claim] = ledger.claim("worker-heartbeat-then-progress", lease_s=30)
     assert claim.lease is not None
     ledger.progress(claim.lease, stage="running")
@@ -127,8 +127,8 @@ def test_seed_expired_lease_reaper_reports_deferred_row_error_and_continues_batc
     with Ledger.open(pg_url, clock=clock) as ledger, Ledger.open(pg_url, clock=clock) as other:
         ledger.define("reaper.deferred", max_attempts=1)
         ledger.define("reaper.healthy", max_attempts=3)
-        failed_id = ledger.enqueue("reaper.deferred", {"case": "row-error"})
-        healthy_id = ledger.enqueue("reaper.healthy", {"case": "healthy-row"})
+        failed_id = ledger.enqueue("reaper.deferred", {"case": "row-error"}).job_id
+        healthy_id = ledger.enqueue("reaper.healthy", {"case": "healthy-row"}).job_id
         [failed_claim] = ledger.claim(
             "worker-reaper-row-error", types=["reaper.deferred"], lease_s=10
         )
@@ -203,8 +203,8 @@ def test_a_constraint_error_defers_only_its_job(ledger: Ledger, clock: FakeClock
     """Per-job savepoints on both backends: a job whose dead-letter row already exists (a
     hand-made conflict) is deferred with the constraint's code; the batch goes on."""
     ledger.define("t", max_attempts=1)
-    broken = ledger.enqueue("t", {"n": 1})
-    fine = ledger.enqueue("t", {"n": 2})
+    broken = ledger.enqueue("t", {"n": 1}).job_id
+    fine = ledger.enqueue("t", {"n": 2}).job_id
     ledger.claim("w", limit=2, lease_s=1)
     clock.advance(5)
     assert broken is not None
@@ -224,7 +224,9 @@ def test_two_reapers_racing_reap_each_job_exactly_once(pg_url: str, clock: FakeC
         ledger.define("t")
         from ledger import EnqueueRequest
 
-        ids = ledger.enqueue_many([EnqueueRequest(job_type="t") for _ in range(40)])
+        ids = [
+            e.job_id for e in ledger.enqueue_many([EnqueueRequest(job_type="t") for _ in range(40)])
+        ]
         ledger.claim("w", limit=40, lease_s=1)
     clock.advance(5)
     ledgers = [Ledger.open(pg_url, clock=clock, pool_size=1) for _ in range(2)]

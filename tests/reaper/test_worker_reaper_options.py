@@ -51,7 +51,7 @@ def _expired_lease(url: str) -> UUID:
     clock = FakeClock(start=datetime(2020, 1, 1, tzinfo=UTC))
     with Ledger.open(url, clock=clock) as ledger:
         ledger.define(ORPHAN_TYPE, max_attempts=5)
-        job_id = ledger.enqueue(ORPHAN_TYPE)
+        job_id = ledger.enqueue(ORPHAN_TYPE).job_id
         assert job_id is not None
         ledger.claim("gone@elsewhere:1", types=[ORPHAN_TYPE], lease_s=1)
     return job_id

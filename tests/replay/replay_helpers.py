@@ -47,7 +47,7 @@ def make_histories(ledger: Ledger, clock: FakeClock, url: str) -> dict[str, UUID
     jobs: dict[str, UUID] = {}
 
     def enqueue(name: str, job_type: str = "r", **options: object) -> UUID:
-        job_id = ledger.enqueue(job_type, {"name": name}, **options)  # type: ignore[arg-type]
+        job_id = ledger.enqueue(job_type, {"name": name}, **options).job_id  # type: ignore[arg-type]
         assert job_id is not None
         jobs[name] = job_id
         return job_id
@@ -106,7 +106,7 @@ def make_histories(ledger: Ledger, clock: FakeClock, url: str) -> dict[str, UUID
 
     # Auto-defined type; a sync subject's success with a revision.
     with Ledger.open(url, clock=clock, auto_define=True) as auto:
-        job_id = auto.enqueue("auto.t", {"x": 1})
+        job_id = auto.enqueue("auto.t", {"x": 1}).job_id
         assert job_id is not None
         jobs["auto"] = job_id
     enqueue("sync", subject=Subject(source_id="s", uri="u1"))

@@ -84,7 +84,7 @@ def only_finding(url: str, job_id: UUID) -> ReplayFinding:
 
 def leased_job(ledger: Ledger, max_attempts: int | None = None) -> tuple[UUID, int]:
     """A job of type ``r`` (backoff 5 s ± 50 %) claimed once; its id and attempt."""
-    job_id = ledger.enqueue("r", {}, max_attempts=max_attempts)
+    job_id = ledger.enqueue("r", {}, max_attempts=max_attempts).job_id
     assert job_id is not None
     [job] = ledger.claim("w1", types=["r"], lease_s=30)
     assert job.job_id == job_id

@@ -23,10 +23,10 @@ def jobs(db_url: str, clock: FakeClock) -> dict[str, UUID]:
         ledger.define("r")
         ledger.define("s")
         for name in ("plain", "permanent", "transient", "crash", "not-json", "result"):
-            job_id = ledger.enqueue("r", {"name": name})
+            job_id = ledger.enqueue("r", {"name": name}).job_id
             assert job_id is not None
             made[name] = job_id
-        sync_id = ledger.enqueue("s", {"name": "sync"})
+        sync_id = ledger.enqueue("s", {"name": "sync"}).job_id
         assert sync_id is not None
         made["sync"] = sync_id
         [job] = ledger.claim("w1", types=["r"], lease_s=30)

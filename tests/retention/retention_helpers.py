@@ -40,8 +40,8 @@ def make_jobs(url: str) -> Jobs:
     with Ledger.open(url, clock=clock) as ledger:
         ledger.define("t", max_attempts=1)
         ledger.define("slow")
-        t = [ledger.enqueue("t", {"i": i}) for i in range(7)]
-        slow = ledger.enqueue("slow", {})
+        t = [ledger.enqueue("t", {"i": i}).job_id for i in range(7)]
+        slow = ledger.enqueue("slow", {}).job_id
         clock.advance(60)
         ledger.cancel(t[4])
         leased = {s.job_id: s for s in ledger.claim("w1", limit=10, lease_s=600)}

@@ -19,17 +19,17 @@ def test_only_finished_plain_jobs_past_their_rule_are_chosen(db_url: str) -> Non
     clock = FakeClock(PAST)
     with Ledger.open(db_url, clock=clock) as ledger:
         ledger.define("t")
-        plain = ledger.enqueue("t", {"kind": "plain"})
+        plain = ledger.enqueue("t", {"kind": "plain"}).job_id
         [synced] = ledger.sync_source("src", [("file:///a", "r1")], job_type="t").enqueued
         ledger.start_workflow({"workflow_type": "w", "steps": [STEP], "result_step": None})
         claimed = ledger.claim("w1", limit=10)
         assert len(claimed) == 3
         result = ledger.succeed_many([Completion(s.lease) for s in claimed if s.lease])
         assert not result.rejected
-        leased_job = ledger.enqueue("t", {"kind": "leased"})
+        leased_job = ledger.enqueue("t", {"kind": "leased"}).job_id
         ledger.claim("w1", limit=1)
         clock.advance(10 * 86_400)
-        young = ledger.enqueue("t", {"kind": "young"})
+        young = ledger.enqueue("t", {"kind": "young"}).job_id
         [young_claim] = ledger.claim("w1", limit=5)
         assert young_claim.job_id == young and young_claim.lease is not None
         ledger.succeed(young_claim.lease)

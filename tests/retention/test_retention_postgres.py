@@ -47,7 +47,7 @@ def _make_jobs(url: str) -> MonthJobs:
         assert made == [f"jl_events_p2020{m:02d}" for m in (1, 2, 3)]
         ledger.define("t", max_attempts=1)
         ledger.define("slow")
-        finished = [ledger.enqueue("t", {"i": i}) for i in range(3)]
+        finished = [ledger.enqueue("t", {"i": i}).job_id for i in range(3)]
         clock.advance(60)
         leases = {s.job_id: s.lease for s in ledger.claim("w1", limit=3)}
         for job_id in finished[:2]:
@@ -58,12 +58,12 @@ def _make_jobs(url: str) -> MonthJobs:
         assert dead is not None
         ledger.fail(dead, BROKEN)
         clock.set(FEBRUARY)
-        kept = ledger.enqueue("slow", {})
+        kept = ledger.enqueue("slow", {}).job_id
         [slow] = ledger.claim("w1", limit=1)
         assert slow.lease is not None
         ledger.succeed(slow.lease)
         clock.set(MARCH)
-        live = ledger.enqueue("t", {"i": 9})
+        live = ledger.enqueue("t", {"i": 9}).job_id
         ledger.catch_up()
     return MonthJobs(finished, kept, live)
 

@@ -141,7 +141,7 @@ def test_jobs_wait_for_the_audit_view_and_for_the_newest_event(sqlite_url: str) 
     with Ledger.open(sqlite_url, clock=clock) as ledger:
         ledger.define("t")
         set_rule(ledger.store, clock.now(), job_type=None, status=None, after_s=60)
-        first, second = ledger.enqueue("t", {}), ledger.enqueue("t", {})
+        first, second = ledger.enqueue("t", {}).job_id, ledger.enqueue("t", {}).job_id
         ledger.cancel(first)
         ledger.catch_up()
         ledger.cancel(second)  # the newest event, and not yet in the audit view

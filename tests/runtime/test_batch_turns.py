@@ -38,7 +38,7 @@ def test_a_turn_records_the_outcomes_then_claims_in_one_transaction(
     defined: Ledger, db_url: str
 ) -> None:
     """Two outcomes and two new leases: one transaction, the outcomes first in commit order."""
-    ids = defined.enqueue_many([EnqueueRequest(job_type="t") for _ in range(4)])
+    ids = [e.job_id for e in defined.enqueue_many([EnqueueRequest(job_type="t") for _ in range(4)])]
     first = defined.claim(WORKER, limit=2, types=["t"])
     assert first[0].lease is not None and first[1].lease is not None
     before = len(events_in_commit_order(db_url))
@@ -64,7 +64,9 @@ def test_an_outcome_on_a_lease_reaped_and_claimed_back_in_the_same_turn_is_refus
 ) -> None:
     """The fence refuses the old attempt's outcome while the claim part commits: the job,
     reaped back to pending, is leased again by the same turn, under a new attempt."""
-    stolen, other = defined.enqueue_many([EnqueueRequest(job_type="t") for _ in range(2)])
+    stolen, other = [
+        e.job_id for e in defined.enqueue_many([EnqueueRequest(job_type="t") for _ in range(2)])
+    ]
     (held,) = defined.claim(WORKER, limit=1, types=["t"], lease_s=1.0)
     assert held.job_id == stolen and held.lease is not None
     clock.advance(2.0)

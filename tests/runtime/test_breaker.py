@@ -56,12 +56,17 @@ async def test_one_failing_type_opens_only_its_own_breaker(
     sync_ledger.define("B")
     a_ids = [
         job_id
-        for job_id in sync_ledger.enqueue_many(
-            [EnqueueRequest(job_type="A", priority=200) for _ in range(6)]
-        )
+        for job_id in [
+            e.job_id
+            for e in sync_ledger.enqueue_many(
+                [EnqueueRequest(job_type="A", priority=200) for _ in range(6)]
+            )
+        ]
         if job_id is not None
     ]
-    b_ids = sync_ledger.enqueue_many([EnqueueRequest(job_type="B") for _ in range(4)])
+    b_ids = [
+        e.job_id for e in sync_ledger.enqueue_many([EnqueueRequest(job_type="B") for _ in range(4)])
+    ]
     breaker = CircuitBreaker(clock, threshold=3, cooldown_s=60)
     pool = WorkerPool(
         sync_ledger,
@@ -170,7 +175,10 @@ async def test_a_half_open_breaker_sends_one_probe_not_a_slot_full(
     sync_ledger.define("A", backoff=BackoffPolicy(base_s=600.0, max_s=600.0, jitter=0.0))
     ids = [
         job_id
-        for job_id in sync_ledger.enqueue_many([EnqueueRequest(job_type="A") for _ in range(12)])
+        for job_id in [
+            e.job_id
+            for e in sync_ledger.enqueue_many([EnqueueRequest(job_type="A") for _ in range(12)])
+        ]
         if job_id is not None
     ]
     # Threshold 1: the first failure opens it, so no refill claim can slip in before it

@@ -86,9 +86,12 @@ async def test_a_connection_drop_before_the_completion_loses_no_outcome(
         ledger.define("drop")
         job_ids = [
             job_id
-            for job_id in ledger.enqueue_many(
-                [EnqueueRequest(job_type="drop", payload={"i": i}) for i in range(JOBS)]
-            )
+            for job_id in [
+                e.job_id
+                for e in ledger.enqueue_many(
+                    [EnqueueRequest(job_type="drop", payload={"i": i}) for i in range(JOBS)]
+                )
+            ]
         ]
         pool = WorkerPool(ledger, registry, concurrency=JOBS, poll_interval_s=30.0, lease_s=60.0)
         await pool.start()
@@ -151,9 +154,12 @@ def test_a_server_restart_shorter_than_the_lease_loses_no_outcome(
     url = cluster.create_database("jl")
     with Ledger.open(url, create=True) as ledger:
         ledger.define("restart")
-        ids = ledger.enqueue_many(
-            [EnqueueRequest(job_type="restart", payload={"i": i}) for i in range(JOBS)]
-        )
+        ids = [
+            e.job_id
+            for e in ledger.enqueue_many(
+                [EnqueueRequest(job_type="restart", payload={"i": i}) for i in range(JOBS)]
+            )
+        ]
     job_ids = [job_id for job_id in ids if job_id is not None]
     (tmp_path / "restart_app.py").write_text(APP)
     marks = tmp_path / "marks"
@@ -329,7 +335,7 @@ async def test_a_handlers_progress_write_waits_out_a_server_restart(
     caplog.set_level(logging.WARNING, logger="ledger.runtime.retrying")
     with Ledger.open(url, create=True, pool_size=2) as ledger:
         ledger.define("progress")
-        job_id = ledger.enqueue("progress")
+        job_id = ledger.enqueue("progress").job_id
         pool = WorkerPool(ledger, registry, concurrency=1, poll_interval_s=30.0, lease_s=60.0)
         await pool.start()
         await asyncio.wait_for(about_to_report.wait(), timeout=30)

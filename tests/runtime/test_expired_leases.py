@@ -41,7 +41,7 @@ def blocked_slot(ledger: Ledger) -> BlockedSlot:
         return "ok"
 
     ledger.define("p")
-    ids = ledger.enqueue_many([EnqueueRequest(job_type="p") for _ in range(3)])
+    ids = [e.job_id for e in ledger.enqueue_many([EnqueueRequest(job_type="p") for _ in range(3)])]
     pool = WorkerPool(
         ledger, registry, concurrency=1, prefetch=2, lease_s=10,
         heartbeat_interval_s=3600,  # no renewal while "paused"

@@ -66,8 +66,8 @@ async def test_a_crash_around_a_handler_ends_the_attempt_as_panicked_and_the_slo
     registry = _crash_then_succeed(crash, sync=sync)
     sync_ledger.define("crash")
     sync_ledger.define("fine")
-    crashed = sync_ledger.enqueue("crash", priority=200)
-    fine = sync_ledger.enqueue("fine")
+    crashed = sync_ledger.enqueue("crash", priority=200).job_id
+    fine = sync_ledger.enqueue("fine").job_id
     assert crashed is not None and fine is not None
     with caplog.at_level(logging.WARNING, logger="ledger.runtime"):
         await _one_slot_until_idle(sync_ledger, registry)
@@ -99,7 +99,7 @@ async def test_a_hung_handler_is_not_renewed_past_its_timeout_and_is_reaped(
                 continue  # a handler that will not be stopped
 
     sync_ledger.define("hang")
-    job_id = sync_ledger.enqueue("hang", timeout_s=30)
+    job_id = sync_ledger.enqueue("hang", timeout_s=30).job_id
     assert job_id is not None
     pool = WorkerPool(
         sync_ledger,
@@ -145,7 +145,7 @@ async def test_a_sync_handlers_progress_and_heartbeat_are_recorded(sync_ledger: 
         return "done"
 
     sync_ledger.define("blocking")
-    job_id = sync_ledger.enqueue("blocking")
+    job_id = sync_ledger.enqueue("blocking").job_id
     assert job_id is not None
     await run_until_idle(sync_ledger, registry, concurrency=1, poll_interval_s=0.05)
     state = sync_ledger.get(job_id)
@@ -168,7 +168,7 @@ async def test_an_async_contexts_blocking_call_on_the_loop_is_a_clear_error(
         ctx.progress_blocking(done=1)
 
     sync_ledger.define("wrong")
-    job_id = sync_ledger.enqueue("wrong", max_attempts=1)
+    job_id = sync_ledger.enqueue("wrong", max_attempts=1).job_id
     assert job_id is not None
     await asyncio.wait_for(
         run_until_idle(sync_ledger, registry, concurrency=1, poll_interval_s=0.05), 30
@@ -201,7 +201,7 @@ async def test_a_failure_code_the_ledger_refuses_still_records_the_failure(
         raise raised()
 
     sync_ledger.define("t", max_attempts=3)
-    job_id = sync_ledger.enqueue("t")
+    job_id = sync_ledger.enqueue("t").job_id
     assert job_id is not None
     await _one_slot_until_idle(sync_ledger, registry)
     state = sync_ledger.get(job_id)

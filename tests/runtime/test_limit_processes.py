@@ -85,9 +85,15 @@ def test_a_limit_of_two_holds_across_two_worker_processes(db_url: str, tmp_path:
         workers = [_worker(db_url, f"host-{n}", log) for n, log in enumerate(logs)]
         try:
             _wait_started(workers, logs)
-            ids = ledger.enqueue_many(
-                [EnqueueRequest(job_type="limited.work", payload={"ms": 10}) for _ in range(JOBS)]
-            )
+            ids = [
+                e.job_id
+                for e in ledger.enqueue_many(
+                    [
+                        EnqueueRequest(job_type="limited.work", payload={"ms": 10})
+                        for _ in range(JOBS)
+                    ]
+                )
+            ]
             deadline = time.monotonic() + 60
             while ledger.counts().get("succeeded", 0) < JOBS:
                 assert time.monotonic() < deadline, ledger.counts()

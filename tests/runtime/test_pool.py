@@ -142,7 +142,7 @@ async def test_a_handler_past_its_timeout_fails_as_timeout(sync_ledger: Ledger) 
         await asyncio.sleep(10)
 
     await asyncio.to_thread(sync_definitions, sync_ledger, registry)
-    job_id = sync_ledger.enqueue("slow")
+    job_id = sync_ledger.enqueue("slow").job_id
     assert job_id is not None
     await drain(sync_ledger, registry, concurrency=1)
     state = sync_ledger.get(job_id)
@@ -156,7 +156,7 @@ async def test_a_job_without_a_handler_dies_as_not_registered(
 ) -> None:
     """A claimed job whose type has no handler is a terminal job.handler_not_registered."""
     sync_ledger.define("orphan")
-    job_id = sync_ledger.enqueue("orphan")
+    job_id = sync_ledger.enqueue("orphan").job_id
     await drain_queue(types=["orphan"])
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD
@@ -173,8 +173,8 @@ async def test_an_output_that_is_not_json_fails_only_its_own_job(sync_ledger: Le
         return object() if ctx.payload["bad"] else {"fine": True}
 
     sync_ledger.define("odd")
-    bad = sync_ledger.enqueue("odd", {"bad": True})
-    good = sync_ledger.enqueue("odd", {"bad": False})
+    bad = sync_ledger.enqueue("odd", {"bad": True}).job_id
+    good = sync_ledger.enqueue("odd", {"bad": False}).job_id
     await run_until_idle(sync_ledger, registry, concurrency=2, poll_interval_s=0.05)
     bad_state, good_state = sync_ledger.get(bad), sync_ledger.get(good)  # type: ignore[arg-type]
     assert bad_state is not None and bad_state.status is JobStatus.DEAD
@@ -197,7 +197,7 @@ async def test_sync_handlers_run_in_a_thread_and_can_report_progress(sync_ledger
         return "done"
 
     sync_ledger.define("blocking")
-    job_id = sync_ledger.enqueue("blocking")
+    job_id = sync_ledger.enqueue("blocking").job_id
     await run_until_idle(sync_ledger, registry, concurrency=1, poll_interval_s=0.05)
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.output == "done" and state.progress_total == 2
@@ -296,7 +296,7 @@ def test_a_worker_in_another_process_wakes_well_before_its_poll_interval(pg_url:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
         with Ledger.open(pg_url) as ledger:
             enqueued_at = time.time()  # noqa: TID251 - compared across processes: wall time
-            job_id = ledger.enqueue("wake")
+            job_id = ledger.enqueue("wake").job_id
             assert job_id is not None
             deadline = time.monotonic() + 10
             state = ledger.get(job_id)

@@ -114,7 +114,7 @@ def test_the_ledger_wide_metrics_render_the_ledgers_counts(ledger: Ledger) -> No
     for _ in range(3):
         ledger.enqueue("t")
     ledger.enqueue("u")
-    cancelled = ledger.enqueue("u")
+    cancelled = ledger.enqueue("u").job_id
     assert cancelled is not None
     ledger.cancel(cancelled)
     samples = {

@@ -71,7 +71,7 @@ async def test_seed_idle_worker_picks_up_job_quickly(
     pool = make_pool(concurrency=1, poll_interval_s=5.0)
     await pool.start()
     await asyncio.wait_for(pool.wait_until_idle(), 2.0)
-    job_id = await asyncio.to_thread(sync_ledger.enqueue, INGEST, subject=subject())
+    job_id = (await asyncio.to_thread(sync_ledger.enqueue, INGEST, subject=subject())).job_id
 
     async def done() -> bool:
         return status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
@@ -97,7 +97,7 @@ async def test_seed_drain_marks_job_succeeded_and_writes_sync_state(
 ) -> None:
     """Success: status succeeded, and the sync state records the *result's* revision."""
     downstream.revision, downstream.content_hash = "e1", "m1"
-    job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", revision="e0"))
+    job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", revision="e0")).job_id
     assert (await drain_queue()).claimed == 1
     assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
     assert sync_ledger.revision_snapshot("src") == {"s3://b/k.md": "e1"}
@@ -111,7 +111,7 @@ async def test_seed_drain_delete_op_removes_sync_state(
     sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md"))
     await drain_queue()
     assert sync_ledger.revision_snapshot("src") == {"s3://b/k.md": "e1"}
-    job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", SubjectOp.DELETE))
+    job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", SubjectOp.DELETE)).job_id
     await drain_queue()
     assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
     assert downstream.deleted == ["s3://b/k.md"]
@@ -124,7 +124,7 @@ async def test_seed_successful_delete_prunes_dead_jobs_for_same_uri(
     """Once a delete resolves a URI, the earlier dead upsert for it leaves the dead letters."""
     from ledger import Failure, FailureKind
 
-    upsert = sync_ledger.enqueue(INGEST, subject=subject("file:///gone.md"))
+    upsert = sync_ledger.enqueue(INGEST, subject=subject("file:///gone.md")).job_id
     [claimed] = sync_ledger.claim("prev-worker")
     assert claimed.lease is not None
     missing = Failure(kind=FailureKind.TERMINAL, code="doc.missing", message="File does not exist")
@@ -132,7 +132,9 @@ async def test_seed_successful_delete_prunes_dead_jobs_for_same_uri(
     assert status_of(sync_ledger, upsert) is JobStatus.DEAD
     assert [d.job_id for d in sync_ledger.dead_letters()] == [upsert]
 
-    delete = sync_ledger.enqueue(INGEST, subject=subject("file:///gone.md", SubjectOp.DELETE))
+    delete = sync_ledger.enqueue(
+        INGEST, subject=subject("file:///gone.md", SubjectOp.DELETE)
+    ).job_id
     await drain_queue()
     assert status_of(sync_ledger, delete) is JobStatus.SUCCEEDED
     assert sync_ledger.dead_letters() == []
@@ -143,7 +145,7 @@ async def test_seed_permanent_error_marks_dead_no_reschedule(
 ) -> None:
     """PermanentError: dead at once with its message; no sync state is written."""
     downstream.raises = PermanentError("unsupported")
-    job_id = sync_ledger.enqueue(INGEST, subject=subject("https://x/y.bin"))
+    job_id = sync_ledger.enqueue(INGEST, subject=subject("https://x/y.bin")).job_id
     await drain_queue()
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD
@@ -156,7 +158,7 @@ async def test_seed_transient_error_reschedules_below_max_attempts(
 ) -> None:
     """TransientError below max attempts: pending again, later, attempt kept, error kept."""
     downstream.raises = TransientError("blip")
-    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=3)
+    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=3).job_id
     assert job_id is not None
     before = sync_ledger.get(job_id)
     assert before is not None
@@ -173,7 +175,7 @@ async def test_seed_transient_error_at_max_attempts_marks_dead(
 ) -> None:
     """max_attempts=1: the first transient failure is the last."""
     downstream.raises = TransientError("blip")
-    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1)
+    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1).job_id
     await drain_queue()
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD and state.attempt == 1
@@ -188,7 +190,7 @@ async def test_seed_unknown_exception_caught_and_marked_dead(
         pass
 
     downstream.raises = WeirdError("surprise")
-    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1)
+    job_id = sync_ledger.enqueue(INGEST, subject=subject(), max_attempts=1).job_id
     tasks_before = asyncio.all_tasks()
     await drain_queue()
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
@@ -202,7 +204,7 @@ async def test_seed_keyboard_interrupt_propagates_not_classified(
 ) -> None:
     """KeyboardInterrupt is the runtime's own signal: it propagates; the job stays leased."""
     downstream.raises = KeyboardInterrupt("ctrl-c")
-    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    job_id = sync_ledger.enqueue(INGEST, subject=subject()).job_id
     with pytest.raises(KeyboardInterrupt):
         await drain_queue()
     assert status_of(sync_ledger, job_id) is JobStatus.LEASED
@@ -275,7 +277,7 @@ async def _start_hanging_job(
             raise
 
     downstream.custom = hangs_forever
-    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    job_id = sync_ledger.enqueue(INGEST, subject=subject()).job_id
     pool = make_pool(concurrency=1)
     await pool.start()
     await asyncio.wait_for(started.wait(), timeout=5.0)
@@ -317,7 +319,7 @@ async def test_seed_worker_loses_claim_to_reaper_does_not_write_sync_state(
     """A's lease is reaped and B re-claims: A's late success changes nothing, and the sync
     state stays untouched (it is written only from an appended job_succeeded)."""
     downstream.revision = "A"
-    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    job_id = sync_ledger.enqueue(INGEST, subject=subject()).job_id
     [claimed_by_a] = sync_ledger.claim("worker-A", lease_s=10)
     clock.advance(11)
     sync_ledger.reap_expired(retry_delay_s=0)
@@ -433,7 +435,10 @@ async def test_seed_breaker_opens_after_n_consecutive_transient_failures(
     """Through the running pool: exactly the threshold's worth of jobs fail, then the breaker
     is open, the pool is degraded and the remaining jobs stay queued, never attempted."""
     downstream.raises = TransientError("downstream down")
-    ids = [sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"), max_attempts=5) for i in range(8)]
+    ids = [
+        sync_ledger.enqueue(INGEST, subject=subject(f"u{i}"), max_attempts=5).job_id
+        for i in range(8)
+    ]
     pool = make_pool(concurrency=1, prefetch=0, poll_interval_s=0.02)
     await pool.start()
     await asyncio.wait_for(pool.wait_until_idle(), 10)
@@ -457,7 +462,7 @@ async def test_seed_breaker_pauses_worker_loop_claims(
     for _ in range(10):
         breaker.record_failure(INGEST)
     assert pool.breaker_open is True
-    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    job_id = sync_ledger.enqueue(INGEST, subject=subject()).job_id
     await pool.start()
     await asyncio.wait_for(pool.wait_until_idle(), 5)  # a claim ran and left the type out
     assert status_of(sync_ledger, job_id) is JobStatus.PENDING
@@ -475,7 +480,7 @@ async def test_seed_breaker_closes_on_successful_probe(
     assert pool.breaker_open is True
     clock.advance(breaker.cooldown.total_seconds())
     assert pool.breaker_open is False
-    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    job_id = sync_ledger.enqueue(INGEST, subject=subject()).job_id
     await pool.start()
     await asyncio.wait_for(pool.wait_until_idle(), 5)
     assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
@@ -515,11 +520,11 @@ async def test_seed_boot_reap_resets_pre_existing_claims(
 ) -> None:
     """Claims left by a killed process of this pool go back to pending at start(), attempt
     not consumed, without waiting for their leases to expire."""
-    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    job_id = sync_ledger.enqueue(INGEST, subject=subject()).job_id
     ghost = process_worker_id("default").rpartition(":")[0] + f":{_dead_pid()}"
     [pre_claimed] = sync_ledger.claim(ghost)
     assert pre_claimed.status is JobStatus.LEASED
-    other_pool = sync_ledger.enqueue(INGEST, subject=subject("other"))
+    other_pool = sync_ledger.enqueue(INGEST, subject=subject("other")).job_id
     sync_ledger.claim("another-pool@elsewhere:1")
 
     pool = make_pool(concurrency=0)
@@ -535,7 +540,7 @@ async def test_seed_reaper_resets_stale_claims(
     sync_ledger: Ledger, make_pool: MakePool, clock: FakeClock
 ) -> None:
     """The periodic reaper returns an expired claim to pending (time moved by the clock)."""
-    job_id = sync_ledger.enqueue(INGEST, subject=subject())
+    job_id = sync_ledger.enqueue(INGEST, subject=subject()).job_id
     sync_ledger.claim("worker-old", lease_s=1)
     clock.advance(3600)
     pool = make_pool(concurrency=0, reaper_interval_s=0.05)

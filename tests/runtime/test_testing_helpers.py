@@ -54,7 +54,7 @@ async def test_drain_leaves_a_retry_until_the_clock_moves_past_its_backoff(
     """A transient failure is recorded as a retry; the retry runs only after clock.advance."""
     registry = email_registry()
     sync_ledger.define("flaky")
-    job_id = sync_ledger.enqueue("flaky")
+    job_id = sync_ledger.enqueue("flaky").job_id
     assert job_id is not None
     assert (await drain(sync_ledger, registry)).retried == 1
     assert (await drain(sync_ledger, registry)).claimed == 0
@@ -72,7 +72,7 @@ async def test_drain_claims_only_the_types_it_is_given_and_leaves_no_task(
     registry = email_registry()
     sync_ledger.define("email")
     sync_ledger.define("flaky")
-    flaky = sync_ledger.enqueue("flaky")
+    flaky = sync_ledger.enqueue("flaky").job_id
     sync_ledger.enqueue("email", {"to": "a"})
     tasks_before = asyncio.all_tasks()
     stats = await drain(sync_ledger, registry, types=["email"])

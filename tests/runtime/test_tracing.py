@@ -63,7 +63,7 @@ async def test_each_handler_run_is_a_span_with_its_outcome(
     their code; no attribute carries the payload or the error message."""
     for job_type in ("ok", "flaky", "bad"):
         ledger.define(job_type)
-    ids = {t: ledger.enqueue(t, {"secret": SECRET}) for t in ("ok", "flaky", "bad")}
+    ids = {t: ledger.enqueue(t, {"secret": SECRET}).job_id for t in ("ok", "flaky", "bad")}
     stats = await drain(ledger, registry())
     assert stats.claimed == 3
     by_name = run_spans(spans)

@@ -48,7 +48,7 @@ async def test_a_pool_stalled_behind_a_frozen_writer_recovers_through_its_watchd
     is counted in its stats and logged."""
     with Ledger.open(pg_url, idle_in_transaction_s=IDLE_S) as ledger:
         ledger.define("t")
-        [job_id] = ledger.enqueue_many([EnqueueRequest(job_type="t")])
+        [job_id] = [e.job_id for e in ledger.enqueue_many([EnqueueRequest(job_type="t")])]
         pool = WorkerPool(
             ledger, _registry(), concurrency=1, reaper_interval_s=0, define_types=False
         )

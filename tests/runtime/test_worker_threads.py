@@ -58,9 +58,12 @@ def test_a_default_worker_finishes_many_sync_handlers_that_report_progress(
     cores) finish under `jobledger worker --burst` with default flags: no deadlock."""
     with Ledger.open(db_url) as ledger:
         ledger.define("sync.progress")
-        ids = ledger.enqueue_many(
-            [EnqueueRequest(job_type="sync.progress", payload={"i": i}) for i in range(12)]
-        )
+        ids = [
+            e.job_id
+            for e in ledger.enqueue_many(
+                [EnqueueRequest(job_type="sync.progress", payload={"i": i}) for i in range(12)]
+            )
+        ]
     done = _burst(db_url, sync_app, tmp_path)
     assert done.returncode == 0, done.stderr
     with Ledger.open(db_url) as ledger:
@@ -79,9 +82,12 @@ def test_six_long_sync_handlers_do_not_starve_the_heartbeats(
     handler runs (job_heartbeated events before the success), so each succeeds on attempt 1."""
     with Ledger.open(db_url) as ledger:
         ledger.define("sync.long")
-        ids = ledger.enqueue_many(
-            [EnqueueRequest(job_type="sync.long", payload={"seconds": 4.0}) for _ in range(6)]
-        )
+        ids = [
+            e.job_id
+            for e in ledger.enqueue_many(
+                [EnqueueRequest(job_type="sync.long", payload={"seconds": 4.0}) for _ in range(6)]
+            )
+        ]
     done = _burst(db_url, sync_app, tmp_path, "--lease", "3")
     assert done.returncode == 0, done.stderr
     with Ledger.open(db_url) as ledger:

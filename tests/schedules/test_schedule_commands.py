@@ -84,7 +84,7 @@ def test_a_hand_made_job_with_the_slot_key_is_named_not_repeated(
     """A job already holding a slot's key (same request) is the slot's job: created false."""
     state = defined.add_schedule("s", "*/10 * * * *", "t")
     slot = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
-    existing = defined.enqueue("t", {}, run_at=slot, idempotency_key=slot_key("s", slot))
+    existing = defined.enqueue("t", {}, run_at=slot, idempotency_key=slot_key("s", slot)).job_id
     clock.set(slot)
     [fired] = defined.fire_due().fired
     assert fired.job_id == existing and not fired.created and state.version == 1

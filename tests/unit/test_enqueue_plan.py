@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
@@ -51,14 +51,14 @@ def plan(
     *,
     definitions: Mapping[str, JobDefinition] = DEFINED,
     stored_keys: Mapping[IdempotencyKey, KeyedJob] | None = None,
-    live_subjects: Collection[SubjectKey] = (),
+    live_subjects: Mapping[SubjectKey, UUID] | None = None,
     auto_define: bool = False,
 ) -> EnqueuePlan:
     return plan_enqueue(
         requests,
         definitions,
         stored_keys=stored_keys or {},
-        live_subjects=live_subjects,
+        live_subjects=live_subjects or {},
         now=NOW,
         auto_define=auto_define,
         new_id=ids(),
@@ -126,20 +126,24 @@ def test_keys_are_namespaced_by_job_type_and_org() -> None:
 
 
 def test_a_second_job_for_a_subject_in_the_batch_is_deduplicated_to_none() -> None:
-    """Two requests for one subject: the first is enqueued, the second's result is None."""
+    """Two requests for one subject: the first is enqueued, the second's result is None
+    and names the first as the live job that skipped it."""
     planned = plan([request(subject=subject("a")), request(subject=subject("a"))])
     assert planned.results == [UUID(int=1), None]
+    assert planned.skipped_by == [None, UUID(int=1)]
     assert len(planned.job_changes) == 1
     assert subject_key(request(subject=subject("a"))) == ("s", "a")
 
 
 def test_a_subject_with_a_live_stored_job_is_deduplicated_to_none() -> None:
-    """A subject the store says is live gets None; other subjects are enqueued."""
+    """A subject the store says is live gets None, naming the live job; other subjects are
+    enqueued."""
     planned = plan(
         [request(subject=subject("a")), request(subject=subject("b"))],
-        live_subjects={("s", "a")},
+        live_subjects={("s", "a"): UUID(int=77)},
     )
     assert planned.results == [None, UUID(int=1)]
+    assert planned.skipped_by == [UUID(int=77), None]
 
 
 def test_an_idempotent_repeat_is_answered_before_the_subject_rule() -> None:

@@ -19,7 +19,7 @@ def invoke(url: str, *args: str) -> Result:
 
 
 def enqueue(ledger: Ledger, job_type: str = "t", **options: object) -> UUID:
-    job_id = ledger.enqueue(job_type, **options)  # type: ignore[arg-type]
+    job_id = ledger.enqueue(job_type, **options).job_id  # type: ignore[arg-type]
     assert job_id is not None
     return job_id
 

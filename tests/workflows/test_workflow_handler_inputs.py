@@ -81,7 +81,7 @@ async def test_a_fan_in_steps_handler_sees_both_prerequisites_outputs(
 @pytest.mark.parametrize("with_join", [with_async_join, with_sync_join], ids=["async", "sync"])
 async def test_a_plain_job_has_no_prerequisite_outputs(wf: Ledger, with_join: Any) -> None:
     """A job that runs no step reads an empty mapping (and no workflow link)."""
-    job_id = wf.enqueue("join", {})
+    job_id = wf.enqueue("join", {}).job_id
     await run_until_idle(wf, with_join(Registry()), concurrency=2)
     done = wf.get(job_id)
     assert done is not None and done.output == {"inputs": {}, "order": [], "step": None}

@@ -130,7 +130,7 @@ def test_seed_expired_lease_reaper_defers_a_workflow_row_on_release_conflict(
             spec(job("step", job_type="reaper.workflow"), workflow_type="reaper.deferred")
         ).run_id
         failed_id = step_job_id(run, "step")
-        healthy_id = ledger.enqueue("reaper.healthy", {"case": "healthy-row"})
+        healthy_id = ledger.enqueue("reaper.healthy", {"case": "healthy-row"}).job_id
         [failed_claim] = ledger.claim("worker-row-error", types=["reaper.workflow"], lease_s=10)
         clock.advance(10)
         [healthy_claim] = ledger.claim("worker-healthy", types=["reaper.healthy"], lease_s=10)
