@@ -1,5 +1,6 @@
-"""docs/cli.md is written by hand (not generated from click): its command table must still
-name every command the CLI has, and every ``workflow`` subcommand."""
+"""docs/cli.md is the hand-written guide (the generated reference is docs/reference/cli.md,
+checked in test_site.py): its command table must still name every command the CLI has, and
+every ``workflow`` subcommand."""
 
 from __future__ import annotations
 
