@@ -74,6 +74,19 @@ def test_the_cli_reference_has_a_section_for_every_command(site: Path) -> None:
     assert [" ".join(path) for path in paths if "-".join(path) not in ids] == []
 
 
+def test_the_cli_reference_shows_defaults_not_click_internals(site: Path) -> None:
+    """An option's default prints as its value (``--concurrency``: 10), one without a default
+    as ``None`` — never click's ``Sentinel.UNSET`` (docs/_hooks/click_unset.py)."""
+    page = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
+    worker = page[page.index('id="jobledger-worker"') :]
+    assert re.search(
+        r"<code>--concurrency</code></td>\s*<td>[^<]*<code>1</code>[^<]*</td>"
+        r"\s*<td>[^<]*</td>\s*<td><code>10</code></td>",
+        worker,
+    )
+    assert "UNSET" not in page
+
+
 def test_the_api_reference_documents_every_public_name_where_it_is_defined() -> None:
     """``docs/reference/api.md`` has one ``:::`` entry per name of ``ledger.__all__``, at the
     module ``ledger`` loads it from, and no others but the listed bases."""
