@@ -75,15 +75,21 @@ def test_the_cli_reference_has_a_section_for_every_command(site: Path) -> None:
 
 
 def test_the_cli_reference_shows_defaults_not_click_internals(site: Path) -> None:
-    """An option's default prints as its value (``--concurrency``: 10), one without a default
-    as ``None`` — never click's ``Sentinel.UNSET`` (docs/_hooks/click_unset.py)."""
+    """Each option's Default cell is its value (``--concurrency``: 10), a flag's ``False``,
+    a required option's ``_required`` (mkdocs-click's word), ``None`` for no default: never
+    click's ``Sentinel.UNSET`` (docs/_hooks/click_unset.py)."""
     page = (site / "reference" / "cli" / "index.html").read_text(encoding="utf-8")
     worker = page[page.index('id="jobledger-worker"') :]
-    assert re.search(
-        r"<code>--concurrency</code></td>\s*<td>[^<]*<code>1</code>[^<]*</td>"
-        r"\s*<td>[^<]*</td>\s*<td><code>10</code></td>",
-        worker,
-    )
+
+    def default_of(option: str) -> str:
+        row = re.search(rf"<td><code>{option}</code></td>(.*?)</tr>", worker, flags=re.S)
+        assert row is not None, option
+        return re.findall(r"<td>(.*?)</td>", row[1], flags=re.S)[-1]
+
+    assert default_of("--concurrency") == "<code>10</code>"
+    assert default_of("--burst") == "<code>False</code>"
+    assert default_of("--app") == "_required"
+    assert default_of("--types") == "None"
     assert "UNSET" not in page
 
 
