@@ -152,7 +152,13 @@ def _status(ledger: Ledger, job_id: UUID) -> JobStatus:
     show_default=True,
     help="How many jobs to enqueue.",
 )
-@click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Handlers running at once.",
+)
 @click.option("--seed", type=int, default=7, show_default=True, help="For a repeatable mix.")
 @json_option
 @click.pass_obj

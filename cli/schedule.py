@@ -208,7 +208,12 @@ def _why(missed: MissedSlotsView) -> str:
 
 def _status_command(verb: str, past: str) -> click.Command:
     @click.argument("name")
-    @click.option("--reason", default=f"{past} by operator", show_default=True)
+    @click.option(
+        "--reason",
+        default=f"{past} by operator",
+        show_default=True,
+        help="Recorded in the event.",
+    )
     @json_option
     @click.pass_obj
     def command(settings: Settings, *, name: str, reason: str, as_json: bool) -> None:

@@ -51,7 +51,13 @@ def login_link(host: str, port: int, secret: str) -> str:
 
 @click.command()
 @click.option("--host", default=DEFAULT_HOST, show_default=True, help="The address to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PORT, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="The port to listen on (0: any free one).",
+)
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False, path_type=Path),

@@ -73,7 +73,12 @@ def list_(settings: Settings, *, as_json: bool) -> None:
 
 @token.command()
 @click.argument("token_id", metavar="ID", type=click.UUID)
-@click.option("--reason", default="revoked by operator", show_default=True)
+@click.option(
+    "--reason",
+    default="revoked by operator",
+    show_default=True,
+    help="Recorded in the revoke event.",
+)
 @click.pass_obj
 def revoke(settings: Settings, *, token_id: UUID, reason: str) -> None:
     """Stop accepting token ID (an event: the token's history keeps it)."""

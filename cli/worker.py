@@ -125,7 +125,13 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 
 @click.command()
 @click.option("--app", required=True, metavar="MODULE:ATTR", help="The handlers' Registry.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="Handlers running at once.",
+)
 @click.option("--types", metavar="A,B", help="Only these job types  [default: all registered]")
 @click.option(
     "--queues",

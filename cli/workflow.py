@@ -117,7 +117,12 @@ def complete(
 
 @workflow.command()
 @click.argument("run", callback=params.run_id)
-@click.option("--reason", default=DEFAULT_CANCEL_REASON, show_default=True)
+@click.option(
+    "--reason",
+    default=DEFAULT_CANCEL_REASON,
+    show_default=True,
+    help="Recorded in the cancel event.",
+)
 @click.pass_obj
 def cancel(settings: Settings, *, run: UUID, reason: str) -> None:
     """Cancel run RUN: its pending steps, and its steps' live jobs (their workers' later
@@ -130,7 +135,12 @@ def cancel(settings: Settings, *, run: UUID, reason: str) -> None:
 @workflow.command()
 @click.argument("run", callback=params.run_id)
 @click.option("--from", "from_step", metavar="STEP", required=True, help="The step to re-run.")
-@click.option("--reason", default=DEFAULT_RECOVER_REASON, show_default=True)
+@click.option(
+    "--reason",
+    default=DEFAULT_RECOVER_REASON,
+    show_default=True,
+    help="Recorded in the new run's event.",
+)
 @click.option(
     "--key",
     metavar="KEY",

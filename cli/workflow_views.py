@@ -193,7 +193,14 @@ def timeline(settings: Settings, *, run: UUID, as_json: bool) -> None:
 
 @click.command()
 @click.argument("run", callback=params.run_id)
-@click.option("--format", "form", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option(
+    "--format",
+    "form",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="How to draw the DAG.",
+)
 @click.pass_obj
 def graph(settings: Settings, *, run: UUID, form: str) -> None:
     """Draw run RUN's DAG with each step's status: as text, Graphviz DOT or Mermaid (edges

@@ -1,5 +1,6 @@
-"""docs/cli.md is written by hand (not generated from click): its command table must still
-name every command the CLI has, and every ``workflow`` subcommand."""
+"""docs/cli.md is the hand-written guide (the generated reference is docs/reference/cli.md,
+checked in test_site.py): its command table must still name every command the CLI has, and
+every ``workflow`` subcommand."""
 
 from __future__ import annotations
 
@@ -37,3 +38,27 @@ def test_the_command_table_names_every_workflow_subcommand() -> None:
         if not any(f"workflow {name}" in row or f"`{name}" in row for row in rows)
     ]
     assert missing == []
+
+
+def _leaf_commands(command: click.Command, path: str) -> list[tuple[str, click.Command]]:
+    if not isinstance(command, click.Group):
+        return [(path, command)]
+    context = click.Context(command)
+    found: list[tuple[str, click.Command]] = [(path, command)]
+    for name in command.list_commands(context):
+        subcommand = command.get_command(context, name)
+        assert subcommand is not None, name
+        found += _leaf_commands(subcommand, f"{path} {name}")
+    return found
+
+
+def test_every_option_says_what_it_does() -> None:
+    """Each option of every command has help text: the generated reference
+    (docs/reference/cli.md) prints an option without it as ``N/A``."""
+    unexplained = [
+        f"{path} {option.opts[0]}"
+        for path, command in _leaf_commands(cli, "jobledger")
+        for option in command.params
+        if isinstance(option, click.Option) and not option.hidden and not option.help
+    ]
+    assert unexplained == []
