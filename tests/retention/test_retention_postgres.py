@@ -44,7 +44,11 @@ def _make_jobs(url: str) -> MonthJobs:
     with Ledger.open(url, clock=clock) as ledger:
         assert isinstance(ledger.store, PostgresStore)
         made = ledger.store.ensure_partitions(JANUARY, ahead=2)
-        assert made == [f"jl_events_p2020{m:02d}" for m in (1, 2, 3)]
+        assert made == [
+            f"{table}_p2020{m:02d}"
+            for m in (1, 2, 3)
+            for table in ("jl_events", "jl_queue", "jl_audit", "jl_dead_letters")
+        ]
         ledger.define("t", max_attempts=1)
         ledger.define("slow")
         finished = [ledger.enqueue("t", {"i": i}) for i in range(3)]
