@@ -106,9 +106,9 @@ def test_a_new_database_partitions_the_view_tables_by_the_events_months(pg_url: 
 
 def test_a_moved_month_leaves_no_view_rows_and_no_view_partitions_behind(pg_url: str) -> None:
     """A run moves January: the hot view tables hold no row of its jobs and no January
-    partition, jl_archive's tables hold them as partitions of their own, every archived
-    view row is of a job whose events moved (no other job's row can ride along), and the
-    jobs read as before."""
+    partition, jl_archive's tables hold them as partitions of their own (with the archive's
+    indexes only), every archived view row is of a job whose events moved (no other job's
+    row can ride along), and the jobs read as before."""
     jobs = make_month_jobs(pg_url)
     moved = [str(job_id) for job_id in jobs.finished]
     before = {job_id: reads_of(pg_url, job_id) for job_id in jobs.finished}
@@ -134,6 +134,12 @@ def test_a_moved_month_leaves_no_view_rows_and_no_view_partitions_behind(pg_url:
             for r in _rows(pg_url, f"SELECT DISTINCT job_id FROM jl_archive.{table}_p202001")
         }
         assert archived <= streams
+        count = "SELECT count(*) AS n FROM pg_index WHERE indrelid = to_regclass(%(t)s)"
+        indexes = [
+            _rows(pg_url, count, {"t": f"jl_archive.{t}"})[0]["n"]
+            for t in (table, f"{table}_p202001")
+        ]
+        assert indexes[0] == indexes[1] > 0  # the claim and listing indexes left hot
     for job_id in jobs.finished:
         assert reads_of(pg_url, job_id) == before[job_id]
     _verified(pg_url)

@@ -349,6 +349,7 @@ def move_month(cursor: Cursor, partition: Partition, job_ids: list[str]) -> dict
         if bound is not None and is_partitioned(cursor, f"{ARCHIVE_SCHEMA}.{view.table}"):
             rows[view.table] = row_count(cursor, name)
             _detach(cursor, view.table, name, bound)
+            _drop_hot_only_indexes(cursor, name)
         else:  # a view table made before it was partitioned
             rows[view.table] = _copy_and_delete(cursor, view, job_ids)
     return rows
@@ -377,6 +378,22 @@ def _detach(cursor: Cursor, table: str, name: str, bound: str) -> None:
         SQL("ALTER TABLE {a}.{t} ATTACH PARTITION {a}.{p} ").format(a=a, t=t, p=part)
         + SQL(bound)  # PostgreSQL's own text
     )
+
+
+def _drop_hot_only_indexes(cursor: Cursor, name: str) -> None:
+    """Drop an archived view partition's indexes that no archive index took over (the
+    claim, listing and per-partition unique ones): the archive is read by key, job and
+    position only, and keeps the size it had when its rows were copied."""
+    cursor.execute(
+        "SELECT c.relname AS name FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
+        "WHERE x.indrelid = to_regclass(%(p)s) "
+        "AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = x.indexrelid) "
+        "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid)",
+        {"p": f"{ARCHIVE_SCHEMA}.{name}"},
+    )
+    a = Identifier(ARCHIVE_SCHEMA)
+    for row in cursor.fetchall():
+        cursor.execute(SQL("DROP INDEX {a}.{i}").format(a=a, i=Identifier(row["name"])))
 
 
 def _copy_and_delete(cursor: Cursor, view: Projection, job_ids: list[str]) -> int:
