@@ -33,17 +33,19 @@ def ok(url: str, *args: str) -> str:
     return result.stdout
 
 
-def make_month_jobs(url: str) -> MonthJobs:
-    """The 2020 partitions (every table's), then the jobs of January, February and March
-    (see :class:`MonthJobs`); the audit view caught up."""
+def make_month_jobs(url: str, *, views_partitioned: bool = True) -> MonthJobs:
+    """The 2020 partitions (every table's, or the events' only where the view tables are
+    plain), then the jobs of January, February and March (see :class:`MonthJobs`); the
+    audit view caught up."""
     clock = FakeClock(JANUARY)
+    tables = ("jl_events", "jl_queue", "jl_audit", "jl_dead_letters")
     with Ledger.open(url, clock=clock) as ledger:
         assert isinstance(ledger.store, PostgresStore)
         made = ledger.store.ensure_partitions(JANUARY, ahead=2)
         assert made == [
             f"{table}_p2020{m:02d}"
             for m in (1, 2, 3)
-            for table in ("jl_events", "jl_queue", "jl_audit", "jl_dead_letters")
+            for table in (tables if views_partitioned else tables[:1])
         ]
         ledger.define("t", max_attempts=1)
         ledger.define("slow")
