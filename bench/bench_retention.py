@@ -167,6 +167,7 @@ def _line(backend: str, f: dict[str, Any]) -> str:
             f"  run: {f['moved']:,} jobs moved in {f['batches']} batches, {f['run_s']:.2f} s "
             f"({f['moved'] / f['run_s']:,.0f} jobs/s)",
             f"  after: {_sizes(f['after'])}",
+            f"  hot sizes right after the move: {_hot_bytes(f)}",
             f"  verify: hot {f['verify_hot_s']:.2f} s, hot + archive {f['verify_both_s']:.2f} s",
         ]
         if f["vacuum_s"]:
@@ -177,6 +178,20 @@ def _line(backend: str, f: dict[str, Any]) -> str:
     else:
         lines.append("  run: not on this backend yet (retention.unsupported)")
     return "\n".join(lines)
+
+
+def _hot_bytes(f: dict[str, Any]) -> str:
+    """Each hot table's bytes before → after (PostgreSQL: a detached partition's are gone at
+    once; a DELETE's stay until autovacuum reuses them; SQLite: until a VACUUM)."""
+    before, after = f["before"], f["after"]
+    return (
+        ", ".join(
+            f"{t} {before[f'{t}.bytes'] / 1e6:,.1f} → {after[f'{t}.bytes'] / 1e6:,.1f} MB"
+            for t in TABLES
+            if f"{t}.bytes" in before and f"{t}.bytes" in after
+        )
+        or "(file sizes above)"
+    )
 
 
 def _sizes(sizes: dict[str, int]) -> str:

@@ -128,6 +128,10 @@ class Producer:
                     async with asyncio.timeout(self.poll_interval_s):
                         await self._room.wait()
                 continue
+            # An idle claim must have begun holding nothing: one begun while a job's outcome
+            # was on its way may miss what that outcome releases (a workflow step's next
+            # job), which commits while the claim runs.
+            held_nothing = self._holds_nothing()
             try:
                 jobs = await self._claim(room)
             except Exception as exc:
@@ -138,7 +142,8 @@ class Producer:
             for job in jobs:
                 self._buffer.put_nowait(job)
             if not jobs:
-                self._idle.set()
+                if held_nothing:
+                    self._idle.set()
                 await self._wakeup.wait(self.poll_interval_s)
 
     async def _claim(self, room: int) -> list[JobState]:
@@ -245,10 +250,15 @@ class Producer:
             if job is not None and job.lease is not None:
                 await release(job.lease)
 
+    def _holds_nothing(self) -> bool:
+        """Nothing buffered, running, or finished with its outcome not yet recorded."""
+        return self._buffer.empty() and self._in_flight == 0 and not self._claims
+
     async def wait_until_idle(self) -> None:
-        """Return once a claim found nothing due and nothing is buffered, running or held."""
+        """Return once a claim begun while nothing was buffered, running or held found
+        nothing due, and nothing is held still."""
         while True:
             self._idle.clear()
             await self._idle.wait()
-            if self._buffer.empty() and self._in_flight == 0 and not self._claims:
+            if self._holds_nothing():
                 return

@@ -6,66 +6,17 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import NamedTuple
 from uuid import UUID
 
 import psycopg
-from retention_helpers import BROKEN, invoke, reads_of
+from month_jobs import JANUARY, make_month_jobs, ok
+from retention_helpers import invoke, reads_of
 
 from ledger import FakeClock, Ledger
 from ledger.api.retention import choose, policy_events, policy_of, run_retention, set_rule
 from ledger.core.events import Event
 from ledger.core.retention import JobsArchived
 from ledger.store.postgres import partitions
-from ledger.store.postgres.store import PostgresStore
-
-JANUARY = datetime(2020, 1, 1, tzinfo=UTC)
-FEBRUARY = datetime(2020, 2, 1, tzinfo=UTC)
-MARCH = datetime(2020, 3, 1, tzinfo=UTC)
-
-
-class MonthJobs(NamedTuple):
-    finished: list[UUID]
-    """January: two succeeded and a dead job of type ``t``, past a 30-day rule."""
-    kept: UUID
-    """February: a succeeded ``slow`` job, whose own rule keeps it (and so its month)."""
-    live: UUID
-    """March: a pending ``t`` job (its month holds a live job)."""
-
-
-def _ok(url: str, *args: str) -> str:
-    result = invoke(url, *args)
-    assert result.exit_code == 0, (args, result.stdout, result.stderr)
-    return result.stdout
-
-
-def _make_jobs(url: str) -> MonthJobs:
-    clock = FakeClock(JANUARY)
-    with Ledger.open(url, clock=clock) as ledger:
-        assert isinstance(ledger.store, PostgresStore)
-        made = ledger.store.ensure_partitions(JANUARY, ahead=2)
-        assert made == [f"jl_events_p2020{m:02d}" for m in (1, 2, 3)]
-        ledger.define("t", max_attempts=1)
-        ledger.define("slow")
-        finished = [ledger.enqueue("t", {"i": i}).job_id for i in range(3)]
-        clock.advance(60)
-        leases = {s.job_id: s.lease for s in ledger.claim("w1", limit=3)}
-        for job_id in finished[:2]:
-            lease = leases[job_id]
-            assert lease is not None
-            ledger.succeed(lease)
-        dead = leases[finished[2]]
-        assert dead is not None
-        ledger.fail(dead, BROKEN)
-        clock.set(FEBRUARY)
-        kept = ledger.enqueue("slow", {}).job_id
-        [slow] = ledger.claim("w1", limit=1)
-        assert slow.lease is not None
-        ledger.succeed(slow.lease)
-        clock.set(MARCH)
-        live = ledger.enqueue("t", {"i": 9}).job_id
-        ledger.catch_up()
-    return MonthJobs(finished, kept, live)
 
 
 def _partitions(url: str) -> tuple[list[str], list[str]]:
@@ -80,12 +31,12 @@ def test_a_past_month_of_finished_jobs_is_detached_and_reads_the_same(pg_url: st
     history, audit and export are unchanged, the hot tables no longer hold them, verify
     holds on hot and on hot + archive, and the batch's event names the partition and its
     jobs."""
-    jobs = _make_jobs(pg_url)
+    jobs = make_month_jobs(pg_url)
     before = {job_id: reads_of(pg_url, job_id) for job_id in jobs.finished}
-    _ok(pg_url, "retention", "set", "--after", "30d")
-    _ok(pg_url, "retention", "set", "--type", "slow", "--after", "5000w")
+    ok(pg_url, "retention", "set", "--after", "30d")
+    ok(pg_url, "retention", "set", "--type", "slow", "--after", "5000w")
 
-    shown = json.loads(_ok(pg_url, "retention", "show", "--json"))
+    shown = json.loads(ok(pg_url, "retention", "show", "--json"))
     months = {u["partition"]: u for u in shown["partitions"]}
     assert months["jl_events_p202001"] == {
         "partition": "jl_events_p202001", "streams": 3, "eligible": 3, "moves": True
@@ -95,7 +46,7 @@ def test_a_past_month_of_finished_jobs_is_detached_and_reads_the_same(pg_url: st
         False,
     )
 
-    run = json.loads(_ok(pg_url, "retention", "run", "--json"))
+    run = json.loads(ok(pg_url, "retention", "run", "--json"))
 
     assert run["moved"] == 3 and run["archive"] == "jl_archive"
     assert set(run["job_ids"]) == {str(j) for j in jobs.finished}
@@ -105,16 +56,16 @@ def test_a_past_month_of_finished_jobs_is_detached_and_reads_the_same(pg_url: st
     assert {"jl_events_p202002", "jl_events_p202003"} <= set(hot)
     for job_id in jobs.finished:
         assert reads_of(pg_url, job_id) == before[job_id]
-        audit = json.loads(_ok(pg_url, "audit", "--job", str(job_id), "--json"))
+        audit = json.loads(ok(pg_url, "audit", "--job", str(job_id), "--json"))
         assert audit["rows"] == []
         assert invoke(pg_url, "show", str(job_id)).exit_code == 1  # gone from the hot view
     for job_id in (jobs.kept, jobs.live):
         assert invoke(pg_url, "show", str(job_id)).exit_code == 0
-    _ok(pg_url, "projections", "verify")
-    _ok(pg_url, "projections", "verify", "--include-archive")
-    _ok(pg_url, "replay", "--check", "--all")
-    _ok(pg_url, "projections", "rebuild", "--all")  # from the hot history: the same hot views
-    _ok(pg_url, "projections", "verify", "--include-archive")
+    ok(pg_url, "projections", "verify")
+    ok(pg_url, "projections", "verify", "--include-archive")
+    ok(pg_url, "replay", "--check", "--all")
+    ok(pg_url, "projections", "rebuild", "--all")  # from the hot history: the same hot views
+    ok(pg_url, "projections", "verify", "--include-archive")
     with Ledger.open(pg_url) as ledger:
         [batch] = [e for _, e in policy_events(ledger.store) if isinstance(e, JobsArchived)]
         sizes = ledger.store.table_sizes()
@@ -122,7 +73,7 @@ def test_a_past_month_of_finished_jobs_is_detached_and_reads_the_same(pg_url: st
     assert set(batch.job_ids) == set(jobs.finished)
     assert sizes["jl_archive.jl_queue"] == 3
     assert sizes["jl_archive.jl_events"] == batch.moved["jl_events"] > 0
-    again = json.loads(_ok(pg_url, "retention", "run", "--json"))
+    again = json.loads(ok(pg_url, "retention", "run", "--json"))
     assert again["moved"] == 0
     with Ledger.open(pg_url) as ledger:  # the live job still works
         [claimed] = ledger.claim("w2", limit=5)
@@ -144,17 +95,17 @@ def test_a_database_made_before_partitions_keeps_working_and_refuses_to_move(
         conn.execute(
             "CREATE UNIQUE INDEX jl_events_notification_id_idx ON jl_events (notification_id)"
         )
-    _ok(empty_pg_url, "init")
-    _ok(empty_pg_url, "migrate")
+    ok(empty_pg_url, "init")
+    ok(empty_pg_url, "migrate")
     with Ledger.open(empty_pg_url, clock=FakeClock(JANUARY)) as ledger:
         ledger.define("t")
         ledger.enqueue("t", {})
-    _ok(empty_pg_url, "retention", "set", "--after", "1d")
+    ok(empty_pg_url, "retention", "set", "--after", "1d")
     result = invoke(empty_pg_url, "retention", "run")
     assert result.exit_code == 1
     assert result.stderr.startswith("error: retention.unsupported")
     assert "predates partitions" in result.stderr
-    dry = json.loads(_ok(empty_pg_url, "retention", "run", "--dry-run", "--json"))
+    dry = json.loads(ok(empty_pg_url, "retention", "run", "--dry-run", "--json"))
     assert dry["eligible"] == 0
     with psycopg.connect(empty_pg_url) as conn:
         [(kind,)] = conn.execute("SELECT relkind FROM pg_class WHERE relname = 'jl_events'")
@@ -165,7 +116,7 @@ def test_a_second_run_that_chose_the_same_month_moves_nothing(pg_url: str) -> No
     """Two runs that chose the same jobs (two workers' services): the first detaches the
     month, the second finds it gone and appends no event; a month a job changed in after
     the choice stays hot."""
-    jobs = _make_jobs(pg_url)
+    jobs = make_month_jobs(pg_url)
     with Ledger.open(pg_url) as ledger:
         now = ledger.clock.now()
         set_rule(ledger.store, now, job_type=None, status=None, after_s=30 * 86_400)

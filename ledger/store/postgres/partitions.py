@@ -1,4 +1,5 @@
-"""The partitioned events table on PostgreSQL and its archive (docs/architecture.md, 31).
+"""The partitioned events and view tables on PostgreSQL and their archive (docs/architecture.md,
+31).
 
 A new database's ``jl_events`` is range-partitioned on ``originator_id``: job ids are
 version-7 UUIDs whose first 48 bits are the enqueue time in ms, so a month of jobs is one
@@ -7,14 +8,20 @@ retention stream, schedules…) and jobs of a month with no partition land in
 ``jl_events_default``, which never moves. The primary key ``(originator_id,
 originator_version)`` already holds the partition key, so no key changes and the stored
 rows are the same bytes; the notification-id index is per partition (ids stay unique: one
-sequence draws them all).
+sequence draws them all). The view tables retention moves (``jl_queue``, ``jl_audit``,
+``jl_dead_letters``) are partitioned the same way on ``job_id``, a partition per month
+beside the events' (:mod:`ledger.store.postgres.view_partitions`).
 
 Retention detaches a past month whose every stream is a job past its rule and re-attaches
-it to ``jl_archive.jl_events`` (a catalogue change, no row rewritten); that month's view rows
-(``jl_queue``, ``jl_audit``, ``jl_dead_letters``) are copied to the same-named tables of
-``jl_archive`` and deleted from the hot ones in the same transaction. Schema ``jl_all``
-holds views named like the hot tables over hot + archive: a store whose ``search_path``
-starts with it reads both with the ledger's own queries.
+it to ``jl_archive.jl_events``, and each view table's partition of that month to the
+same-named partitioned table of ``jl_archive``, in one transaction: catalogue changes, no
+row copied or deleted, so the hot tables shrink at once (no dead rows for autovacuum). A
+view partition holds only rows of that month's jobs (its key is the job id, and an audit
+row's ``job_id`` is its stream's), every one of which the move has checked. A database
+whose view tables predate this (plain tables beside a partitioned events table) has its
+month's view rows copied and deleted instead, as before. Schema ``jl_all`` holds views
+named like the hot tables over hot + archive: a store whose ``search_path`` starts with it
+reads both with the ledger's own queries.
 """
 
 from __future__ import annotations
@@ -26,13 +33,15 @@ import psycopg
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier, Literal
 
+from ledger.store.postgres import view_partitions
+from ledger.store.postgres.view_partitions import PARTITION_COLUMN, is_partitioned, key_of
 from ledger.store.schema import EVENTS_TABLE
-from projections.rules.catalog import AUDIT, DEAD_LETTERS, QUEUE, Projection
+from projections.rules.catalog import Projection
 
 ARCHIVE_SCHEMA = "jl_archive"
 ALL_SCHEMA = "jl_all"
 DEFAULT_PARTITION = f"{EVENTS_TABLE}_default"
-ARCHIVED_VIEWS: tuple[Projection, ...] = (QUEUE, AUDIT, DEAD_LETTERS)
+ARCHIVED_VIEWS: tuple[Projection, ...] = view_partitions.PARTITIONED_VIEWS
 EVENT_COLUMNS = (
     "originator_id",
     "originator_version",
@@ -134,19 +143,33 @@ def create_archive(cursor: Cursor) -> None:
     _create_view(cursor, hot, EVENTS_TABLE, EVENT_COLUMNS)
     for view in ARCHIVED_VIEWS:
         table = Identifier(view.table)
+        # Partitioned as the hot table is, so that its month partitions attach here.
+        partitioned = is_partitioned(cursor, f"{hot}.{view.table}")
+        by = SQL(" PARTITION BY RANGE ({})").format(Identifier(PARTITION_COLUMN))
         cursor.execute(
             SQL("CREATE TABLE IF NOT EXISTS {a}.{t} (LIKE {h}.{t})").format(
                 a=a, t=table, h=Identifier(hot)
             )
+            + (by if partitioned else SQL(""))
         )
+        key = key_of(view) if is_partitioned(cursor, f"{ARCHIVE_SCHEMA}.{view.table}") else view.key
         cursor.execute(
             SQL("CREATE UNIQUE INDEX IF NOT EXISTS {i} ON {a}.{t} ({k})").format(
                 i=Identifier(f"{view.table}_key"),
                 a=a,
                 t=table,
-                k=SQL(", ").join(Identifier(k) for k in view.key),
+                k=SQL(", ").join(Identifier(k) for k in key),
             )
         )
+        if key != view.key:  # reads by position alone, as the hot table's
+            cursor.execute(
+                SQL("CREATE INDEX IF NOT EXISTS {i} ON {a}.{t} ({k})").format(
+                    i=Identifier(view_partitions.POSITION_INDEX),
+                    a=a,
+                    t=table,
+                    k=SQL(", ").join(Identifier(k) for k in view.key),
+                )
+            )
         _create_view(cursor, hot, view.table, view.columns)
     cursor.execute(  # `audit --job --include-archive`: a job's rows in order, as hot
         SQL(
@@ -204,42 +227,64 @@ def _create_view(cursor: Cursor, hot: str, table: str, columns: tuple[str, ...])
 
 
 def ensure_months(cursor: Cursor, now: datetime, ahead: int = MONTHS_AHEAD) -> list[str]:
-    """Create the partitions of ``now``'s month and ``ahead`` more (idempotent). A month
-    whose jobs are already in the default partition (enqueued before its partition existed)
-    is left without one: those jobs stay hot."""
+    """Create the partitions of ``now``'s month and ``ahead`` more, the events' and each
+    partitioned view table's (idempotent). A month whose rows are already in a default
+    partition (jobs enqueued before its partition existed) is left without one: those jobs
+    stay hot. A view table gets a month only beside the events' month, so a view partition
+    never holds a job whose events stay in the default partition."""
     at = now.astimezone(UTC)
     year, month = at.year, at.month
+    views = [v for v in ARCHIVED_VIEWS if is_partitioned(cursor, v.table)]
     made: list[str] = []
     for _ in range(ahead + 1):
-        name = f"{EVENTS_TABLE}_p{year:04d}{month:02d}"
+        suffix = f"_p{year:04d}{month:02d}"
         low = uuid_of_ms(month_start_ms(year, month))
         year, month = _next_month(year, month)
         high = uuid_of_ms(month_start_ms(year, month))
-        cursor.execute("SELECT to_regclass(%(n)s) IS NOT NULL AS here", {"n": name})
-        row = cursor.fetchone()
-        if row is not None and row["here"]:
-            continue
-        cursor.execute(
-            SQL(
-                "SELECT 1 FROM {d} WHERE originator_id >= {lo} AND originator_id < {hi} LIMIT 1"
-            ).format(d=Identifier(DEFAULT_PARTITION), lo=Literal(low), hi=Literal(high))
-        )
-        if cursor.fetchone() is not None:
-            continue
-        archived = SQL("SELECT to_regclass({n}) IS NOT NULL AS here").format(
-            n=Literal(f"{ARCHIVE_SCHEMA}.{name}")
-        )
-        cursor.execute(archived)
-        row = cursor.fetchone()
-        if row is not None and row["here"]:
-            continue  # detached already (a clock set back): never made twice
-        cursor.execute(
-            SQL("CREATE TABLE {p} PARTITION OF {t} FOR VALUES FROM ({lo}) TO ({hi})").format(
-                p=Identifier(name), t=Identifier(EVENTS_TABLE), lo=Literal(low), hi=Literal(high)
+        bound = SQL("FOR VALUES FROM ({lo}) TO ({hi})").format(lo=Literal(low), hi=Literal(high))
+        events = EVENTS_TABLE + suffix
+        state = _month_state(cursor, EVENTS_TABLE, events, "originator_id", low=low, high=high)
+        if state == "free":
+            cursor.execute(
+                SQL("CREATE TABLE {p} PARTITION OF {t} ").format(
+                    p=Identifier(events), t=Identifier(EVENTS_TABLE)
+                )
+                + bound
             )
-        )
-        made.append(name)
+            made.append(events)
+        elif state != "attached":
+            continue
+        for view in views:
+            name = view.table + suffix
+            state = _month_state(cursor, view.table, name, PARTITION_COLUMN, low=low, high=high)
+            if state == "free":
+                layout = view_partitions.layout_of(view)
+                view_partitions.create_partition(cursor, layout, name, bound.as_string(cursor))
+                made.append(name)
     return made
+
+
+def _month_state(cursor: Cursor, table: str, name: str, column: str, *, low: str, high: str) -> str:
+    """``attached`` (the partition is here), ``archived`` (detached already: a clock set
+    back, never made twice), ``defaulted`` (its rows are in the default partition) or
+    ``free`` (it may be made)."""
+    cursor.execute("SELECT to_regclass(%(n)s) IS NOT NULL AS here", {"n": name})
+    row = cursor.fetchone()
+    if row is not None and row["here"]:
+        return "attached"
+    cursor.execute(
+        "SELECT to_regclass(%(n)s) IS NOT NULL AS here", {"n": f"{ARCHIVE_SCHEMA}.{name}"}
+    )
+    row = cursor.fetchone()
+    if row is not None and row["here"]:
+        return "archived"
+    default = table + view_partitions.DEFAULT_SUFFIX
+    cursor.execute(
+        SQL("SELECT 1 FROM {d} WHERE {c} >= {lo} AND {c} < {hi} LIMIT 1").format(
+            d=Identifier(default), c=Identifier(column), lo=Literal(low), hi=Literal(high)
+        )
+    )
+    return "defaulted" if cursor.fetchone() is not None else "free"
 
 
 def attached_months(cursor: Cursor) -> list[Partition]:
@@ -292,30 +337,77 @@ def row_count(cursor: Cursor, partition: str) -> int:
 
 
 def move_month(cursor: Cursor, partition: Partition, job_ids: list[str]) -> dict[str, int]:
-    """Detach ``partition`` into the archive and move its jobs' view rows with it (in the
-    caller's transaction, under the events-table lock); the rows moved per table."""
-    events = Identifier(EVENTS_TABLE)
-    part = Identifier(partition.name)
-    a = Identifier(ARCHIVE_SCHEMA)
+    """Detach ``partition`` into the archive and each view table's partition of the same
+    month with it (in the caller's transaction, under the events-table lock); the rows moved
+    per table. ``job_ids`` are the month's streams, every one a job the caller checked."""
     rows = {EVENTS_TABLE: row_count(cursor, partition.name)}
-    cursor.execute(SQL("ALTER TABLE {t} DETACH PARTITION {p}").format(t=events, p=part))
+    _detach(cursor, EVENTS_TABLE, partition.name, partition.bound)
+    suffix = partition.name[len(EVENTS_TABLE) :]
+    for view in ARCHIVED_VIEWS:
+        name = view.table + suffix
+        bound = _attached_bound(cursor, view.table, name)
+        if bound is not None and is_partitioned(cursor, f"{ARCHIVE_SCHEMA}.{view.table}"):
+            rows[view.table] = row_count(cursor, name)
+            _detach(cursor, view.table, name, bound)
+            _drop_hot_only_indexes(cursor, name)
+        else:  # a view table made before it was partitioned
+            rows[view.table] = _copy_and_delete(cursor, view, job_ids)
+    return rows
+
+
+def _attached_bound(cursor: Cursor, table: str, name: str) -> str | None:
+    cursor.execute(
+        "SELECT pg_get_expr(c.relpartbound, c.oid) AS bound FROM pg_inherits i "
+        "JOIN pg_class c ON c.oid = i.inhrelid "
+        "WHERE i.inhparent = to_regclass(%(t)s) AND i.inhrelid = to_regclass(%(p)s)",
+        {"t": table, "p": name},
+    )
+    row = cursor.fetchone()
+    return str(row["bound"]) if row is not None else None
+
+
+def _detach(cursor: Cursor, table: str, name: str, bound: str) -> None:
+    """Move one partition from the hot table to the archive's (a catalogue change; the
+    attach scans it once to check its bound, reading, not writing)."""
+    t = Identifier(table)
+    part = Identifier(name)
+    a = Identifier(ARCHIVE_SCHEMA)
+    cursor.execute(SQL("ALTER TABLE {t} DETACH PARTITION {p}").format(t=t, p=part))
     cursor.execute(SQL("ALTER TABLE {p} SET SCHEMA {a}").format(p=part, a=a))
     cursor.execute(
-        SQL("ALTER TABLE {a}.{t} ATTACH PARTITION {a}.{p} ").format(a=a, t=events, p=part)
-        + SQL(partition.bound)  # PostgreSQL's own text
+        SQL("ALTER TABLE {a}.{t} ATTACH PARTITION {a}.{p} ").format(a=a, t=t, p=part)
+        + SQL(bound)  # PostgreSQL's own text
     )
-    for view in ARCHIVED_VIEWS:
-        table = Identifier(view.table)
-        listed = SQL(", ").join(Identifier(c) for c in view.columns)
-        cursor.execute(
-            SQL(
-                "INSERT INTO {a}.{t} ({c}) SELECT {c} FROM {t} WHERE job_id = ANY(%(ids)s::uuid[])"
-            ).format(a=a, t=table, c=listed),
-            {"ids": job_ids},
-        )
-        cursor.execute(
-            SQL("DELETE FROM {t} WHERE job_id = ANY(%(ids)s::uuid[])").format(t=table),
-            {"ids": job_ids},
-        )
-        rows[view.table] = cursor.rowcount
-    return rows
+
+
+def _drop_hot_only_indexes(cursor: Cursor, name: str) -> None:
+    """Drop an archived view partition's indexes that no archive index took over (the
+    claim, listing and per-partition unique ones): the archive is read by key, job and
+    position only, and keeps the size it had when its rows were copied."""
+    cursor.execute(
+        "SELECT c.relname AS name FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
+        "WHERE x.indrelid = to_regclass(%(p)s) "
+        "AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = x.indexrelid) "
+        "AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = x.indexrelid)",
+        {"p": f"{ARCHIVE_SCHEMA}.{name}"},
+    )
+    a = Identifier(ARCHIVE_SCHEMA)
+    for row in cursor.fetchall():
+        cursor.execute(SQL("DROP INDEX {a}.{i}").format(a=a, i=Identifier(row["name"])))
+
+
+def _copy_and_delete(cursor: Cursor, view: Projection, job_ids: list[str]) -> int:
+    table = Identifier(view.table)
+    a = Identifier(ARCHIVE_SCHEMA)
+    listed = SQL(", ").join(Identifier(c) for c in view.columns)
+    cursor.execute(
+        SQL(
+            "INSERT INTO {a}.{t} ({c}) SELECT {c} FROM {t} WHERE job_id = ANY(%(ids)s::uuid[])"
+        ).format(a=a, t=table, c=listed),
+        {"ids": job_ids},
+    )
+    cursor.execute(
+        SQL("DELETE FROM {t} WHERE job_id = ANY(%(ids)s::uuid[])").format(t=table),
+        {"ids": job_ids},
+    )
+    return cursor.rowcount

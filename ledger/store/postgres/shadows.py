@@ -4,6 +4,10 @@ Loads and index builds run in short transactions of their own with ``synchronous
 off`` (a shadow is derived data no reader sees before the swap), so other connections keep
 writing meanwhile (:attr:`PostgresShadowTables.concurrent_writers`). The swap takes the
 events-table lock, then the live tables (:meth:`PostgresShadowTables.lock_for_swap`).
+
+A partitioned view table (:mod:`ledger.store.postgres.view_partitions`) gets a partitioned
+shadow with a partition for each live one (``jl_queue_p202612__rebuild``…); the swap renames
+them (and their indexes) to the live names after the old table is dropped.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import psycopg
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier, Placeholder
 
+from ledger.store.postgres import view_partitions
 from ledger.store.postgres.copy import ARRAY_TYPES, column_types, copy_rows
 from ledger.store.postgres.unit_of_work import lock_timeout
 from ledger.store.shadow_ddl import index_names, projection_schema, shadow, to_shadow
@@ -35,10 +40,24 @@ class PostgresShadowTables(ShadowTables):
         self._cursor = cursor
         self._recorder = recorder
 
+    def _partitioned(self, projection: Projection) -> bool:
+        return projection in view_partitions.PARTITIONED_VIEWS and view_partitions.is_partitioned(
+            self._cursor, projection.table
+        )
+
     def create(self, projection: Projection) -> None:
         self.drop(projection)
+        if self._partitioned(projection):
+            view_partitions.create_shadow(self._cursor, projection)
+            return
         table, _ = projection_schema("postgres", projection)
         self._cursor.execute(to_shadow(table, projection).encode())
+
+    def _shadow_indexes(self, projection: Projection) -> list[str]:
+        if self._partitioned(projection):
+            return view_partitions.layout_of(projection, shadowed=True).indexes
+        _, indexes = projection_schema("postgres", projection)
+        return [to_shadow(statement, projection) for statement in indexes]
 
     def _bulk(self) -> None:
         """Settings for a transaction that only writes a shadow table.
@@ -53,9 +72,8 @@ class PostgresShadowTables(ShadowTables):
         outside the swap's locks; with room to sort in memory."""
         self._bulk()
         self._cursor.execute(f"SET LOCAL maintenance_work_mem = '{INDEX_BUILD_MEMORY}'")
-        _, indexes = projection_schema("postgres", projection)
-        for statement in indexes:
-            self._cursor.execute(to_shadow(statement, projection).encode())
+        for statement in self._shadow_indexes(projection):
+            self._cursor.execute(statement.encode())
         self._cursor.execute(SQL("ANALYZE {}").format(Identifier(shadow(projection.table))))
 
     def insert(self, projection: Projection, rows: list[Row]) -> None:
@@ -102,6 +120,9 @@ class PostgresShadowTables(ShadowTables):
         live = projection.table
         old = live + "__old"
         execute = self._cursor.execute
+        partitioned = self._partitioned(projection)
+        if partitioned:  # under the swap's locks: no month is made now
+            view_partitions.add_shadow_partitions(self._cursor, projection)
         execute(SQL("ALTER TABLE {} RENAME TO {}").format(Identifier(live), Identifier(old)))
         execute(
             SQL("ALTER TABLE {} RENAME TO {}").format(Identifier(shadow(live)), Identifier(live))
@@ -110,8 +131,11 @@ class PostgresShadowTables(ShadowTables):
         _, indexes = projection_schema("postgres", projection)
         rename = SQL("ALTER INDEX {} RENAME TO {}")
         execute(rename.format(Identifier(f"{shadow(live)}_pkey"), Identifier(f"{live}_pkey")))
-        for name in index_names(indexes):
+        extra = view_partitions.extra_indexes(projection) if partitioned else []
+        for name in [*index_names(indexes), *extra]:
             execute(rename.format(Identifier(shadow(name)), Identifier(name)))
+        if partitioned:
+            view_partitions.rename_shadow_partitions(self._cursor, projection)
 
     def drop(self, projection: Projection) -> None:
         self._cursor.execute(

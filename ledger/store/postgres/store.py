@@ -30,7 +30,7 @@ from ledger.store.archive import ArchiveMove, ArchiveUnit, archive_unsupported
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
-from ledger.store.postgres import partitions
+from ledger.store.postgres import partitions, view_partitions
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
@@ -196,6 +196,7 @@ class PostgresStore(Store):
                 # A new database: the events table partitioned by month of job id (decision
                 # 31); one made before partitions keeps its plain table.
                 partitions.create_partitioned_events(cursor)
+                view_partitions.create_tables(cursor)
             partitioned = partitions.layout(cursor) == "partitioned"
         with errors_mapped(self.where):
             if partitioned:
@@ -203,7 +204,7 @@ class PostgresStore(Store):
             else:
                 self.recorder.create_table()
         with self._cursor() as cursor:
-            for statement in schema_statements(self.backend):
+            for statement in view_partitions.schema_for(cursor, schema_statements(self.backend)):
                 cursor.execute(statement)
             if partitions.layout(cursor) == "partitioned":
                 partitions.create_archive(cursor)

@@ -944,11 +944,13 @@ SELECT name, position, transaction_id::text::bigint AS transaction_id FROM jl_tr
 ORDER BY name
 
 -- name: audit_top
--- The highest position the audit view holds, or NULL (primary key, backward scan).
+-- The highest position the audit view holds, or NULL (primary key, backward scan;
+-- partitioned: jl_audit_position_idx, a backward scan per partition merged).
 SELECT max(position) AS position FROM jl_audit
 
 -- name: audit_present
--- Which of some positions the audit view holds already (primary key).
+-- Which of some positions the audit view holds already (primary key; partitioned:
+-- jl_audit_position_idx).
 SELECT position FROM jl_audit WHERE position = ANY(%(positions)s::bigint[])
 
 -- name: workflow_run_origins
