@@ -26,6 +26,9 @@ from pg_databases import TestDatabases
 
 from ledger import FakeClock, Ledger
 
+# pytester: the pytest plugin's own tests (tests/plugin) run small test files through it.
+pytest_plugins = ["pytester"]
+
 PG_SERVER = os.environ.get("JOBLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
 
 
