@@ -37,20 +37,30 @@ pool's settings as keyword arguments (``types=``, ``lease_s=``, ``concurrency=``
 :func:`enqueued`, :func:`assert_enqueued` and :func:`refute_enqueued` assert what was
 enqueued, from the history (:mod:`ledger.testing.enqueued`). The pytest plugin
 (:mod:`ledger.testing.pytest_plugin`, docs/testing.md) offers all of it as fixtures.
+
+The names below are loaded lazily (PEP 562), as :mod:`ledger`'s are: pytest imports the plugin
+module, and so this package, at the start of every run wherever jobledger is installed, and
+that must not load the runtime, the store and their drivers for a suite that never asks.
 """
 
 from __future__ import annotations
 
-from ledger.clock import FakeClock
-from ledger.testing.enqueued import (
-    EnqueuedJob,
-    EnqueuedJobs,
-    assert_enqueued,
-    enqueued,
-    refute_enqueued,
-)
-from ledger.testing.inline import InlineLedger
-from ledger.testing.workers import drain, run_until_idle, sync_definitions, work_job
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "EnqueuedJob": "ledger.testing.enqueued",
+    "EnqueuedJobs": "ledger.testing.enqueued",
+    "FakeClock": "ledger.clock",
+    "InlineLedger": "ledger.testing.inline",
+    "assert_enqueued": "ledger.testing.enqueued",
+    "drain": "ledger.testing.workers",
+    "enqueued": "ledger.testing.enqueued",
+    "refute_enqueued": "ledger.testing.enqueued",
+    "run_until_idle": "ledger.testing.workers",
+    "sync_definitions": "ledger.testing.workers",
+    "work_job": "ledger.testing.workers",
+}
 
 __all__ = [
     "EnqueuedJob",
@@ -65,3 +75,29 @@ __all__ = [
     "sync_definitions",
     "work_job",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ledger.testing' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+if TYPE_CHECKING:  # what type checkers and editors see; never executed
+    from ledger.clock import FakeClock
+    from ledger.testing.enqueued import (
+        EnqueuedJob,
+        EnqueuedJobs,
+        assert_enqueued,
+        enqueued,
+        refute_enqueued,
+    )
+    from ledger.testing.inline import InlineLedger
+    from ledger.testing.workers import drain, run_until_idle, sync_definitions, work_job

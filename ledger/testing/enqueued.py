@@ -58,6 +58,7 @@ class EnqueuedJob(NamedTuple):
         """Whether this job is of ``job_type`` (any if ``None``), its payload holds every key
         of ``payload`` with that value (Oban's args match the same way), and its request has
         each of ``fields`` (``queue``, ``org``, ``priority`` …) as given."""
+        _check_fields(fields)
         if job_type is not None and self.request.job_type != job_type:
             return False
         if payload is not None and any(
@@ -140,6 +141,7 @@ class EnqueuedJobs:
     ) -> EnqueuedJob:
         """Assert that the span enqueued at least one job matching (:meth:`EnqueuedJob.matches`);
         the first such job."""
+        _check_fields(fields)
         jobs = self.jobs
         for job in jobs:
             if job.matches(type, payload, fields):
@@ -155,6 +157,7 @@ class EnqueuedJobs:
         **fields: Any,
     ) -> None:
         """Assert that the span enqueued no job matching (:meth:`EnqueuedJob.matches`)."""
+        _check_fields(fields)
         found = [job for job in self.jobs if job.matches(type, payload, fields)]
         if found:
             raise AssertionError(
@@ -192,6 +195,13 @@ def refute_enqueued(
 ) -> None:
     """Assert that the whole history has no matching ``job_enqueued``."""
     EnqueuedJobs(reader, TailPosition()).refute_enqueued(type, payload, **fields)
+
+
+def _check_fields(fields: Mapping[str, Any]) -> None:
+    """A misspelt field would match nothing and make every refute pass: refused instead."""
+    unknown = sorted(set(fields) - set(EnqueueRequest.__struct_fields__))
+    if unknown:
+        raise TypeError(f"an enqueue request has no field {unknown[0]!r}")
 
 
 def _wanted(

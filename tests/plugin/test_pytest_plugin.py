@@ -4,6 +4,8 @@ checked, on both backends."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -40,6 +42,23 @@ def test_the_plugin_is_registered_under_pytest11() -> None:
     """The package's ``pytest11`` entry point names the plugin module, as ``jobledger``."""
     [plugin] = [ep for ep in entry_points(group="pytest11") if ep.name == "jobledger"]
     assert plugin.value == "ledger.testing.pytest_plugin"
+
+
+def test_loading_the_plugin_loads_no_driver_and_no_runtime() -> None:
+    """pytest imports the plugin in every run wherever jobledger is installed: in a fresh
+    interpreter that import loads no database driver, store, API or runtime module, and
+    ``ledger.testing``'s names still resolve on first use."""
+    script = (
+        "import sys, ledger.testing.pytest_plugin, ledger.testing as t\n"
+        "heavy = ('psycopg', 'sqlite3', 'eventsourcing', 'ledger.store.store',"
+        " 'ledger.api.ledger', 'ledger.runtime.pool')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+        "print(sorted(n for n in t.__all__ if getattr(t, n) is None))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == "[]\n[]\n", done.stderr
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -101,6 +120,10 @@ def test_matches(jobledger_ledger):
     assert_enqueued(jobledger_ledger, queue="mail")
     refute_enqueued(jobledger_ledger, type="email", queue="other")
     refute_enqueued(jobledger_ledger, type="sms")
+    with pytest.raises(TypeError, match="no field 'colour'"):
+        assert_enqueued(jobledger_ledger, colour="red")
+    with pytest.raises(TypeError, match="no field 'queu'"):
+        refute_enqueued(jobledger_ledger, type="nothing", queu="mail")
 
 def test_assert_fails(jobledger_ledger):
     jobledger_ledger.enqueue("email", {"to": "ada@example.com"})
