@@ -42,11 +42,11 @@ INLINE_WORKER = "inline"
 class InlineLedger(Ledger):
     """A ledger on ``ledger``'s store (and clock) that runs ``registry``'s handlers at enqueue.
 
-    Meant for one test's thread: an enqueue made while another thread's drain is running
-    returns at once, its job left to that drain. Closing it closes nothing: the store stays
-    ``ledger``'s. Before each enqueue the
-    registry's types are defined (or kept, if already defined), as a pool does at start, so
-    handlers registered after it was made count too, with their options.
+    Before each enqueue the registry's types are defined (or kept, if already defined), as a
+    pool does at start, so handlers registered after it was made count too, with their
+    options. Meant for one test's thread: an enqueue made while another thread's drain is
+    running returns at once, its job left to that drain. Closing it closes nothing: the store
+    stays ``ledger``'s.
     """
 
     def __init__(
