@@ -1,10 +1,15 @@
 """Shared fixtures: real SQLite files and real PostgreSQL databases, never mocks.
 
+Built on the package's own pytest plugin (ledger/testing/pytest_plugin.py, docs/testing.md):
+its template databases, SQLite template file, server option and fake clock; the suite
+overrides only ``jobledger_pg_url``, with the reset-and-reuse pool below.
+
 PostgreSQL: one template database with the ledger schema is built per test session; each test
 gets a database of its own in the template's state: a ``CREATE DATABASE … TEMPLATE`` copy, or
 one an earlier test used that was reset to exactly the template's state (otherwise it is
 dropped ``WITH (FORCE)``; see tests/pg_databases.py for why and how). The
-server comes from ``$JOBLEDGER_TEST_PG`` (default: 127.0.0.1:5432 as ``postgres``). If it is
+server comes from ``--jobledger-postgres``, else ``$JOBLEDGER_TEST_PG`` (default:
+127.0.0.1:5432 as ``postgres``). If it is
 not reachable the PostgreSQL tests fail; they are never skipped.
 
 SQLite: one ledger file is initialised per session; each test gets a byte copy of it in its
@@ -14,8 +19,6 @@ file a fresh ``Ledger.open(create=True)`` writes, at a fraction of the cost).
 
 from __future__ import annotations
 
-import os
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,42 +28,33 @@ import pytest
 from pg_databases import TestDatabases
 
 from ledger import FakeClock, Ledger
+from ledger.store.postgres.databases import create_database, database_url, drop_database
 
-PG_SERVER = os.environ.get("JOBLEDGER_TEST_PG", "postgresql://postgres@127.0.0.1:5432")
-
-
-def _admin() -> psycopg.Connection[tuple[object, ...]]:
-    return psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True, connect_timeout=5)
-
-
-def pg_url_for(dbname: str) -> str:
-    return f"{PG_SERVER}/{dbname}"
+# pytester: the pytest plugin's own tests (tests/plugin) run small test files through it.
+pytest_plugins = ["pytester"]
 
 
 @pytest.fixture(scope="session")
-def pg_template() -> Iterator[str]:
-    name = f"jl_tpl_{uuid.uuid4().hex[:12]}"
-    with _admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        Ledger.open(pg_url_for(name), create=True).close()
-        yield name
-    finally:
-        with _admin() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def pg_template(jobledger_pg_template: str) -> str:
+    """The plugin's session template database (ledger.testing.pytest_plugin)."""
+    return jobledger_pg_template
 
 
 _SESSION_DATABASES: list[TestDatabases] = []
 
 
 @pytest.fixture(scope="session")
-def pg_databases(pg_template: str) -> Iterator[TestDatabases]:
+def pg_databases(jobledger_postgres_server: str, pg_template: str) -> Iterator[TestDatabases]:
     """The session's test databases: copies of the template, reset and reused when a reset
     restores the template's exact state (see tests/pg_databases.py)."""
+
+    def url_for(dbname: str) -> str:
+        return database_url(jobledger_postgres_server, dbname)
+
     databases = TestDatabases(
         pg_template,
-        lambda dbname: psycopg.connect(pg_url_for(dbname), autocommit=True, connect_timeout=5),
-        pg_url_for,
+        lambda dbname: psycopg.connect(url_for(dbname), autocommit=True, connect_timeout=5),
+        url_for,
     )
     _SESSION_DATABASES.append(databases)
     try:
@@ -75,43 +69,45 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture
-def pg_url(pg_databases: TestDatabases) -> Iterator[str]:
-    """An initialised PostgreSQL database in the template's state, for this test alone."""
+def jobledger_pg_url(jobledger_postgres_server: str, pg_databases: TestDatabases) -> Iterator[str]:
+    """The plugin's PostgreSQL ledger, overridden for this suite: a database in the template's
+    state for this test alone, from the session's pool of reset copies (cheaper than the
+    plugin's copy-and-drop per test; tests/pg_databases.py says why)."""
     name = pg_databases.take()
     try:
-        yield pg_url_for(name)
+        yield database_url(jobledger_postgres_server, name)
     finally:
         pg_databases.give_back(name)
 
 
 @pytest.fixture
-def empty_pg_url() -> Iterator[str]:
-    """A fresh PostgreSQL database with no tables at all."""
-    name = f"jl_empty_{uuid.uuid4().hex[:12]}"
-    with _admin() as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield pg_url_for(name)
-    finally:
-        with _admin() as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture(scope="session")
-def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An initialised SQLite ledger file, closed (its WAL checkpointed into it) and never
-    opened again: what every test's ledger file is a byte copy of."""
-    path = tmp_path_factory.mktemp("template") / "ledger.db"
-    Ledger.open(str(path), create=True).close()
-    return path
+def pg_url(jobledger_pg_url: str) -> str:
+    """An initialised PostgreSQL database in the template's state, for this test alone."""
+    return jobledger_pg_url
 
 
 @pytest.fixture
-def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
-    """A fresh, initialised SQLite ledger file for one test."""
-    path = tmp_path / "ledger.db"
-    shutil.copyfile(sqlite_template, path)
-    return f"sqlite:///{path}"
+def empty_pg_url(jobledger_postgres_server: str) -> Iterator[str]:
+    """A fresh PostgreSQL database with no tables at all."""
+    name = f"jl_empty_{uuid.uuid4().hex[:12]}"
+    url = create_database(jobledger_postgres_server, name)
+    try:
+        yield url
+    finally:
+        drop_database(jobledger_postgres_server, name)
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(jobledger_sqlite_template: Path) -> Path:
+    """The plugin's session SQLite ledger file, closed and never opened again: what every
+    test's ledger file is a byte copy of."""
+    return jobledger_sqlite_template
+
+
+@pytest.fixture
+def sqlite_url(jobledger_sqlite_url: str) -> str:
+    """A fresh, initialised SQLite ledger file for one test (the plugin's)."""
+    return jobledger_sqlite_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -123,8 +119,9 @@ def db_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock(jobledger_clock: FakeClock) -> FakeClock:
+    """The plugin's fake clock (2026-01-01T00:00:00Z until moved)."""
+    return jobledger_clock
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from ledger.core.schedules.errors import (
 from ledger.core.schedules.events import ScheduleFired, ScheduleMissed
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError
 from ledger.core.schedules.state import ScheduleStatus, schedule_stream_id
+from ledger.testing import enqueued, refute_enqueued
 
 
 def test_add_refuses_what_enqueue_or_the_parser_would(defined: Ledger) -> None:
@@ -64,7 +65,10 @@ def test_fire_due_makes_one_job_per_slot_keyed_by_it(defined: Ledger, clock: Fak
     """Three due slots fire three jobs, each keyed by its slot; a repeat pass fires none."""
     defined.add_schedule("every", "* * * * *", "t", {"n": 1}, org="acme", catch_up="all")
     clock.advance(3 * 60 + 1)
-    report = defined.fire_due()
+    with enqueued(defined) as first_pass:
+        report = defined.fire_due()
+    first_pass.assert_jobs([("t", {"n": 1})] * 3)
+    first_pass.assert_enqueued(type="t", org="acme")
     assert [f.slot for f in report.fired] == [
         datetime(2026, 1, 1, 0, m, tzinfo=UTC) for m in (1, 2, 3)
     ]
@@ -73,7 +77,9 @@ def test_fire_due_makes_one_job_per_slot_keyed_by_it(defined: Ledger, clock: Fak
         slot_key("every", f.slot) for f in report.fired
     }
     assert all(jobs[f.job_id].request.org == "acme" for f in report.fired)
-    assert defined.fire_due().fired == []
+    with enqueued(defined) as repeat_pass:
+        assert defined.fire_due().fired == []
+    repeat_pass.assert_jobs([])
     state = defined.schedule("every")
     assert state is not None and state.fired == 3 and state.last_slot == report.fired[-1].slot
 
@@ -86,7 +92,9 @@ def test_a_hand_made_job_with_the_slot_key_is_named_not_repeated(
     slot = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
     existing = defined.enqueue("t", {}, run_at=slot, idempotency_key=slot_key("s", slot)).job_id
     clock.set(slot)
-    [fired] = defined.fire_due().fired
+    with enqueued(defined) as firing:
+        [fired] = defined.fire_due().fired
+    firing.assert_jobs([])  # the slot's job is the hand-made one: no job_enqueued
     assert fired.job_id == existing and not fired.created and state.version == 1
 
 
@@ -111,6 +119,7 @@ def test_a_disabled_type_misses_its_slots_with_the_reason(
     clock.advance(600)
     report = defined.fire_due()
     assert report.fired == [] and report.missed[0].reason is not None
+    refute_enqueued(defined, type="t")
     events = [r.event for r in defined.store.history(schedule_stream_id("s"))]
     assert isinstance(events[-1], ScheduleMissed)
     assert events[-1].reason is not None and "disabled" in events[-1].reason

@@ -1,45 +1,18 @@
-"""Helpers for testing code that enqueues and handles jobs (as River ships ``rivertest``).
-
-Use a real ledger (an SQLite file is enough), a :class:`FakeClock` to move time, and one of
-these to work the queue with your registry::
-
-    from ledger import Ledger
-    from ledger.testing import FakeClock, drain
-
-    from myapp.jobs import registry  # your Registry of handlers
-
-
-    async def test_a_welcome_email_is_sent(tmp_path):
-        clock = FakeClock()
-        url = f"sqlite:///{tmp_path}/ledger.db"
-        with Ledger.open(url, create=True, clock=clock, auto_define=True) as ledger:
-            job = ledger.enqueue("email.welcome", {"to": "ada@example.com"})
-            stats = await drain(ledger, registry)
-            assert stats.succeeded == 1
-            assert job.output() == {"sent_to": "ada@example.com"}
-
-            flaky = ledger.enqueue("email.welcome", {"to": "down@example.com"})
-            await drain(ledger, registry)  # say the handler raised TransientError:
-            assert flaky.status() == "pending"  # a retry is scheduled …
-            clock.advance(3600)  # … and due once the clock has moved past its backoff
-            assert (await drain(ledger, registry)).claimed == 1
-
-:func:`drain` is deterministic: one job at a time on the calling task, every outcome recorded
-before it returns, so a test can assert right after it. :func:`run_until_idle` runs a real
-:class:`~ledger.runtime.pool.WorkerPool` (concurrent slots, batched completions, the
-definitions synced from the registry) until nothing is due, which is what a test of
-concurrency or of the pool's own settings wants. Both take the pool's settings as keyword
-arguments (``types=``, ``lease_s=``, ``concurrency=`` …, see
-:class:`~ledger.runtime.config.PoolConfig`).
+"""Working the queue from a test: :func:`drain` (one job at a time on the calling task),
+:func:`work_job` (one claimed job), :func:`run_until_idle` (a real pool until nothing is due).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
+from dataclasses import fields
+from datetime import datetime
 from typing import Any, Unpack
 
 from ledger.api.ledger import Ledger
 from ledger.clock import FakeClock
+from ledger.core.events import JobStatus
 from ledger.core.state import JobState
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
@@ -102,19 +75,68 @@ async def work_job(
         worker.close()
 
 
+MAX_CLOCK_ADVANCES = 10_000
+"""How often :func:`run_until_idle` moves the clock at most before it gives up (a handler that
+always asks to be retried soon would otherwise keep it going for ever)."""
+
+
 async def run_until_idle(
     ledger: Ledger,
     registry: Registry,
     *,
     breaker: CircuitBreaker | None = None,
     resources: Mapping[str, Any] | None = None,
+    advance_clock: bool = False,
     **settings: Unpack[PoolSettings],
 ) -> PoolStats:
     """Start a :class:`WorkerPool`, let it work until nothing is due, buffered, running or
     held, and stop it; its stats. The pool syncs the definitions from ``registry`` first
-    (unless ``define_types=False``)."""
-    pool = WorkerPool(ledger, registry, breaker=breaker, resources=resources, **settings)
-    return await pool.run_until_idle()
+    (unless ``define_types=False``).
+
+    With ``advance_clock`` (the ledger's clock must be a :class:`FakeClock`), a job of the
+    registry's types still pending with a later ``run_at`` (a retry's backoff, a delayed
+    enqueue) is then waited for: the clock jumps to the earliest such ``run_at`` and a new pool
+    works again, until no such job is left; the stats are the sums over the pools. Pending jobs
+    already due that no pool claimed (a paused queue, a full concurrency limit) never move
+    the clock.
+    """
+    if not advance_clock:
+        pool = WorkerPool(ledger, registry, breaker=breaker, resources=resources, **settings)
+        return await pool.run_until_idle()
+    clock = ledger.clock
+    if not isinstance(clock, FakeClock):
+        raise TypeError("run_until_idle(advance_clock=True) needs a ledger on a FakeClock")
+    total = PoolStats()
+    for _ in range(MAX_CLOCK_ADVANCES):
+        pool = WorkerPool(ledger, registry, breaker=breaker, resources=resources, **settings)
+        _add(total, await pool.run_until_idle())
+        later = await asyncio.to_thread(_next_run_at, ledger, registry.job_types(), clock.now())
+        if later is None:
+            return total
+        clock.set(later)
+    raise RuntimeError(f"jobs still waiting after {MAX_CLOCK_ADVANCES} moves of the clock")
+
+
+def _next_run_at(ledger: Ledger, job_types: list[str], now: datetime) -> datetime | None:
+    """The earliest ``run_at`` after ``now`` of a pending job of ``job_types``."""
+    earliest: datetime | None = None
+    for job_type in job_types:
+        cursor: int | None = None
+        while True:
+            page = ledger.jobs(statuses=[JobStatus.PENDING], job_type=job_type, cursor=cursor)
+            for listed in page.jobs:
+                run_at = listed.state.run_at
+                if run_at > now and (earliest is None or run_at < earliest):
+                    earliest = run_at
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+    return earliest
+
+
+def _add(total: PoolStats, stats: PoolStats) -> None:
+    for field in fields(PoolStats):
+        setattr(total, field.name, getattr(total, field.name) + getattr(stats, field.name))
 
 
 class _OneAtATime:
@@ -173,4 +195,4 @@ class _OneAtATime:
         self._io.shutdown()
 
 
-__all__ = ["FakeClock", "drain", "run_until_idle", "sync_definitions", "work_job"]
+__all__ = ["drain", "run_until_idle", "sync_definitions", "work_job"]
