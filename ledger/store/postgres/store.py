@@ -9,6 +9,7 @@ Units of work: :mod:`ledger.store.postgres.unit_of_work`; the read seam's statem
 from __future__ import annotations
 
 import logging
+from asyncio import AbstractEventLoop
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -31,6 +32,8 @@ from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
 from ledger.store.postgres import partitions
+from ledger.store.postgres.async_borrowed import PostgresLoopBorrowedStore
+from ledger.store.postgres.borrowed import PostgresBorrowedStore
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
@@ -183,6 +186,13 @@ class PostgresStore(Store):
         if bound is None:
             return []
         return self._frozen_writers.end(bound, 2 * bound if stalled_s is None else stalled_s)
+
+    def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
+        if self.read_only:
+            return super().borrow(connection)
+        if isinstance(connection, psycopg.AsyncConnection) and loop is not None:
+            return PostgresLoopBorrowedStore(self, connection, loop)
+        return PostgresBorrowedStore(self, connection)
 
     def listen(self, topic: Topic, on_notify: Callable[[], None]) -> ThreadListening:
         return ThreadListening(self.conninfo, topic, on_notify)

@@ -9,6 +9,7 @@ error mapping: :mod:`ledger.store.sqlite.errors`.
 from __future__ import annotations
 
 import sqlite3
+from asyncio import AbstractEventLoop
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -28,6 +29,7 @@ from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
 from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
 from ledger.store.sqlite import archive as archive_files
+from ledger.store.sqlite.borrowed import SQLiteBorrowedStore
 from ledger.store.sqlite.errors import errors_mapped, from_persistence, from_sqlite
 from ledger.store.sqlite.session import SQLiteRunner
 from ledger.store.sqlite.shadows import SQLiteShadowTables
@@ -190,6 +192,11 @@ class SQLiteStore(Store):
 
     def _errors_mapped(self) -> AbstractContextManager[None]:
         return errors_mapped(self.where)
+
+    def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
+        if self.read_only:
+            return super().borrow(connection)
+        return SQLiteBorrowedStore(self, connection)
 
     @contextmanager
     def _transaction(self) -> Iterator[SQLiteUnitOfWork]:
