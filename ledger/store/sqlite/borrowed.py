@@ -102,8 +102,8 @@ def checked_connection(connection: object, owner: SQLiteStore) -> sqlite3.Connec
         )
     try:
         databases = connection.execute("PRAGMA database_list").fetchall()
-    except sqlite3.ProgrammingError as exc:  # "Cannot operate on a closed database."
-        raise InvalidRequestError("the connection is closed") from exc
+    except sqlite3.ProgrammingError as exc:
+        raise _unusable() from exc
     main = next((row[2] for row in databases if row[1] == "main"), "")
     if not main or not os.path.exists(main) or not os.path.samefile(main, owner.path):
         raise InvalidRequestError(
@@ -119,9 +119,17 @@ def check_joinable(connection: sqlite3.Connection) -> None:
     try:
         in_transaction = connection.in_transaction
     except sqlite3.ProgrammingError as exc:
-        raise InvalidRequestError("the connection is closed") from exc
+        raise _unusable() from exc
     if not in_transaction:
         raise InvalidRequestError(
             "the connection has no open transaction: begin one first "
             '(conn.execute("BEGIN IMMEDIATE")), and commit or roll it back after'
         )
+
+
+def _unusable() -> InvalidRequestError:
+    # sqlite3 raises one ProgrammingError class for both, told apart only by its text.
+    return InvalidRequestError(
+        "the connection is closed, or was opened in another thread (a sqlite3 connection "
+        "used from other threads needs check_same_thread=False)"
+    )
