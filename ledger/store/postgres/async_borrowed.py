@@ -30,6 +30,7 @@ from psycopg.rows import DictRow, dict_row
 
 from ledger.core.errors import InvalidRequestError
 from ledger.store.borrowed import BorrowedStore
+from ledger.store.postgres.borrowed import BorrowedUnitOfWork
 from ledger.store.postgres.errors import errors_mapped, from_postgres
 from ledger.store.postgres.unit_of_work import PostgresUnitOfWork, StoreParts
 from ledger.store.reads import ReadSnapshot
@@ -99,8 +100,8 @@ class LoopCursor:
         return self._cursor.rowcount
 
 
-class LoopUnitOfWork(PostgresUnitOfWork):
-    """:class:`PostgresUnitOfWork` over a :class:`LoopCursor` (see the module docstring)."""
+class LoopUnitOfWork(BorrowedUnitOfWork):
+    """:class:`BorrowedUnitOfWork` over a :class:`LoopCursor` (see the module docstring)."""
 
     def __init__(self, store: StoreParts, cursor: LoopCursor) -> None:
         # A LoopCursor has every method the unit of work calls on a psycopg cursor.
@@ -145,7 +146,7 @@ class PostgresLoopBorrowedStore(BorrowedStore):
 
     @contextmanager
     def _cursor(self) -> Iterator[LoopCursor]:
-        """A savepoint of the application's transaction, with its ``lock_timeout`` as found."""
+        """A savepoint of the application's transaction."""
         check_async_joinable(self._conn)
         with errors_mapped(self.where):
             cursor = LoopCursor(self._conn.cursor(row_factory=dict_row), self._loop)
@@ -161,10 +162,7 @@ class PostgresLoopBorrowedStore(BorrowedStore):
                 self._ledger_checked = True
             cursor.execute(f"SAVEPOINT {_SAVEPOINT}")
             try:
-                cursor.execute(self.sql["borrowed_lock_timeout_get"])
-                found = cursor.fetchone()
                 yield cursor
-                cursor.execute(self.sql["borrowed_lock_timeout_put"], found)
             except BaseException:
                 if not self._conn.closed:
                     cursor.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
@@ -177,7 +175,9 @@ class PostgresLoopBorrowedStore(BorrowedStore):
     @contextmanager
     def _transaction(self) -> Iterator[PostgresUnitOfWork]:
         with self._cursor() as cursor:
-            yield LoopUnitOfWork(self, cursor)
+            uow = LoopUnitOfWork(self, cursor)
+            yield uow
+            uow.put_lock_timeout_back()
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         with self._cursor() as cursor:

@@ -21,7 +21,7 @@ assumes it owns the transaction, and what it does here:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from ledger.store.postgres.errors import errors_mapped
 from ledger.store.postgres.session import PostgresRunner
 from ledger.store.postgres.unit_of_work import PostgresUnitOfWork
 from ledger.store.reads import ReadSnapshot
+from ledger.store.unit_of_work import EventRow
 
 if TYPE_CHECKING:
     from ledger.store.postgres.store import PostgresStore
@@ -56,7 +57,7 @@ class PostgresBorrowedStore(BorrowedStore):
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
-        """A savepoint of the application's transaction, with its ``lock_timeout`` as found."""
+        """A savepoint of the application's transaction."""
         conn = self._conn
         check_joinable(conn)
         with (
@@ -64,11 +65,7 @@ class PostgresBorrowedStore(BorrowedStore):
             conn.transaction(),
             conn.cursor(row_factory=dict_row) as cursor,
         ):
-            cursor.execute(self.sql["borrowed_lock_timeout_get"])
-            found = cursor.fetchone()
-            assert found is not None
             yield cursor
-            cursor.execute(self.sql["borrowed_lock_timeout_put"], found)
 
     def _errors_mapped(self) -> AbstractContextManager[None]:
         return errors_mapped(self.where)
@@ -76,7 +73,9 @@ class PostgresBorrowedStore(BorrowedStore):
     @contextmanager
     def _transaction(self) -> Iterator[PostgresUnitOfWork]:
         with self._cursor() as cursor:
-            yield PostgresUnitOfWork(self, cursor)
+            uow = BorrowedUnitOfWork(self, cursor)
+            yield uow
+            uow.put_lock_timeout_back()
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         with self._cursor() as cursor:
@@ -88,6 +87,39 @@ class PostgresBorrowedStore(BorrowedStore):
         # The application's transaction is the snapshot (its isolation is the app's choice).
         with self._cursor() as cursor:
             yield ReadSnapshot(PostgresRunner(cursor), self.sql, self.ids, self.codec)
+
+
+class BorrowedUnitOfWork(PostgresUnitOfWork):
+    """A unit of work in a savepoint of the application's transaction: before its first
+    ``SET LOCAL lock_timeout`` it reads the application's, to put it back at the end (a
+    unit of work that takes no lock, a plain enqueue, costs no round trip for it)."""
+
+    _saved_lock_timeout: DictRow | None = None
+
+    def _keep_lock_timeout(self) -> None:
+        if self._saved_lock_timeout is None:
+            self._cursor.execute(self._sql["borrowed_lock_timeout_get"])
+            self._saved_lock_timeout = self._cursor.fetchone()
+
+    def serialise_appends(self) -> None:
+        if not self._appends_serialised:
+            self._keep_lock_timeout()
+        super().serialise_appends()
+
+    def set_lock_timeout(self, seconds: float) -> None:
+        self._keep_lock_timeout()
+        super().set_lock_timeout(seconds)
+
+    def _insert_stored_events(
+        self, stored: list[EventRow], *, positions_needed: bool
+    ) -> Sequence[int] | None:
+        if self._bulk and not self._appends_serialised:
+            self._keep_lock_timeout()  # the COPY path takes the table lock
+        return super()._insert_stored_events(stored, positions_needed=positions_needed)
+
+    def put_lock_timeout_back(self) -> None:
+        if self._saved_lock_timeout is not None:
+            self._cursor.execute(self._sql["borrowed_lock_timeout_put"], self._saved_lock_timeout)
 
 
 def checked_connection(connection: object, owner: PostgresStore) -> psycopg.Connection[Any]:
