@@ -17,21 +17,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar
+from typing import Any, Self, TypeVar
 from uuid import UUID
 
+from ledger.api.async_transactions import AsyncTransaction
+from ledger.api.in_thread import InThread
 from ledger.api.ledger import Ledger
 from ledger.core.errors import JobNotFoundError
 from ledger.core.state import JobState
 from ledger.store.notifications import AsyncListening, Topic
 
-if TYPE_CHECKING:
-    from ledger.api.async_transactions import AsyncTransaction
-
-P = ParamSpec("P")
 R = TypeVar("R")
 
 DEFAULT_THREADS = 10
@@ -40,31 +38,6 @@ DEFAULT_THREADS = 10
 WAIT_POLL_S = 0.05
 """How often :meth:`AsyncLedger.wait` reads again when nothing woke it (SQLite has no
 notifications; on PostgreSQL only a lost notification needs it)."""
-
-
-class _Runs(Protocol):
-    """What an :class:`_InThread` method needs of its owner: the sync ledger, an executor."""
-
-    ledger: Ledger
-
-    async def run(self, call: Callable[[], R]) -> R: ...
-
-
-class _InThread(Generic[P, R]):
-    """An :class:`AsyncLedger` method that runs the sync ``Ledger`` method of that name in the
-    ledger's executor: the same arguments, the same result (awaited), the same errors."""
-
-    def __init__(self, method: Callable[Concatenate[Ledger, P], R]) -> None:
-        self._method = method
-        self.__doc__ = f"Awaitable :meth:`Ledger.{method.__name__}`: {method.__doc__ or ''}"
-
-    def __get__(self, owner: _Runs, kind: type[_Runs]) -> Callable[P, Awaitable[R]]:
-        method = self._method
-
-        async def call(*args: P.args, **kwargs: P.kwargs) -> R:
-            return await owner.run(functools.partial(method, owner.ledger, *args, **kwargs))
-
-        return call
 
 
 class AsyncLedger:
@@ -89,16 +62,16 @@ class AsyncLedger:
         """``call()`` in this ledger's executor (a sync ledger call of your own, say)."""
         return await asyncio.get_running_loop().run_in_executor(self._executor, call)
 
-    enqueue = _InThread(Ledger.enqueue)
-    enqueue_many = _InThread(Ledger.enqueue_many)
-    enqueue_outcomes = _InThread(Ledger.enqueue_outcomes)
-    define = _InThread(Ledger.define)
-    get = _InThread(Ledger.get)
-    get_many = _InThread(Ledger.get_many)
-    history = _InThread(Ledger.history)
-    cancel = _InThread(Ledger.cancel)
-    cancel_many = _InThread(Ledger.cancel_many)
-    start_workflow = _InThread(Ledger.start_workflow)
+    enqueue = InThread(Ledger.enqueue)
+    enqueue_many = InThread(Ledger.enqueue_many)
+    enqueue_outcomes = InThread(Ledger.enqueue_outcomes)
+    define = InThread(Ledger.define)
+    get = InThread(Ledger.get)
+    get_many = InThread(Ledger.get_many)
+    history = InThread(Ledger.history)
+    cancel = InThread(Ledger.cancel)
+    cancel_many = InThread(Ledger.cancel_many)
+    start_workflow = InThread(Ledger.start_workflow)
 
     def using(self, connection: object) -> AsyncTransaction:
         """This ledger inside the application's transaction on ``connection``, a
@@ -106,10 +79,8 @@ class AsyncLedger:
         ``sqlite3.Connection``, its statements run in this ledger's threads), as
         :meth:`Ledger.using` is for a sync connection: the job exists iff the application
         commits. Call it inside the loop (:mod:`ledger.api.async_transactions`)."""
-        from ledger.api.async_transactions import AsyncTransaction
-
         joined = self.ledger.using(connection, loop=asyncio.get_running_loop())
-        return AsyncTransaction(self, joined)
+        return AsyncTransaction(joined, self.run)
 
     async def wait(self, job_id: UUID, timeout: float) -> JobState:
         """Wait up to ``timeout`` seconds (real time: real workers run the job) for the job to

@@ -9,11 +9,11 @@ the thread waiting for the result while the loop goes on serving other tasks.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
-from typing import Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
-from ledger.api.async_ledger import AsyncLedger, _InThread
+from ledger.api.in_thread import InThread
 from ledger.api.ledger import Ledger
 
 R = TypeVar("R")
@@ -22,19 +22,19 @@ R = TypeVar("R")
 class AsyncTransaction:
     """A ledger's commands and reads in the application's transaction, awaitable."""
 
-    def __init__(self, owner: AsyncLedger, joined: Ledger) -> None:
+    def __init__(self, joined: Ledger, run: Callable[[Callable[[], Any]], Awaitable[Any]]) -> None:
         self.ledger = joined
-        self._owner = owner
+        self._run = run
 
     async def run(self, call: Callable[[], R]) -> R:
         """``call()`` in the async ledger's executor."""
-        return await self._owner.run(call)
+        return cast(R, await self._run(call))
 
-    enqueue = _InThread(Ledger.enqueue)
-    enqueue_many = _InThread(Ledger.enqueue_many)
-    enqueue_outcomes = _InThread(Ledger.enqueue_outcomes)
-    get = _InThread(Ledger.get)
-    cancel = _InThread(Ledger.cancel)
+    enqueue = InThread(Ledger.enqueue)
+    enqueue_many = InThread(Ledger.enqueue_many)
+    enqueue_outcomes = InThread(Ledger.enqueue_outcomes)
+    get = InThread(Ledger.get)
+    cancel = InThread(Ledger.cancel)
 
     async def __aenter__(self) -> Self:
         return self

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -30,13 +30,11 @@ from psycopg.rows import DictRow, dict_row
 
 from ledger.core.errors import InvalidRequestError
 from ledger.store.borrowed import BorrowedStore
-from ledger.store.postgres.borrowed import BorrowedUnitOfWork
+from ledger.store.postgres.borrowed import BorrowedUnitOfWork, LedgerDatabase
 from ledger.store.postgres.errors import errors_mapped, from_postgres
 from ledger.store.postgres.unit_of_work import PostgresUnitOfWork, StoreParts
 from ledger.store.reads import ReadSnapshot
-
-if TYPE_CHECKING:
-    from ledger.store.postgres.store import PostgresStore
+from ledger.store.store import Store
 
 T = TypeVar("T")
 
@@ -135,12 +133,16 @@ class PostgresLoopBorrowedStore(BorrowedStore):
     has_notifications = True
 
     def __init__(
-        self, owner: PostgresStore, connection: object, loop: asyncio.AbstractEventLoop
+        self,
+        owner: Store,
+        where: LedgerDatabase,
+        connection: object,
+        loop: asyncio.AbstractEventLoop,
     ) -> None:
         super().__init__(owner)
-        self.sql = owner.sql
-        self.where = f"{owner.where} (the application's transaction)"
-        self._conn = checked_async_connection(connection, owner)
+        self.sql = owner.queries
+        self.where = f"{where.where} (the application's transaction)"
+        self._conn = checked_async_connection(connection, where)
         self._loop = loop
         self._ledger_checked = False
 
@@ -194,7 +196,7 @@ class PostgresLoopBorrowedStore(BorrowedStore):
 
 
 def checked_async_connection(
-    connection: object, owner: PostgresStore
+    connection: object, owner: LedgerDatabase
 ) -> psycopg.AsyncConnection[Any]:
     """``connection`` if a ledger may join its transaction (what can be checked without a
     query; the schema is checked at the first statement); else ``request.invalid``."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -36,24 +36,22 @@ from ledger.store.postgres.errors import errors_mapped
 from ledger.store.postgres.session import PostgresRunner
 from ledger.store.postgres.unit_of_work import PostgresUnitOfWork
 from ledger.store.reads import ReadSnapshot
+from ledger.store.store import Store
 from ledger.store.unit_of_work import EventRow
-
-if TYPE_CHECKING:
-    from ledger.store.postgres.store import PostgresStore
 
 
 class PostgresBorrowedStore(BorrowedStore):
-    """A :class:`~ledger.store.postgres.store.PostgresStore` lent ``connection``."""
+    """A :class:`~ledger.store.postgres.store.PostgresStore` (``owner``, ``where``) lent
+    ``connection``."""
 
     backend = "postgres"
     has_notifications = True
 
-    def __init__(self, owner: PostgresStore, connection: object) -> None:
+    def __init__(self, owner: Store, where: LedgerDatabase, connection: object) -> None:
         super().__init__(owner)
-        self.sql = owner.sql
-        self.where = f"{owner.where} (the application's transaction)"
-        self._owner_pg = owner
-        self._conn = checked_connection(connection, owner)
+        self.sql = owner.queries
+        self.where = f"{where.where} (the application's transaction)"
+        self._conn = checked_connection(connection, where, self.sql)
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
@@ -122,7 +120,18 @@ class BorrowedUnitOfWork(PostgresUnitOfWork):
             self._cursor.execute(self._sql["borrowed_lock_timeout_put"], self._saved_lock_timeout)
 
 
-def checked_connection(connection: object, owner: PostgresStore) -> psycopg.Connection[Any]:
+class LedgerDatabase(NamedTuple):
+    """Which database a ledger is in, to check an application's connection against."""
+
+    where: str
+    """How the store names it in messages."""
+    dbname: str
+    conninfo: str
+
+
+def checked_connection(
+    connection: object, owner: LedgerDatabase, sql: Mapping[str, str]
+) -> psycopg.Connection[Any]:
     """``connection`` if a ledger may join its transaction; else why not, as a
     ``request.invalid``. An idle connection with autocommit off starts its transaction here
     (psycopg's implicit ``BEGIN``): the application then commits or rolls it back."""
@@ -145,7 +154,7 @@ def checked_connection(connection: object, owner: PostgresStore) -> psycopg.Conn
             f"the ledger is in {owner.where}"
         )
     with errors_mapped(owner.where), connection.cursor(row_factory=dict_row) as cursor:
-        cursor.execute(owner.sql["borrowed_ledger_present"])
+        cursor.execute(sql["borrowed_ledger_present"])
         found = cursor.fetchone()
     if not (found and found["present"]):
         raise InvalidRequestError(

@@ -33,7 +33,7 @@ from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
 from ledger.store.postgres import partitions
 from ledger.store.postgres.async_borrowed import PostgresLoopBorrowedStore
-from ledger.store.postgres.borrowed import PostgresBorrowedStore
+from ledger.store.postgres.borrowed import LedgerDatabase, PostgresBorrowedStore
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
@@ -190,9 +190,10 @@ class PostgresStore(Store):
     def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
         if self.read_only:
             return super().borrow(connection)
+        where = LedgerDatabase(self.where, self.dbname, self.conninfo)
         if isinstance(connection, psycopg.AsyncConnection) and loop is not None:
-            return PostgresLoopBorrowedStore(self, connection, loop)
-        return PostgresBorrowedStore(self, connection)
+            return PostgresLoopBorrowedStore(self, where, connection, loop)
+        return PostgresBorrowedStore(self, where, connection)
 
     def listen(self, topic: Topic, on_notify: Callable[[], None]) -> ThreadListening:
         return ThreadListening(self.conninfo, topic, on_notify)

@@ -22,7 +22,7 @@ import os
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from eventsourcing.sqlite import SQLiteCursor
 
@@ -32,24 +32,23 @@ from ledger.store.reads import ReadSnapshot
 from ledger.store.sqlite.errors import errors_mapped
 from ledger.store.sqlite.session import SQLiteRunner
 from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
-
-if TYPE_CHECKING:
-    from ledger.store.sqlite.store import SQLiteStore
+from ledger.store.store import Store
 
 _SAVEPOINT = "jl_borrowed"
 
 
 class SQLiteBorrowedStore(BorrowedStore):
-    """A :class:`~ledger.store.sqlite.store.SQLiteStore` lent ``connection``."""
+    """A :class:`~ledger.store.sqlite.store.SQLiteStore` (``owner``, its file at ``path``,
+    named ``where`` in messages) lent ``connection``."""
 
     backend = "sqlite"
 
-    def __init__(self, owner: SQLiteStore, connection: object) -> None:
+    def __init__(self, owner: Store, path: str, where: str, connection: object) -> None:
         super().__init__(owner)
-        self.sql = owner.sql
-        self.path = owner.path
-        self.where = f"{owner.where} (the application's transaction)"
-        self._conn = checked_connection(connection, owner)
+        self.sql = owner.queries
+        self.path = path
+        self.where = f"{where} (the application's transaction)"
+        self._conn = checked_connection(connection, path)
 
     @contextmanager
     def _cursor(self, *, writer: bool) -> Iterator[SQLiteCursor]:
@@ -93,7 +92,7 @@ class SQLiteBorrowedStore(BorrowedStore):
             yield ReadSnapshot(SQLiteRunner(cursor, self.ids), self.sql, self.ids, self.codec)
 
 
-def checked_connection(connection: object, owner: SQLiteStore) -> sqlite3.Connection:
+def checked_connection(connection: object, path: str) -> sqlite3.Connection:
     """``connection`` if a ledger may join its transaction; else why not (``request.invalid``)."""
     if not isinstance(connection, sqlite3.Connection):
         raise InvalidRequestError(
@@ -105,10 +104,9 @@ def checked_connection(connection: object, owner: SQLiteStore) -> sqlite3.Connec
     except sqlite3.ProgrammingError as exc:
         raise _unusable() from exc
     main = next((row[2] for row in databases if row[1] == "main"), "")
-    if not main or not os.path.exists(main) or not os.path.samefile(main, owner.path):
+    if not main or not os.path.exists(main) or not os.path.samefile(main, path):
         raise InvalidRequestError(
-            f"the connection is to {main or 'an in-memory database'!r}, "
-            f"the ledger is {owner.path!r}"
+            f"the connection is to {main or 'an in-memory database'!r}, the ledger is {path!r}"
         )
     check_joinable(connection)
     return connection

@@ -196,7 +196,7 @@ class SQLiteStore(Store):
     def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
         if self.read_only:
             return super().borrow(connection)
-        return SQLiteBorrowedStore(self, connection)
+        return SQLiteBorrowedStore(self, self.path, self.where, connection)
 
     @contextmanager
     def _transaction(self) -> Iterator[SQLiteUnitOfWork]:
