@@ -10,6 +10,10 @@ connection shared by every wait (PostgreSQL), or by a short poll (SQLite).
 
 An application's own ``psycopg.AsyncConnection`` transaction is joined by :meth:`using`
 (:mod:`ledger.api.async_transactions`).
+
+A cancelled await does not cancel the call it awaits: a thread cannot be interrupted
+mid-transaction, so the call runs to its end (an enqueue whose caller was cancelled may still
+have committed its job; an idempotency key makes a retry safe).
 """
 
 from __future__ import annotations

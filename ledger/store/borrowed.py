@@ -18,6 +18,7 @@ Backends: :mod:`ledger.store.postgres.borrowed`, :mod:`ledger.store.sqlite.borro
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -37,6 +38,9 @@ class BorrowedStore(Store):
         self.queries = owner.queries
         self.recorder = owner.recorder
         self.policies = owner.policies
+        self.turn = threading.Lock()
+        """Held by each unit of work or read for its whole savepoint: one connection runs
+        one at a time, also when the async ledger's threads are handed it together."""
 
     def write_operational(self, query: str, params: Mapping[str, Any] | None = None) -> int:
         # jl_pools is what processes report of themselves: never part of an app's commit.

@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator
+from typing import Any
 from uuid import UUID
 
 import psycopg
 import pytest
 
-from ledger import InvalidRequestError, JobNotFoundError, JobStatus, Ledger
+from ledger import DefinitionNotFoundError, InvalidRequestError, JobNotFoundError, JobStatus, Ledger
 from ledger.api.async_ledger import AsyncLedger
 from ledger.clock import FakeClock
 
@@ -207,3 +208,41 @@ async def test_postgres_a_sync_ledger_refuses_an_async_connection(pg_url: str) -
         async with await psycopg.AsyncConnection.connect(pg_url) as conn:
             with pytest.raises(InvalidRequestError, match=r"AsyncLedger\.using"):
                 ledger.using(conn)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_postgres_concurrent_calls_on_one_connection_take_turns(
+    pg_url: str, kind: str
+) -> None:
+    """20 enqueues gathered on one application transaction, every other one refused (an
+    unknown type): they run one after another on its connection (an AsyncConnection, or a
+    sync one the async ledger's threads share), so each refusal rolls back only its own
+    savepoint and the 10 others commit together."""
+    async with await AsyncLedger.open(pg_url) as ledger:
+        await ledger.define("t")
+        conn: psycopg.AsyncConnection[Any] | psycopg.Connection[Any]
+        if kind == "async":
+            conn = await psycopg.AsyncConnection.connect(pg_url)
+        else:
+            conn = await asyncio.to_thread(psycopg.connect, pg_url)
+        try:
+            tx = ledger.using(conn)
+            found = await asyncio.gather(
+                *(tx.enqueue("t" if i % 2 else "none", {"i": i}) for i in range(20)),
+                return_exceptions=True,
+            )
+            if isinstance(conn, psycopg.AsyncConnection):
+                await conn.commit()
+            else:
+                await asyncio.to_thread(conn.commit)
+        finally:
+            if isinstance(conn, psycopg.AsyncConnection):
+                await conn.close()
+            else:
+                conn.close()
+        refused = [r for r in found[0::2]]
+        assert all(isinstance(r, DefinitionNotFoundError) for r in refused), refused
+        ids = [r for r in found[1::2] if isinstance(r, UUID)]
+        assert len(set(ids)) == 10
+        assert len(await ledger.get_many(ids)) == 10

@@ -149,8 +149,8 @@ class PostgresLoopBorrowedStore(BorrowedStore):
     @contextmanager
     def _cursor(self) -> Iterator[LoopCursor]:
         """A savepoint of the application's transaction."""
-        check_async_joinable(self._conn)
-        with errors_mapped(self.where):
+        with self.turn, errors_mapped(self.where):
+            check_async_joinable(self._conn)
             cursor = LoopCursor(self._conn.cursor(row_factory=dict_row), self._loop)
             if not self._ledger_checked:
                 # Here, not in __init__: a query needs the loop, and __init__ runs in it.

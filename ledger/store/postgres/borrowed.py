@@ -57,13 +57,14 @@ class PostgresBorrowedStore(BorrowedStore):
     def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
         """A savepoint of the application's transaction."""
         conn = self._conn
-        check_joinable(conn)
-        with (
-            errors_mapped(self.where),
-            conn.transaction(),
-            conn.cursor(row_factory=dict_row) as cursor,
-        ):
-            yield cursor
+        with self.turn:
+            check_joinable(conn)  # in turn: another thread's statement makes it "busy"
+            with (
+                errors_mapped(self.where),
+                conn.transaction(),
+                conn.cursor(row_factory=dict_row) as cursor,
+            ):
+                yield cursor
 
     def _errors_mapped(self) -> AbstractContextManager[None]:
         return errors_mapped(self.where)

@@ -54,8 +54,8 @@ class SQLiteBorrowedStore(BorrowedStore):
     def _cursor(self, *, writer: bool) -> Iterator[SQLiteCursor]:
         """A savepoint of the application's transaction (``writer``: under the write lock)."""
         conn = self._conn
-        check_joinable(conn)
-        with errors_mapped(self.where):
+        with self.turn, errors_mapped(self.where):
+            check_joinable(conn)
             raw = conn.cursor()
             raw.row_factory = sqlite3.Row  # the app's own row factory is left alone
             cursor = SQLiteCursor(raw)
