@@ -246,3 +246,29 @@ async def test_postgres_concurrent_calls_on_one_connection_take_turns(
         ids = [r for r in found[1::2] if isinstance(r, UUID)]
         assert len(set(ids)) == 10
         assert len(await ledger.get_many(ids)) == 10
+
+
+async def test_sqlite_an_async_ledger_joins_a_sqlite3_transaction(sqlite_url: str) -> None:
+    """SQLite: ``AsyncLedger.using`` takes the application's sqlite3 connection (opened with
+    ``check_same_thread=False``: the ledger's threads run the statements); the job commits
+    with the application's transaction, or is gone with its rollback."""
+    import sqlite3
+
+    from ledger.store.config import sqlite_path
+
+    async with await AsyncLedger.open(sqlite_url) as ledger:
+        await ledger.define("t")
+        conn = sqlite3.connect(
+            sqlite_path(sqlite_url), isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            dropped = await ledger.using(conn).enqueue("t")
+            conn.rollback()
+            conn.execute("BEGIN IMMEDIATE")
+            kept = await ledger.using(conn).enqueue("t")
+            conn.commit()
+        finally:
+            conn.close()
+        assert dropped is not None and await ledger.get(dropped) is None
+        assert kept is not None and await ledger.get(kept) is not None
