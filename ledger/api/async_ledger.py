@@ -1,10 +1,10 @@
 """The ledger for asyncio applications: :class:`AsyncLedger`, whose calls never block the loop.
 
 Each command and read is the sync :class:`~ledger.api.ledger.Ledger`'s own, run in a thread of
-this ledger's executor (as many threads as the store has connections), so the async API has
-no second unit of work, no second SQL and no second result type to drift from the first
-(docs/architecture.md, the async API decision: measured, a thread hop costs tens of
-microseconds against a unit of work's milliseconds). What waits is async: :meth:`wait` sleeps
+this ledger's executor (ten threads, what a PostgreSQL store's pool can serve at once), so the
+async API has no second unit of work, no second SQL and no second result type to drift from
+the first (docs/architecture.md, decision 35: measured, a thread hop costs 0.05-0.5 ms on a
+loaded host against a unit of work's 2-7 ms). What waits is async: :meth:`wait` sleeps
 in the loop until the job may have changed, woken by ``LISTEN jl_events`` on one async psycopg
 connection shared by every wait (PostgreSQL), or by a short poll (SQLite).
 

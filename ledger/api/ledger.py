@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import copy
 import random
-from asyncio import AbstractEventLoop
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 from uuid import UUID, uuid4
 
 import msgspec
@@ -76,6 +75,9 @@ from ledger.core.workflows.state import RunState
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
 from ledger.store.store import Store
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 __all__ = [  # the outcome and lease types are imported from here by the runtime
     "DEFAULT_LEASE_S",

@@ -20,11 +20,10 @@ no caller needs a driver import. Backends: :mod:`ledger.store.postgres`,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from asyncio import AbstractEventLoop
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
@@ -57,6 +56,9 @@ from projections.rules.schedules import schedule_of_row
 from projections.rules.source_polls import source_poll_of_row
 from projections.rules.sync_state import Source, SyncState
 from projections.rules.tokens import token_of_row
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 ArchivedEvent = Callable[[list[UUID], dict[str, int]], Event]
 """Builds a retention batch's event from the jobs it moved and the rows moved per table."""

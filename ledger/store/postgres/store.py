@@ -9,12 +9,11 @@ Units of work: :mod:`ledger.store.postgres.unit_of_work`; the read seam's statem
 from __future__ import annotations
 
 import logging
-from asyncio import AbstractEventLoop
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import msgspec
@@ -47,6 +46,9 @@ from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
 from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
 from ledger.store.store import ArchivedEvent, Store
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 """How long a session may sit idle inside a transaction before the server ends it (and its

@@ -9,12 +9,11 @@ error mapping: :mod:`ledger.store.sqlite.errors`.
 from __future__ import annotations
 
 import sqlite3
-from asyncio import AbstractEventLoop
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.persistence import PersistenceError
@@ -36,6 +35,9 @@ from ledger.store.sqlite.shadows import SQLiteShadowTables
 from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
 from ledger.store.sqlite.view_tables import SQLiteViewTables
 from ledger.store.store import ArchivedEvent, Store
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 BUSY_TIMEOUT_S = 30
 
