@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
+    "AsyncLedger": "ledger.api.async_ledger",
     "AuditPage": "projections.rules.audit_query",
     "AuditQuery": "projections.rules.audit_query",
     "AuditRow": "projections.rules.audit_query",
@@ -83,6 +84,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 __all__ = [
+    "AsyncLedger",
     "AuditPage",
     "AuditQuery",
     "AuditRow",
@@ -167,6 +169,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what type checkers and editors see; never executed
+    from ledger.api.async_ledger import AsyncLedger
     from ledger.api.job_handle import Enqueued, EnqueueOutcome
     from ledger.api.ledger import Ledger
     from ledger.api.outcomes import BatchResult, Completion, FailureReport

@@ -15,10 +15,11 @@ the classes bind them to one store, clock, jitter source and id factory.
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 from uuid import UUID, uuid4
 
 import msgspec
@@ -75,6 +76,9 @@ from ledger.core.workflows.state import RunState
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
 from ledger.store.store import Store
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 __all__ = [  # the outcome and lease types are imported from here by the runtime
     "DEFAULT_LEASE_S",
@@ -271,6 +275,27 @@ class Ledger(WorkerCommands):
             new_id=self._new_id,
             actor=actor,
         )
+
+    def using(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Self:
+        """This ledger inside the application's transaction on ``connection``: what it
+        enqueues (and every other command it runs) is written on that connection, in that
+        transaction, and committed or rolled back with it; nothing is committed here
+        (docs/transactions.md). Its reads see the transaction's uncommitted jobs.
+
+        ``connection``: a ``psycopg.Connection`` to this ledger's PostgreSQL database inside
+        a transaction (autocommit off, or in ``with conn.transaction():``), or a
+        ``sqlite3.Connection`` to this ledger's file inside one (``BEGIN IMMEDIATE``); any
+        other (autocommit outside a transaction, another database, closed) is refused with
+        ``request.invalid``. Each command runs in a savepoint: an error rolls back only its
+        part and is raised, never retried (a retry means running the application's whole
+        transaction again). Usable as ``with ledger.using(conn) as tx:``; closing it closes
+        neither the connection nor this ledger. ``loop``: the event loop a
+        ``psycopg.AsyncConnection`` belongs to (what :meth:`AsyncLedger.using
+        <ledger.api.async_ledger.AsyncLedger.using>` passes; this ledger must then be called
+        from another thread)."""
+        joined = copy.copy(self)
+        joined.store = self.store.borrow(connection, loop=loop)
+        return joined
 
     def sync_source(
         self, source_id: str, listing: Listing, *, job_type: str, org: str | None = None

@@ -23,10 +23,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
+from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Event, JobEvent
 from ledger.core.policy import Policy
 from ledger.core.queues import QueueState
@@ -55,6 +56,9 @@ from projections.rules.schedules import schedule_of_row
 from projections.rules.source_polls import source_poll_of_row
 from projections.rules.sync_state import Source, SyncState
 from projections.rules.tokens import token_of_row
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 ArchivedEvent = Callable[[list[UUID], dict[str, int]], Event]
 """Builds a retention batch's event from the jobs it moved and the rows moved per table."""
@@ -176,6 +180,17 @@ class Store(ABC):
             yield uow
         if uow.jobs_became_available:
             self._committed.notify()
+
+    def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
+        """This store with every unit of work and read run on ``connection``, an
+        application's connection to this same database with its own transaction open, inside
+        that transaction (:mod:`ledger.store.borrowed`). A connection of another kind, to
+        another database, closed, or with no transaction to join is refused with an
+        :class:`~ledger.core.errors.InvalidRequestError`. ``loop``: the event loop an async
+        connection belongs to, where the backend has one (PostgreSQL)."""
+        raise InvalidRequestError(
+            f"a {self.backend} store cannot join an application's transaction"
+        )
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` (in the committing thread) after commits that may have made

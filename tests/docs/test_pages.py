@@ -26,9 +26,10 @@ PAGES: dict[str, dict[Kind, int]] = {
     "docs/workflows.md": {Kind.PYTHON: 4, Kind.CONSOLE: 9},
     "docs/schedules.md": {Kind.PYTHON: 3, Kind.CONSOLE: 4},
     "docs/jobs.md": {Kind.PYTHON: 6},
+    "docs/transactions.md": {Kind.PYTHON: 5},
 }
 # Pages whose examples need a PostgreSQL database (``pg_url`` in their namespace).
-ON_POSTGRES = {"docs/cli.md"}
+ON_POSTGRES = {"docs/cli.md", "docs/transactions.md"}
 
 
 def _page_params() -> list[object]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import msgspec
@@ -31,6 +31,8 @@ from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
 from ledger.store.postgres import partitions, view_partitions
+from ledger.store.postgres.async_borrowed import PostgresLoopBorrowedStore
+from ledger.store.postgres.borrowed import LedgerDatabase, PostgresBorrowedStore
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
@@ -44,6 +46,9 @@ from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
 from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
 from ledger.store.store import ArchivedEvent, Store
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 """How long a session may sit idle inside a transaction before the server ends it (and its
@@ -183,6 +188,14 @@ class PostgresStore(Store):
         if bound is None:
             return []
         return self._frozen_writers.end(bound, 2 * bound if stalled_s is None else stalled_s)
+
+    def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
+        if self.read_only:
+            return super().borrow(connection)
+        where = LedgerDatabase(self.where, self.dbname, self.conninfo)
+        if isinstance(connection, psycopg.AsyncConnection) and loop is not None:
+            return PostgresLoopBorrowedStore(self, where, connection, loop)
+        return PostgresBorrowedStore(self, where, connection)
 
     def listen(self, topic: Topic, on_notify: Callable[[], None]) -> ThreadListening:
         return ThreadListening(self.conninfo, topic, on_notify)

@@ -1167,3 +1167,15 @@ LIMIT 1
 SELECT name, next_slot FROM jl_schedules WHERE next_slot IS NOT NULL AND org = %(org)s
 ORDER BY next_slot, name
 LIMIT 1
+
+-- name: borrowed_lock_timeout_get
+-- The application's transaction's lock_timeout, put back after a borrowed unit of work.
+SELECT current_setting('lock_timeout') AS lock_timeout
+
+-- name: borrowed_lock_timeout_put
+-- Put the lock_timeout back for the rest of the application's transaction.
+SELECT set_config('lock_timeout', %(lock_timeout)s, true)
+
+-- name: borrowed_ledger_present
+-- Whether the application's connection sees a ledger's schema (its marker table).
+SELECT to_regclass('jl_meta') IS NOT NULL AS present

@@ -1013,3 +1013,8 @@ LIMIT 1
 SELECT name, next_slot FROM jl_schedules WHERE next_slot IS NOT NULL AND org = :org
 ORDER BY next_slot, name
 LIMIT 1
+
+-- name: borrowed_write_lock
+-- A write of no row, to take the database's write lock inside an application's transaction
+-- (what BEGIN IMMEDIATE does for our own; ledger.store.sqlite.borrowed). No index: no row.
+UPDATE jl_meta SET value = value WHERE 0

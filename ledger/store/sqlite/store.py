@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.persistence import PersistenceError
@@ -28,12 +28,16 @@ from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
 from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
 from ledger.store.sqlite import archive as archive_files
+from ledger.store.sqlite.borrowed import SQLiteBorrowedStore
 from ledger.store.sqlite.errors import errors_mapped, from_persistence, from_sqlite
 from ledger.store.sqlite.session import SQLiteRunner
 from ledger.store.sqlite.shadows import SQLiteShadowTables
 from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
 from ledger.store.sqlite.view_tables import SQLiteViewTables
 from ledger.store.store import ArchivedEvent, Store
+
+if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
 
 BUSY_TIMEOUT_S = 30
 
@@ -190,6 +194,11 @@ class SQLiteStore(Store):
 
     def _errors_mapped(self) -> AbstractContextManager[None]:
         return errors_mapped(self.where)
+
+    def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
+        if self.read_only:
+            return super().borrow(connection)
+        return SQLiteBorrowedStore(self, self.path, self.where, connection)
 
     @contextmanager
     def _transaction(self) -> Iterator[SQLiteUnitOfWork]:
