@@ -13,7 +13,14 @@ from uuid import UUID
 import psycopg
 import pytest
 
-from ledger import DefinitionNotFoundError, InvalidRequestError, JobNotFoundError, JobStatus, Ledger
+from ledger import (
+    DefinitionNotFoundError,
+    Enqueued,
+    InvalidRequestError,
+    JobNotFoundError,
+    JobStatus,
+    Ledger,
+)
 from ledger.api.async_ledger import AsyncLedger
 from ledger.clock import FakeClock
 
@@ -34,7 +41,7 @@ async def test_fifty_tasks_enqueue_at_once_and_every_job_is_there(
     views verify."""
 
     async def producer(n: int) -> list[UUID | None]:
-        return [await async_ledger.enqueue("t", {"task": n, "i": i}) for i in range(10)]
+        return [(await async_ledger.enqueue("t", {"task": n, "i": i})).job_id for i in range(10)]
 
     found = [
         job_id for batch in await asyncio.gather(*map(producer, range(50))) for job_id in batch
@@ -84,7 +91,7 @@ async def test_the_loop_runs_while_an_enqueue_waits_for_a_lock(
         ticks += 1
     assert not enqueue.done()
     release.set()
-    job_id = await asyncio.wait_for(enqueue, 30)
+    job_id = (await asyncio.wait_for(enqueue, 30)).job_id
     await asyncio.to_thread(holder.join)
     assert job_id is not None and await async_ledger.get(job_id) is not None
 
@@ -94,7 +101,7 @@ async def test_wait_returns_when_another_thread_finishes_the_job(
 ) -> None:
     """A job a worker (here a sync ledger in a thread) claims and completes: ``wait``
     returns its succeeded state."""
-    job_id = await async_ledger.enqueue("t")
+    job_id = (await async_ledger.enqueue("t")).job_id
     assert job_id is not None
     sync = async_ledger.ledger
 
@@ -111,7 +118,7 @@ async def test_wait_returns_when_another_thread_finishes_the_job(
 
 async def test_wait_gives_the_live_state_at_its_timeout(async_ledger: AsyncLedger) -> None:
     """A job nobody works: ``wait`` returns after its timeout with the job still pending."""
-    job_id = await async_ledger.enqueue("t")
+    job_id = (await async_ledger.enqueue("t")).job_id
     assert job_id is not None
     state = await async_ledger.wait(job_id, timeout=0.1)
     assert state.status is JobStatus.PENDING
@@ -125,7 +132,7 @@ async def test_wait_for_an_unknown_job_raises(async_ledger: AsyncLedger) -> None
 
 async def test_cancel_through_the_async_ledger(async_ledger: AsyncLedger) -> None:
     """``cancel`` is the sync ledger's: the job ends cancelled, and a waiter sees it."""
-    job_id = await async_ledger.enqueue("t")
+    job_id = (await async_ledger.enqueue("t")).job_id
     assert job_id is not None
     waiting = asyncio.create_task(async_ledger.wait(job_id, timeout=30))
     await async_ledger.cancel(job_id)
@@ -142,7 +149,7 @@ async def test_postgres_async_connection_commit_and_rollback(pg_url: str) -> Non
             await conn.execute("CREATE TABLE orders (item text)")
             await conn.commit()
             async with ledger.using(conn) as tx:
-                phantom = await tx.enqueue("t", idempotency_key="once")
+                phantom = (await tx.enqueue("t", idempotency_key="once")).job_id
                 assert phantom is not None
                 seen = await tx.get(phantom)
                 assert seen is not None and seen.status is JobStatus.PENDING
@@ -150,10 +157,10 @@ async def test_postgres_async_connection_commit_and_rollback(pg_url: str) -> Non
             await conn.rollback()
             tx = ledger.using(conn)
             await conn.execute("INSERT INTO orders VALUES ('paid')")
-            kept = await tx.enqueue("t", idempotency_key="once")
+            kept = (await tx.enqueue("t", idempotency_key="once")).job_id
             with pytest.raises(RuntimeError):
                 async with conn.transaction():
-                    dropped = await tx.enqueue("t", {"n": 2})
+                    dropped = (await tx.enqueue("t", {"n": 2})).job_id
                     raise RuntimeError("changed its mind")
             await conn.commit()
             rows = await (await conn.execute("SELECT item FROM orders")).fetchall()
@@ -182,7 +189,7 @@ async def test_postgres_async_connection_in_autocommit_is_refused(pg_url: str) -
         with pytest.raises(InvalidRequestError, match="autocommit"):
             ledger.using(conn)
         async with conn.transaction():
-            job_id = await ledger.using(conn).enqueue("t")
+            job_id = (await ledger.using(conn).enqueue("t")).job_id
         assert job_id is not None and await ledger.get(job_id) is not None
 
 
@@ -243,7 +250,7 @@ async def test_postgres_concurrent_calls_on_one_connection_take_turns(
                 conn.close()
         refused = [r for r in found[0::2]]
         assert all(isinstance(r, DefinitionNotFoundError) for r in refused), refused
-        ids = [r for r in found[1::2] if isinstance(r, UUID)]
+        ids = [r.job_id for r in found[1::2] if isinstance(r, Enqueued)]
         assert len(set(ids)) == 10
         assert len(await ledger.get_many(ids)) == 10
 
@@ -263,10 +270,10 @@ async def test_sqlite_an_async_ledger_joins_a_sqlite3_transaction(sqlite_url: st
         )
         try:
             conn.execute("BEGIN IMMEDIATE")
-            dropped = await ledger.using(conn).enqueue("t")
+            dropped = (await ledger.using(conn).enqueue("t")).job_id
             conn.rollback()
             conn.execute("BEGIN IMMEDIATE")
-            kept = await ledger.using(conn).enqueue("t")
+            kept = (await ledger.using(conn).enqueue("t")).job_id
             conn.commit()
         finally:
             conn.close()

@@ -39,7 +39,7 @@ def test_a_committed_job_exists_is_claimable_and_verifies(
 ) -> None:
     """After the application commits, the job is there, claimable, and every view verifies."""
     app.begin()
-    job_id = defined.using(app.conn).enqueue("t", {"n": 1})
+    job_id = defined.using(app.conn).enqueue("t", {"n": 1}).job_id
     assert job_id is not None
     assert defined.get(job_id) is None  # not before the commit, to anyone else
     app.commit()
@@ -53,14 +53,14 @@ def test_a_rolled_back_job_leaves_no_event_and_no_row(defined: Ledger, app: AppC
     """Rolled back: no event was appended, no view row written, nothing to claim."""
     head = defined.store.head_position()
     app.begin()
-    job_id = defined.using(app.conn).enqueue("t", idempotency_key="k")
+    job_id = defined.using(app.conn).enqueue("t", idempotency_key="k").job_id
     assert job_id is not None
     app.rollback()
     assert defined.store.head_position() == head
     assert defined.get(job_id) is None
     assert defined.history(job_id) == []
     assert defined.claim("w") == []
-    assert defined.enqueue("t", idempotency_key="k") != job_id  # the key was never taken
+    assert defined.enqueue("t", idempotency_key="k").job_id != job_id  # the key was never taken
     _clean(defined)
 
 
@@ -69,7 +69,7 @@ def test_the_application_sees_its_own_uncommitted_job(defined: Ledger, app: AppC
     commit; the ledger's own reads do not."""
     app.begin()
     tx = defined.using(app.conn)
-    job_id = tx.enqueue("t")
+    job_id = tx.enqueue("t").job_id
     assert job_id is not None
     state = tx.get(job_id)
     assert state is not None and state.status is JobStatus.PENDING
@@ -83,11 +83,11 @@ def test_the_applications_write_and_the_job_commit_or_vanish_together(
     """The order row and its job: both after a commit, neither after a rollback."""
     app.begin()
     app.execute("INSERT INTO orders (item) VALUES (?)", ("lost",))
-    lost = defined.using(app.conn).enqueue("t", {"order": "lost"})
+    lost = defined.using(app.conn).enqueue("t", {"order": "lost"}).job_id
     app.rollback()
     app.begin()
     app.execute("INSERT INTO orders (item) VALUES (?)", ("kept",))
-    kept = defined.using(app.conn).enqueue("t", {"order": "kept"})
+    kept = defined.using(app.conn).enqueue("t", {"order": "kept"}).job_id
     app.commit()
     assert app.orders() == ["kept"]
     assert lost is not None and defined.get(lost) is None
@@ -102,9 +102,9 @@ def test_a_savepoint_the_application_rolls_back_takes_only_its_job(
     before it in the same transaction commits."""
     app.begin()
     tx = defined.using(app.conn)
-    kept = tx.enqueue("t", {"n": 1})
+    kept = tx.enqueue("t", {"n": 1}).job_id
     with pytest.raises(RuntimeError), app.savepoint():
-        dropped = tx.enqueue("t", {"n": 2})
+        dropped = tx.enqueue("t", {"n": 2}).job_id
         raise RuntimeError("the application changes its mind")
     app.commit()
     assert kept is not None and defined.get(kept) is not None
@@ -123,7 +123,7 @@ def test_a_refused_enqueue_leaves_the_applications_transaction_usable(
     tx = defined.using(app.conn)
     with pytest.raises(DefinitionNotFoundError):
         tx.enqueue("no.such.type")
-    job_id = tx.enqueue("t")
+    job_id = tx.enqueue("t").job_id
     app.commit()
     assert app.orders() == ["before"]
     assert job_id is not None and defined.get(job_id) is not None
@@ -154,7 +154,7 @@ def test_a_joined_ledger_closes_neither_the_connection_nor_the_ledger(
     """``with ledger.using(conn) as tx:`` ends with both still open."""
     app.begin()
     with defined.using(app.conn) as tx:
-        job_id = tx.enqueue("t")
+        job_id = tx.enqueue("t").job_id
     app.commit()
     assert job_id is not None and defined.get(job_id) is not None
     assert app.orders() == []

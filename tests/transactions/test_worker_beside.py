@@ -78,20 +78,20 @@ def test_a_worker_process_runs_the_committed_job_and_never_the_rolled_back_one(
     """With the worker claiming meanwhile: the rolled-back job never exists; the committed
     one, enqueued after it, is run; a plain job enqueued while the application's
     transaction is open is run too once that transaction ends."""
-    warm = defined.enqueue("t", {"n": 0})
+    warm = defined.enqueue("t", {"n": 0}).job_id
     assert warm is not None and _finished(defined, warm).status is JobStatus.SUCCEEDED
     app = AppConnection(db_url)
     try:
         app.begin()
-        phantom = defined.using(app.conn).enqueue("t", {"n": 1})
+        phantom = defined.using(app.conn).enqueue("t", {"n": 1}).job_id
         app.rollback()
         app.begin()
         app.execute("INSERT INTO orders (item) VALUES (?)", ("paid",))
-        committed = defined.using(app.conn).enqueue("t", {"n": 2})
+        committed = defined.using(app.conn).enqueue("t", {"n": 2}).job_id
         # Another writer of this process meanwhile (SQLite: it waits for the write lock the
         # application's transaction holds, up to its busy timeout, then goes on).
         plain: list[UUID | None] = []
-        other = threading.Thread(target=lambda: plain.append(defined.enqueue("t", {"n": 3})))
+        other = threading.Thread(target=lambda: plain.append(defined.enqueue("t", {"n": 3}).job_id))
         other.start()
         app.commit()
         other.join(timeout=60)
