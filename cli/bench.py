@@ -31,7 +31,7 @@ from uuid import UUID
 
 import click
 
-from cli.bench_phases import (
+from .bench_phases import (
     BENCH_TYPE,
     WAKEUP_SAMPLES,
     JobsLostError,
@@ -39,10 +39,10 @@ from cli.bench_phases import (
     finish_leftovers,
     process,
 )
-from cli.bench_report import BenchReport, percentile, text_report
-from cli.database import Settings, describe
-from cli.errors import RefusedError
-from cli.render import echo_json, json_option
+from .bench_report import BenchReport, percentile, text_report
+from .database import Settings, describe
+from .errors import RefusedError
+from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.core.errors import StoreError
 from ledger.core.events import JobStatus

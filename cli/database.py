@@ -8,8 +8,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import click
 
-from cli.progress import ProgressBars
-from cli.render import echo_json, json_option
+from .progress import ProgressBars
+from .render import echo_json, json_option
 from ledger.api import migrate as migration
 from ledger.api.ledger import Ledger
 from ledger.api.opening import open_ready_store

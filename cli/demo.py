@@ -20,9 +20,9 @@ from uuid import UUID
 
 import click
 
-from cli import demo_workflow
-from cli.database import Settings, describe
-from cli.render import echo_json, json_option
+from . import demo_workflow
+from .database import Settings, describe
+from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.core.events import BackoffPolicy, EnqueueRequest, JobStatus
 from ledger.runtime.handlers import JobContext, PermanentError, Registry, TransientError

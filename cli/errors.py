@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import click
 
-from cli.render import first_line, printable
+from .render import first_line, printable
 from ledger.core.errors import LedgerError
 from ledger.store.config import DatabaseUrlError
 

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.progress import FoldingProgress
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, table, when
+from . import params
+from .database import Settings
+from .progress import FoldingProgress
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, table, when
 from ledger.api.shaping import job_page_json
 from ledger.core.events import JobStatus
 from ledger.core.state import JobState

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 import msgspec
 
-from cli.database import Settings, open_ledger
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, scalar, seconds, table
+from .database import Settings, open_ledger
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, scalar, seconds, table
 from ledger.api.shaping import plain
 from ledger.core.concurrency import limits_of
 from ledger.core.errors import InvalidRequestError

@@ -8,8 +8,8 @@ from typing import Any
 
 import click
 
-from cli.database import Settings
-from cli.errors import one_line_errors
+from .database import Settings
+from .errors import one_line_errors
 from ledger.store.config import (
     DEFAULT_DATABASE,
     ENV_VAR,
@@ -19,41 +19,42 @@ from ledger.store.config import (
 )
 
 COMMANDS: dict[str, str] = {
-    "init": "cli.database:init",
-    "migrate": "cli.database:migrate",
-    "define": "cli.job_types:define",
-    "enable": "cli.job_types:enable",
-    "disable": "cli.job_types:disable",
-    "definitions": "cli.job_types:definitions",
-    "enqueue": "cli.enqueue:enqueue",
-    "cancel": "cli.cancel:cancel",
-    "show": "cli.show:show",
-    "history": "cli.history:history",
-    "jobs": "cli.job_list:jobs",
-    "reap": "cli.reaper:reap",
-    "diagnose": "cli.diagnose:diagnose",
-    "sync-state": "cli.sync:sync_state",
-    "sources": "cli.sources:sources",
-    "dlq": "cli.dlq:dlq",
-    "worker": "cli.worker:worker",
-    "demo": "cli.demo:demo",
-    "bench": "cli.bench:bench",
-    "projections": "cli.projections:projections",
-    "stats": "cli.stats:stats",
-    "audit": "cli.audit:audit",
-    "replay": "cli.replay:replay",
-    "timeline": "cli.timeline:timeline",
-    "export": "cli.exchange:export",
-    "import": "cli.exchange:import_",
-    "workflow": "cli.workflow:workflow",
-    "serve": "cli.serve:serve",
-    "token": "cli.token:token",
-    "pools": "cli.pools:pools",
-    "retention": "cli.retention:retention",
-    "schedule": "cli.schedule:schedule",
-    "queue": "cli.queues:queue",
+    "init": ".database:init",
+    "migrate": ".database:migrate",
+    "define": ".job_types:define",
+    "enable": ".job_types:enable",
+    "disable": ".job_types:disable",
+    "definitions": ".job_types:definitions",
+    "enqueue": ".enqueue:enqueue",
+    "cancel": ".cancel:cancel",
+    "show": ".show:show",
+    "history": ".history:history",
+    "jobs": ".job_list:jobs",
+    "reap": ".reaper:reap",
+    "diagnose": ".diagnose:diagnose",
+    "sync-state": ".sync:sync_state",
+    "sources": ".sources:sources",
+    "dlq": ".dlq:dlq",
+    "worker": ".worker:worker",
+    "demo": ".demo:demo",
+    "bench": ".bench:bench",
+    "projections": ".projections:projections",
+    "stats": ".stats:stats",
+    "audit": ".audit:audit",
+    "replay": ".replay:replay",
+    "timeline": ".timeline:timeline",
+    "export": ".exchange:export",
+    "import": ".exchange:import_",
+    "workflow": ".workflow:workflow",
+    "serve": ".serve:serve",
+    "token": ".token:token",
+    "pools": ".pools:pools",
+    "retention": ".retention:retention",
+    "schedule": ".schedule:schedule",
+    "queue": ".queues:queue",
 }
-"""Each command's ``module:attribute``, imported only when that command runs (or ``--help``
+"""Each command's ``module:attribute`` (relative to this package, whose installed name is
+``jobledger_cli``: see docs/architecture.md), imported only when that command runs (or ``--help``
 lists them all): importing every command module took ~0.4 s of a ~0.6 s ``jobledger audit``,
 most of it in modules that command never uses (the worker pool, the bench, asyncio)."""
 
@@ -73,7 +74,7 @@ class LedgerGroup(click.Group):
         if cmd_name not in COMMANDS:
             return super().get_command(ctx, cmd_name)
         module, attribute = COMMANDS[cmd_name].split(":")
-        command = getattr(importlib.import_module(module), attribute)
+        command = getattr(importlib.import_module(module, __package__), attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{COMMANDS[cmd_name]} is not a click command")
         return command
@@ -127,5 +128,5 @@ def main() -> None:
     cli(prog_name="jobledger")
 
 
-if __name__ == "__main__":  # `python -m cli.main …` runs the CLI as the console script does
+if __name__ == "__main__":  # `python -m jobledger_cli.main …` runs it as the console script does
     main()

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from cli.database import POOL_SIZE, Settings, open_ledger
+from .database import POOL_SIZE, Settings, open_ledger
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain
 from ledger.store.config import is_postgres

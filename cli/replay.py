@@ -14,14 +14,14 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.errors import CliError
-from cli.job_history import job_records
-from cli.reading import open_reader
-from cli.reexecute import run_handler
-from cli.render import echo_json, fields, json_option, when
-from cli.state_text import state_lines
+from . import params
+from .database import Settings
+from .errors import CliError
+from .job_history import job_records
+from .reading import open_reader
+from .reexecute import run_handler
+from .render import echo_json, fields, json_option, when
+from .state_text import state_lines
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain, state_json
 from ledger.core.codec import Record

@@ -9,9 +9,9 @@ from uuid import UUID
 
 import click
 
-from cli.database import Settings, open_ledger
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, table, when
+from .database import Settings, open_ledger
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, table, when
 from ledger.api.shaping import token_json
 from ledger.core.tokens import ORDER
 

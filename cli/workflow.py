@@ -16,10 +16,10 @@ from uuid import UUID, uuid4
 import click
 import msgspec
 
-from cli import params
-from cli.database import Settings, open_ledger
-from cli.render import echo_json, json_option
-from cli.workflow_views import graph, list_runs, show, timeline
+from . import params
+from .database import Settings, open_ledger
+from .render import echo_json, json_option
+from .workflow_views import graph, list_runs, show, timeline
 from ledger.api.shaping import workflow_started_json
 from ledger.core.events import JSON
 from ledger.core.workflows.state import RunState
