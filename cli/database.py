@@ -62,8 +62,9 @@ def _refill_line(refill: migration.Refill) -> str:
 
 
 @click.command()
+@json_option
 @click.pass_obj
-def init(settings: Settings) -> None:
+def init(settings: Settings, *, as_json: bool) -> None:
     """Create the ledger's tables in the database. Safe to run again.
 
     A view whose table had to be created in a ledger with a history is rebuilt from it.
@@ -75,6 +76,16 @@ def init(settings: Settings) -> None:
     finally:
         bars.close()
     opened.store.close()
+    if as_json:
+        echo_json(
+            {
+                "database": where,
+                "created": opened.created,
+                "created_tables": list(opened.created_tables),
+                "refilled": [plain(refill) for refill in opened.refilled],
+            }
+        )
+        return
     for table in opened.created_tables:
         click.echo(f"created {table}")
     for refill in opened.refilled:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 
 import click
@@ -118,7 +117,7 @@ def jobs(
                 queue=queue,
                 limit=limit,
                 cursor=cursor,
-                progress=FoldingProgress() if sys.stderr.isatty() else None,
+                progress=FoldingProgress(),
             )
         # The queues paused now (a listing "as at" a time shows them too: they are now's).
         paused = [q.queue for q in reader.queues() if q.paused]

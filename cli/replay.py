@@ -15,6 +15,7 @@ from uuid import UUID
 import click
 
 from . import params
+from . import progress as progress_display
 from .database import Settings
 from .errors import CliError
 from .job_history import job_records
@@ -216,7 +217,8 @@ def replay(
     )
     with open_reader(settings, archive=True) as source:
         if mode == "--check":
-            summary = _check(source.reader, job, job_type, batch, progress=all_jobs)
+            shown = all_jobs and progress_display.bars_drawn()
+            summary = _check(source.reader, job, job_type, batch, progress=shown)
         elif mode == "--run":
             assert job is not None and app is not None
             returned = run_handler(

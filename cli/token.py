@@ -74,9 +74,13 @@ def list_(settings: Settings, *, as_json: bool) -> None:
 @token.command()
 @click.argument("token_id", metavar="ID", type=click.UUID)
 @click.option("--reason", default="revoked by operator", show_default=True)
+@json_option
 @click.pass_obj
-def revoke(settings: Settings, *, token_id: UUID, reason: str) -> None:
+def revoke(settings: Settings, *, token_id: UUID, reason: str, as_json: bool) -> None:
     """Stop accepting token ID (an event: the token's history keeps it)."""
     with open_ledger(settings.url) as ledger:
-        ledger.revoke_token(token_id, reason=reason)
-    click.echo(f"revoked {token_id}")
+        revoked = ledger.revoke_token(token_id, reason=reason)
+    if as_json:
+        echo_json(token_json(revoked))
+    else:
+        click.echo(f"revoked {token_id}")
