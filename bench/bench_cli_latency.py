@@ -1,11 +1,12 @@
 """How long the CLI takes to answer: whole ``jobledger`` processes, timed from outside.
 
 Makes a SQLite ledger in a temporary directory (``init``, then a few jobs through
-``enqueue``), then runs each command ``--repeat`` times (default 7) as a subprocess and prints
-the median and the fastest wall-clock time of each: ``--help``, ``show JOB``, ``history JOB``,
-``jobs``, ``stats``, with ``python -c "import click"`` as the floor (an interpreter that
-imports only click; no click command can answer faster). The console script is the one beside
-this interpreter (``.venv/bin/jobledger``), so it times what a user runs.
+``enqueue``), then runs each command ``--repeat`` times (default 7) as a subprocess and
+prints the median and the fastest wall-clock time of each, and its median CPU time:
+``--help``, ``show JOB``, ``history JOB``, ``jobs``, ``stats``, with ``python -c "import
+click"`` as the floor (an interpreter that imports only click; no click command can answer
+faster). The console script is the one beside this interpreter (``.venv/bin/jobledger``), so
+it times what a user runs.
 
     .venv/bin/python bench/bench_cli_latency.py
     .venv/bin/python bench/bench_cli_latency.py --repeat 15 --importtime show
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,14 +39,19 @@ def console_script() -> Path:
     return script
 
 
-def wall_s(argv: list[str], env: dict[str, str]) -> float:
-    """One run's wall-clock seconds; a failing run stops the bench (its time means nothing)."""
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """One run's wall-clock seconds and the CPU seconds (user + system) it used; a failing
+    run stops the bench (its time means nothing). On a busy machine the wall time grows
+    with the load, the CPU time much less: both are printed."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(argv, env=env, capture_output=True, check=False)
     elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr.decode()}")
-    return elapsed
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return elapsed, cpu
 
 
 def make_ledger(script: Path, db: Path, env: dict[str, str]) -> str:
@@ -110,12 +117,16 @@ def main() -> None:
             "jobs": [*base, "jobs"],
             "stats": [*base, "stats"],
         }
-        print(f"{'command':<28}{'median':>10}{'fastest':>10}   ({args.repeat} runs, SQLite)")
+        print(f"load average before: {os.getloadavg()[0]:.2f} ({os.cpu_count()} cores)")
+        header = f"{'command':<28}{'wall median':>12}{'fastest':>10}{'CPU median':>12}"
+        print(f"{header}   ({args.repeat} runs, SQLite)")
         for label, argv in cases.items():
-            wall_s(argv, env)  # warm the page cache and the bytecode cache first
-            times = [wall_s(argv, env) for _ in range(args.repeat)]
-            median, fastest = statistics.median(times) * 1000, min(times) * 1000
-            print(f"{label:<28}{median:>8.0f} ms{fastest:>7.0f} ms")
+            timed(argv, env)  # warm the page cache and the bytecode cache first
+            runs = [timed(argv, env) for _ in range(args.repeat)]
+            walls = [wall for wall, _ in runs]
+            median, fastest = statistics.median(walls) * 1000, min(walls) * 1000
+            cpu = statistics.median(cpu for _, cpu in runs) * 1000
+            print(f"{label:<28}{median:>9.0f} ms{fastest:>7.0f} ms{cpu:>9.0f} ms")
         if args.importtime:
             command = {"help": ["--help"], "show": ["show", job], "history": ["history", job]}
             tail = command.get(args.importtime, [args.importtime])

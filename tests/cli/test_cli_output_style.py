@@ -269,3 +269,25 @@ def test_the_demos_suggestions_run_as_printed(tmp_path: Path) -> None:
             check=False,
         )
         assert done.returncode == 0, (suggestion, done.stderr)
+
+
+def test_shell_completion_completes_commands_and_choices() -> None:
+    """click's bash completion, as docs/cli.md loads it, completes a command name and an
+    option's choices (the lazy group resolves commands for it)."""
+    base = {**os.environ, "_JOBLEDGER_COMPLETE": "bash_complete"}
+    names = subprocess.run(
+        [str(SCRIPT)],
+        env={**base, "COMP_WORDS": "jobledger sh", "COMP_CWORD": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert names.stdout.split() == ["plain,show"]
+    choices = subprocess.run(
+        [str(SCRIPT)],
+        env={**base, "COMP_WORDS": "jobledger jobs --status ", "COMP_CWORD": "3"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "plain,pending" in choices.stdout.split()
