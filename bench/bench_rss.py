@@ -74,7 +74,7 @@ def drain(url: str, jobs: int, every: float, concurrency: int) -> dict[str, Any]
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join([str(BENCH), os.environ.get("PYTHONPATH", "")])
     )
-    argv = [sys.executable, "-m", "cli.main", "--db", url, "worker"]
+    argv = [sys.executable, "-m", "jobledger_cli.main", "--db", url, "worker"]
     argv += ["--app", "rss_app:registry", "--burst", "--concurrency", str(concurrency)]
     samples: list[tuple[float, float, int]] = []
     with psycopg.connect(url, autocommit=True) as conn:

@@ -13,11 +13,11 @@ from uuid import UUID
 import click
 import msgspec
 
-from cli import params
-from cli.database import Settings
-from cli.errors import BadUsageError
-from cli.reading import open_reader
-from cli.render import echo_json, scalar, table, when
+from . import params
+from .database import Settings
+from .errors import BadUsageError
+from .reading import open_reader
+from .render import echo_json, scalar, table, when
 from ledger.api.reader import Reader
 from ledger.api.shaping import AUDIT_FIELDS, audit_row_json
 from ledger.core.errors import InvalidRequestError

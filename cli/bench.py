@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import os
 import platform
-import sys
 from collections import Counter
 from dataclasses import asdict
 from importlib.metadata import version
@@ -31,7 +30,7 @@ from uuid import UUID
 
 import click
 
-from cli.bench_phases import (
+from .bench_phases import (
     BENCH_TYPE,
     WAKEUP_SAMPLES,
     JobsLostError,
@@ -39,10 +38,11 @@ from cli.bench_phases import (
     finish_leftovers,
     process,
 )
-from cli.bench_report import BenchReport, percentile, text_report
-from cli.database import Settings, describe
-from cli.errors import RefusedError
-from cli.render import echo_json, json_option
+from .bench_report import BenchReport, percentile, text_report
+from .database import Settings, describe
+from .errors import RefusedError
+from .progress import progress_file
+from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.core.errors import StoreError
 from ledger.core.events import JobStatus
@@ -164,7 +164,9 @@ def bench(
             raise RefusedError(exc.message) from None  # the statement and the driver's words
         server = server_version(url)
         # Progress is for people, so it goes to stderr: stdout stays the result (or JSON).
-        with click.progressbar(length=n, label="processing", file=sys.stderr, show_pos=True) as bar:
+        with click.progressbar(
+            length=n, label="processing", file=progress_file(), show_pos=True
+        ) as bar:
             run = asyncio.run(process(ledger, n, concurrency, bar.update, follow_projections))
         succeeded = verify(ledger, ids, run.sample_ids)
     report = BenchReport(

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from uuid import UUID
 
-from cli.errors import CliError
+from .errors import CliError
 from ledger.api.ledger import Ledger
 from ledger.core.events import EnqueueRequest
 from ledger.runtime.handlers import JobContext, Registry

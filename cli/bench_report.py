@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from cli.render import fields, scalar, table
+from .render import fields, scalar, table
 from ledger.store.server import ANALYZE_QUEUE
 
 WAKEUP = "(idle pool: enqueue commit to handler start)"

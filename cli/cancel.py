@@ -6,11 +6,11 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import Settings, open_ledger
-from cli.errors import RefusedError
-from cli.render import echo_json, json_option
-from cli.reports import per_job_report, raise_if_refused
+from . import params
+from .database import Settings, open_ledger
+from .errors import RefusedError
+from .render import echo_json, json_option
+from .reports import per_job_report, raise_if_refused
 from ledger.api.operator_writes import Cancelled, CancelReport
 from ledger.api.shaping import plain
 

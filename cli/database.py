@@ -4,17 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import click
 
-from cli.progress import ProgressBars
-from cli.render import echo_json, json_option
-from ledger.api import migrate as migration
-from ledger.api.ledger import Ledger
-from ledger.api.opening import open_ready_store
-from ledger.api.shaping import plain
+from .progress import ProgressBars
+from .render import echo_json, json_option
 from ledger.store.config import is_postgres, open_store, sqlite_path
+
+# The ledger's API is imported where a command uses it, not here: every command imports this
+# module (for Settings), and the API's import is most of a read command's start-up.
+if TYPE_CHECKING:
+    from ledger.api import migrate as migration
+    from ledger.api.ledger import Ledger
 
 # One command is one or two calls on one thread: a single pooled connection is enough, and
 # PostgreSQL's pool would otherwise open two before the first query.
@@ -51,6 +54,8 @@ def describe(url: str) -> str:
 
 def open_ledger(url: str, *, auto_define: bool = False) -> Ledger:
     """Open an initialised ledger (a missing SQLite file is refused, not created)."""
+    from ledger.api.ledger import Ledger
+
     return Ledger.open(url, auto_define=auto_define, pool_size=POOL_SIZE)
 
 
@@ -62,12 +67,16 @@ def _refill_line(refill: migration.Refill) -> str:
 
 
 @click.command()
+@json_option
 @click.pass_obj
-def init(settings: Settings) -> None:
+def init(settings: Settings, *, as_json: bool) -> None:
     """Create the ledger's tables in the database. Safe to run again.
 
     A view whose table had to be created in a ledger with a history is rebuilt from it.
     """
+    from ledger.api.opening import open_ready_store
+    from ledger.api.shaping import plain
+
     where = describe(settings.url)
     bars = ProgressBars()
     try:
@@ -75,6 +84,16 @@ def init(settings: Settings) -> None:
     finally:
         bars.close()
     opened.store.close()
+    if as_json:
+        echo_json(
+            {
+                "database": where,
+                "created": opened.created,
+                "created_tables": list(opened.created_tables),
+                "refilled": [plain(refill) for refill in opened.refilled],
+            }
+        )
+        return
     for table in opened.created_tables:
         click.echo(f"created {table}")
     for refill in opened.refilled:
@@ -94,6 +113,9 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
 
     Safe with workers running (rebuilds swap in atomically); safe to run again.
     """
+    from ledger.api import migrate as migration
+    from ledger.api.shaping import plain
+
     store = open_store(settings.url, pool_size=POOL_SIZE)
     try:
         if dry_run:

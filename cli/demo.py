@@ -13,16 +13,18 @@ from __future__ import annotations
 import asyncio
 import io
 import random
-import sys
+import shlex
 import time
 from dataclasses import asdict, dataclass
 from uuid import UUID
 
 import click
 
-from cli import demo_workflow
-from cli.database import Settings, describe
-from cli.render import echo_json, json_option
+from . import demo_workflow
+from .database import Settings, describe
+from .invocation import program
+from .progress import progress_file
+from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.core.events import BackoffPolicy, EnqueueRequest, JobStatus
 from ledger.runtime.handlers import JobContext, PermanentError, Registry, TransientError
@@ -114,7 +116,7 @@ async def _work(
         with click.progressbar(
             length=total,
             label="working",
-            file=sys.stderr if show else io.StringIO(),
+            file=progress_file() if show else io.StringIO(),
             show_pos=True,
         ) as bar:
             finished = 0
@@ -196,15 +198,18 @@ def demo(settings: Settings, *, count: int, concurrency: int, seed: int, as_json
         f"fetches fanned in to a merge, approved by the demo, published ({run.steps} steps)"
     )
     click.echo("\nNext, try:")
-    db = f" --db {settings.url}" if settings.url != "./jobledger.db" else ""
+    # As the user ran it: after the README's install `jobledger` is not on PATH.
+    run_again = program()
+    db = f" --db {shlex.quote(settings.url)}" if settings.url != "./jobledger.db" else ""
+    cmd = f"{run_again}{db}"
     if summary.example_retried:
-        click.echo(f"  jobledger{db} history {summary.example_retried}   # a job that retried")
+        click.echo(f"  {cmd} history {summary.example_retried}   # a job that retried")
     if summary.example_dead:
-        click.echo(f"  jobledger{db} show {summary.example_dead}      # a dead letter")
+        click.echo(f"  {cmd} show {summary.example_dead}      # a dead letter")
     if summary.example_report:
-        click.echo(f"  jobledger{db} history {summary.example_report}   # stages and heartbeats")
-    click.echo(f"  jobledger{db} workflow show {run.run_id}       # the workflow's steps")
-    click.echo(f"  jobledger{db} workflow timeline {run.run_id}   # run and step events")
+        click.echo(f"  {cmd} history {summary.example_report}   # stages and heartbeats")
+    click.echo(f"  {cmd} workflow show {run.run_id}       # the workflow's steps")
+    click.echo(f"  {cmd} workflow timeline {run.run_id}   # run and step events")
 
 
 def _summarise(

@@ -7,11 +7,11 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.job_history import job_records
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, printable, scalar, table, when
+from . import params
+from .database import Settings
+from .job_history import job_records
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, printable, scalar, table, when
 from ledger.api.shaping import diagnosis_json
 from ledger.core import diagnostics, facts
 from ledger.core.codec import Record

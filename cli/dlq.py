@@ -11,10 +11,10 @@ from uuid import UUID
 import click
 import msgspec
 
-from cli import params
-from cli.database import Settings, open_ledger
-from cli.reading import open_reader
-from cli.render import (
+from . import params
+from .database import Settings, open_ledger
+from .reading import open_reader
+from .render import (
     MISSING,
     PAYLOAD_PREVIEW,
     compact_json,
@@ -24,7 +24,7 @@ from cli.render import (
     table,
     when,
 )
-from cli.reports import per_job_report, raise_if_refused
+from .reports import per_job_report, raise_if_refused
 from ledger.api.ledger import Ledger
 from ledger.api.operator_writes import Refusal
 from ledger.api.shaping import dead_letter_json, plain

@@ -6,9 +6,9 @@ from datetime import datetime
 
 import click
 
-from cli import params
-from cli.database import Settings, open_ledger
-from cli.render import echo_json, json_option
+from . import params
+from .database import Settings, open_ledger
+from .render import echo_json, json_option
 from ledger.core.events import JSON, Subject, SubjectOp
 
 

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 the ledger or the database refused (the line carries the
 :class:`~ledger.core.errors.LedgerError`'s stable ``code``); 2 the command line itself was wrong
-(click's convention), a malformed database URL (``config.invalid_url``) included. Every
+(click's convention), a malformed database URL (``config.invalid_url``) included, and its line
+ends with the help hint (``see 'jobledger show --help'``); 130 interrupted (Ctrl-C). Every
 message passes through :func:`redact` first, because ledger and driver messages may quote the
 database URL, and a URL may carry a password.
 """
@@ -16,7 +17,7 @@ from typing import IO, Any
 
 import click
 
-from cli.render import first_line, printable
+from .render import first_line, printable
 from ledger.core.errors import LedgerError
 from ledger.store.config import DatabaseUrlError
 
@@ -47,6 +48,12 @@ class RefusedError(CliError):
     exit_code = 1
 
 
+class InterruptedByUserError(CliError):
+    """Ctrl-C: exit code 130, as a shell reports a process ended by SIGINT."""
+
+    exit_code = 130
+
+
 class BadUsageError(CliError):
     """The command line was wrong: exit code 2, as click's own usage errors."""
 
@@ -73,6 +80,9 @@ def one_line_errors() -> Iterator[None]:
         raise BadUsageError(_usage_message(exc)) from None
     except DatabaseUrlError as exc:
         raise BadUsageError(str(exc)) from None  # --db or $JOBLEDGER_DB was given wrong
+    except KeyboardInterrupt:
+        # click would print "Aborted!" (its own style) and exit 1, as if the ledger refused.
+        raise InterruptedByUserError("interrupted") from None
     except LedgerError as exc:
         # The store raises every database error as a LedgerError (mapped by SQLSTATE or
         # result code), so no driver error needs catching here.

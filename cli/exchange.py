@@ -20,11 +20,11 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import POOL_SIZE, Settings, describe
-from cli.progress import StderrCounter
-from cli.reading import open_reader
-from cli.render import echo_json, json_option
+from . import params
+from .database import POOL_SIZE, Settings, describe
+from .progress import StderrCounter
+from .reading import open_reader
+from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain

@@ -8,11 +8,11 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.job_history import job_records
-from cli.reading import open_reader
-from cli.render import (
+from . import params
+from .database import Settings
+from .job_history import job_records
+from .reading import open_reader
+from .render import (
     MISSING,
     PAYLOAD_PREVIEW,
     compact_json,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.progress import FoldingProgress
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, table, when
+from . import params
+from .database import Settings
+from .progress import FoldingProgress
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, table, when
 from ledger.api.shaping import job_page_json
 from ledger.core.events import JobStatus
 from ledger.core.state import JobState
@@ -118,7 +117,7 @@ def jobs(
                 queue=queue,
                 limit=limit,
                 cursor=cursor,
-                progress=FoldingProgress() if sys.stderr.isatty() else None,
+                progress=FoldingProgress(),
             )
         # The queues paused now (a listing "as at" a time shows them too: they are now's).
         paused = [q.queue for q in reader.queues() if q.paused]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 import msgspec
 
-from cli.database import Settings, open_ledger
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, scalar, seconds, table
+from .database import Settings, open_ledger
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, scalar, seconds, table
 from ledger.api.shaping import plain
 from ledger.core.concurrency import limits_of
 from ledger.core.errors import InvalidRequestError
@@ -225,29 +225,34 @@ def define(
         click.echo(f"{change} {job_type}: {_summary(after)}")
 
 
-def _set_enabled(settings: Settings, job_type: str, enabled: bool) -> None:
+def _set_enabled(settings: Settings, job_type: str, enabled: bool, as_json: bool) -> None:
     with open_ledger(settings.url) as ledger:
-        ledger.set_enabled(job_type, enabled)
-    click.echo(f"{'enabled' if enabled else 'disabled'} {job_type}")
+        after = ledger.set_enabled(job_type, enabled)
+    if as_json:
+        echo_json(plain(after))  # the definition as `definitions --json` shows it
+    else:
+        click.echo(f"{'enabled' if enabled else 'disabled'} {job_type}")
 
 
 @click.command()
 @click.argument("job_type")
+@json_option
 @click.pass_obj
-def enable(settings: Settings, job_type: str) -> None:
+def enable(settings: Settings, job_type: str, *, as_json: bool) -> None:
     """Allow jobs of type JOB_TYPE to be enqueued again."""
-    _set_enabled(settings, job_type, True)
+    _set_enabled(settings, job_type, True, as_json)
 
 
 @click.command()
 @click.argument("job_type")
+@json_option
 @click.pass_obj
-def disable(settings: Settings, job_type: str) -> None:
+def disable(settings: Settings, job_type: str, *, as_json: bool) -> None:
     """Refuse new jobs of type JOB_TYPE.
 
     Jobs already queued are not affected.
     """
-    _set_enabled(settings, job_type, False)
+    _set_enabled(settings, job_type, False, as_json)
 
 
 def _row(definition: JobDefinition) -> list[str]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from cli.database import Settings
-from cli.reading import open_reader
-from cli.render import echo_json, json_option, table, when
+from .database import Settings
+from .reading import open_reader
+from .render import echo_json, json_option, table, when
 from ledger.api.pools import LedgerHealth
 from ledger.api.shaping import ledger_health_json
 

@@ -1,25 +1,34 @@
-"""Progress on stderr for long work (rebuild, verify, migrate, time travel, export, import).
+"""Progress on stderr for long work (rebuild, verify, migrate, time travel, export, import,
+replay --all, demo, bench).
 
-Progress is for people, so it goes to stderr: stdout stays the result (or JSON).
+Progress is for people, so it goes to stderr, and only when stderr is a terminal: stdout stays
+the result (or JSON), and a pipe, a log or a CI run gets no progress at all (the result says
+what was done).
 """
 
 from __future__ import annotations
 
+import io
 import sys
-from typing import Any
+from typing import Any, TextIO
 
 import click
 
 
 def bars_drawn() -> bool:
-    """Whether progress is drawn as bars: stderr is a terminal."""
+    """Whether progress is shown at all: stderr is a terminal. Every progress display asks
+    this (not ``isatty`` itself), so one patch shows them all (the docs' sessions do)."""
     return sys.stderr.isatty()
+
+
+def progress_file() -> TextIO:
+    """Where a click progress bar draws: stderr on a terminal, else nowhere."""
+    return sys.stderr if bars_drawn() else io.StringIO()
 
 
 class ProgressBars:
     """``progress(phase, done, total)`` as one click progress bar per phase on stderr when it
-    is a terminal; otherwise one whole line per phase as it ends (``verify: 3,131/3,131``), so
-    a log or a CI run reads well (click's bar would print only its padded label there)."""
+    is a terminal; otherwise nothing (the command's result says what was done)."""
 
     def __init__(self) -> None:
         self._live = bars_drawn()
@@ -45,8 +54,6 @@ class ProgressBars:
         if self._bar is not None:
             self._bar.__exit__(None, None, None)
             self._bar = None
-        elif self._phase is not None:
-            click.echo(f"{self._phase}: {self._done:,}/{self._total:,}", err=True)
         self._phase = None
 
 
@@ -56,7 +63,7 @@ class StderrCounter:
     otherwise)."""
 
     def __init__(self) -> None:
-        self._live = sys.stderr.isatty()
+        self._live = sys.stderr.isatty()  # not bars_drawn(): the docs' pages show no counter
         self._shown = False
 
     def __call__(self, phase: str, done: int, total: int) -> None:
@@ -73,12 +80,15 @@ class StderrCounter:
 
 class FoldingProgress:
     """``progress(position, head)`` of a fold over the whole history: a line on stderr about
-    once per tenth of the history (whole lines, so a log of it reads well)."""
+    once per tenth of the history, only when stderr is a terminal."""
 
     def __init__(self) -> None:
+        self._live = sys.stderr.isatty()  # not bars_drawn(): the docs' pages show no fold
         self._shown = -1
 
     def __call__(self, position: int, head: int) -> None:
+        if not self._live:
+            return
         tenth = position * 10 // max(head, 1)
         if tenth != self._shown:
             self._shown = tenth

@@ -8,10 +8,10 @@ from types import FrameType
 
 import click
 
-from cli.database import Settings, open_ledger
-from cli.progress import ProgressBars
-from cli.reading import open_reader
-from cli.render import MISSING, compact_json, echo_json, json_option, table
+from .database import Settings, open_ledger
+from .progress import ProgressBars
+from .reading import open_reader
+from .render import MISSING, compact_json, echo_json, json_option, table
 from ledger.api.shaping import plain, projection_json, verify_report_json
 from projections.rules.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
 from projections.rules.diff import VerifyReport, ViewReport

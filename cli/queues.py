@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import click
 
-from cli.database import Settings, open_ledger
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, table, when
+from .database import Settings, open_ledger
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, table, when
 from ledger.api.shaping import plain
 from ledger.core.queues import QueueState
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import click
 
-from cli.database import POOL_SIZE, Settings, open_ledger
+from .database import POOL_SIZE, Settings, open_ledger
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain
-from ledger.store.config import is_postgres
+from ledger.store.config import is_postgres, open_store
 from ledger.store.replica import ReplicaLag
 from projections.rules.catalog import AUDIT
 
@@ -75,6 +75,18 @@ def lag_line(lag: ReplicaLag, audit_lag: int | None = None) -> str:
     return line
 
 
+def _open_primary(url: str) -> Reader:
+    """A plain :class:`Reader` on the initialised ledger at ``url``: what ``open_ledger``
+    opens, without importing the commands a read never calls (a read command's start-up)."""
+    store = open_store(url, pool_size=POOL_SIZE)
+    try:
+        store.check_initialised()
+    except BaseException:
+        store.close()
+        raise
+    return Reader(store)
+
+
 @contextmanager
 def open_reader(
     settings: Settings, *, audit: bool = False, archive: bool = False
@@ -94,8 +106,8 @@ def open_reader(
                 yield Source(both)
             return
     if settings.read_url is None:
-        with open_ledger(settings.url) as ledger:
-            yield Source(ledger)
+        with _open_primary(settings.url) as reader:
+            yield Source(reader)
         return
     primary = settings.url if is_postgres(settings.url) else None
     with Reader.open_replica(settings.read_url, primary=primary, pool_size=POOL_SIZE) as reader:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import click
 
-from cli.database import Settings, open_ledger
-from cli.errors import redact
-from cli.render import (
+from .database import Settings, open_ledger
+from .errors import redact
+from .render import (
     MISSING,
     PAYLOAD_PREVIEW,
     compact_json,

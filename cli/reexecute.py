@@ -16,9 +16,9 @@ from uuid import UUID
 import click
 import msgspec
 
-from cli.job_history import job_records
-from cli.render import MISSING, compact_json, echo_json, fields
-from cli.worker import load_registry
+from .job_history import job_records
+from .render import MISSING, compact_json, echo_json, fields
+from .worker import load_registry
 from ledger.api.prerequisites import prerequisite_outputs
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain

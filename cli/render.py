@@ -17,8 +17,6 @@ from typing import Any
 import click
 import msgspec
 
-from ledger.api.shaping import iso_millis, plain
-
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print JSON on stdout instead of text."
 )
@@ -59,6 +57,8 @@ def echo_json(value: Any) -> None:
 
 def compact_json(value: Any, limit: int | None = None) -> str:
     """One-line JSON of ``value``, cut at ``limit`` characters (text output only)."""
+    from ledger.api.shaping import plain  # loads the ledger's API: not for --help or errors
+
     text = printable(msgspec.json.encode(plain(value)).decode())
     if limit is not None and len(text) > limit:
         return text[: limit - 1] + "…"
@@ -67,6 +67,8 @@ def compact_json(value: Any, limit: int | None = None) -> str:
 
 def when(moment: datetime | None) -> str:
     """A time for people: UTC, to the millisecond, ``Z``-suffixed."""
+    from ledger.api.shaping import iso_millis  # loads the ledger's API: not for --help or errors
+
     return MISSING if moment is None else iso_millis(moment)
 
 

@@ -14,14 +14,15 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.errors import CliError
-from cli.job_history import job_records
-from cli.reading import open_reader
-from cli.reexecute import run_handler
-from cli.render import echo_json, fields, json_option, when
-from cli.state_text import state_lines
+from . import params
+from . import progress as progress_display
+from .database import Settings
+from .errors import CliError
+from .job_history import job_records
+from .reading import open_reader
+from .reexecute import run_handler
+from .render import echo_json, fields, json_option, when
+from .state_text import state_lines
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain, state_json
 from ledger.core.codec import Record
@@ -216,7 +217,8 @@ def replay(
     )
     with open_reader(settings, archive=True) as source:
         if mode == "--check":
-            summary = _check(source.reader, job, job_type, batch, progress=all_jobs)
+            shown = all_jobs and progress_display.bars_drawn()
+            summary = _check(source.reader, job, job_type, batch, progress=shown)
         elif mode == "--run":
             assert job is not None and app is not None
             returned = run_handler(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from cli.errors import RefusedError
-from cli.render import MISSING, table
+from .errors import RefusedError
+from .render import MISSING, table
 from ledger.api.operator_writes import Refusal
 
 HEADERS = ["JOB", "TYPE", "OUTCOME", "DETAIL"]

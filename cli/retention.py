@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from cli.database import Settings, open_ledger
-from cli.render import MISSING, echo_json, json_option, table
+from .database import Settings, open_ledger
+from .render import MISSING, echo_json, json_option, table
 from ledger.api.retention import overview, rule_json, run_json, run_retention, set_rule
 from ledger.core.errors import InvalidRequestError
 from ledger.core.retention import FINISHED_STATUSES, parse_after

@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 import click
 
-from cli import params
-from cli.database import Settings, open_ledger
-from cli.reading import open_reader
-from cli.render import MISSING, compact_json, echo_json, fields, json_option, scalar, table, when
+from . import params
+from .database import Settings, open_ledger
+from .reading import open_reader
+from .render import MISSING, compact_json, echo_json, fields, json_option, scalar, table, when
 from ledger.api.schedule_views import (
     MissedSlotsView,
     ScheduleDetail,

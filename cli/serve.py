@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import click
 
-from cli.database import Settings, open_ledger
+from .database import Settings, open_ledger
 from ledger.api.ledger import Ledger
 from ledger.core.errors import InvalidRequestError
 from ledger.core.tokens import Role

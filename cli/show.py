@@ -7,11 +7,11 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, fields, json_option, scalar, when
-from cli.state_text import state_lines
+from . import params
+from .database import Settings
+from .reading import open_reader
+from .render import MISSING, echo_json, fields, json_option, scalar, when
+from .state_text import state_lines
 from ledger.api.shaping import job_details_json
 from ledger.core import diagnostics, facts
 from ledger.core.blockers import Blocker

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
-from cli.database import Settings, open_ledger
-from cli.errors import RefusedError
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, printable, table
+from .database import Settings, open_ledger
+from .errors import RefusedError
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, printable, table
 
 
 def _detail(poll: dict[str, Any]) -> str:
@@ -87,7 +87,7 @@ def poll(settings: Settings, *, name: str, app: str | None, run_now: bool, as_js
     Exit code 1 when a --run-now poll failed (its failure is recorded all the same).
     """
     # Imported here: the worker's module pulls in the pool, which listing sources never needs.
-    from cli.worker import load_registry
+    from .worker import load_registry
     from ledger.runtime.source_poller import poll_output
 
     if run_now and app is None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cli.render import MISSING, PAYLOAD_PREVIEW, compact_json, seconds, when
+from .render import MISSING, PAYLOAD_PREVIEW, compact_json, seconds, when
 from ledger.core.events import Subject
 from ledger.core.state import JobState
 

@@ -9,11 +9,11 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.job_history import job_records
-from cli.reading import open_reader
-from cli.render import MISSING, compact_json, echo_json, json_option, table, when
+from . import params
+from .database import Settings
+from .job_history import job_records
+from .reading import open_reader
+from .render import MISSING, compact_json, echo_json, json_option, table, when
 from ledger.api.shaping import timeline_json
 from ledger.core.facts import TIMELINE_FIELDS, Change, StateChange, state_changes
 

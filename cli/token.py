@@ -9,9 +9,9 @@ from uuid import UUID
 
 import click
 
-from cli.database import Settings, open_ledger
-from cli.reading import open_reader
-from cli.render import MISSING, echo_json, json_option, table, when
+from .database import Settings, open_ledger
+from .reading import open_reader
+from .render import MISSING, echo_json, json_option, table, when
 from ledger.api.shaping import token_json
 from ledger.core.tokens import ORDER
 
@@ -79,9 +79,13 @@ def list_(settings: Settings, *, as_json: bool) -> None:
     show_default=True,
     help="Recorded in the revoke event.",
 )
+@json_option
 @click.pass_obj
-def revoke(settings: Settings, *, token_id: UUID, reason: str) -> None:
+def revoke(settings: Settings, *, token_id: UUID, reason: str, as_json: bool) -> None:
     """Stop accepting token ID (an event: the token's history keeps it)."""
     with open_ledger(settings.url) as ledger:
-        ledger.revoke_token(token_id, reason=reason)
-    click.echo(f"revoked {token_id}")
+        revoked = ledger.revoke_token(token_id, reason=reason)
+    if as_json:
+        echo_json(token_json(revoked))
+    else:
+        click.echo(f"revoked {token_id}")

@@ -12,9 +12,9 @@ from collections.abc import Callable
 
 import click
 
-from cli.database import Settings, describe
-from cli.errors import CliError
-from cli.render import echo_json, json_option
+from .database import Settings, describe
+from .errors import CliError
+from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
 from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE

@@ -16,11 +16,11 @@ from uuid import UUID, uuid4
 import click
 import msgspec
 
-from cli import params
-from cli.database import Settings, open_ledger
-from cli.render import echo_json, json_option
-from cli.workflow_views import graph, list_runs, show, timeline
-from ledger.api.shaping import workflow_started_json
+from . import params
+from .database import Settings, open_ledger
+from .render import echo_json, json_option
+from .workflow_views import graph, list_runs, show, timeline
+from ledger.api.shaping import plain, workflow_started_json
 from ledger.core.events import JSON
 from ledger.core.workflows.state import RunState
 
@@ -95,6 +95,7 @@ def start(settings: Settings, *, spec: dict[str, Any], as_json: bool) -> None:
 )
 @click.option("--output", metavar="JSON", callback=_json_value, help="Its output (succeeded only).")
 @click.option("--reason", default="", help="Recorded in the completion event.")
+@json_option
 @click.pass_obj
 def complete(
     settings: Settings,
@@ -104,6 +105,7 @@ def complete(
     status: str,
     output: JSON | None,
     reason: str,
+    as_json: bool,
 ) -> None:
     """Complete external step STEP of run RUN (an approval gate), releasing what it allows.
 
@@ -112,7 +114,10 @@ def complete(
     """
     with open_ledger(settings.url) as ledger:
         state = ledger.complete_step(run, step, status == "succeeded", output=output, reason=reason)
-    click.echo(_run_line(f"completed {step} ({status})", state))
+    if as_json:
+        echo_json(plain(state))
+    else:
+        click.echo(_run_line(f"completed {step} ({status})", state))
 
 
 @workflow.command()
@@ -123,13 +128,17 @@ def complete(
     show_default=True,
     help="Recorded in the cancel event.",
 )
+@json_option
 @click.pass_obj
-def cancel(settings: Settings, *, run: UUID, reason: str) -> None:
+def cancel(settings: Settings, *, run: UUID, reason: str, as_json: bool) -> None:
     """Cancel run RUN: its pending steps, and its steps' live jobs (their workers' later
     writes are refused). A cancelled run again changes nothing; a finished one is refused."""
     with open_ledger(settings.url) as ledger:
         state = ledger.cancel_workflow(run, reason)
-    click.echo(_run_line("cancelled", state))
+    if as_json:
+        echo_json(plain(state))
+    else:
+        click.echo(_run_line("cancelled", state))
 
 
 @workflow.command()

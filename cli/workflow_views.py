@@ -11,10 +11,10 @@ from uuid import UUID
 
 import click
 
-from cli import params
-from cli.database import Settings
-from cli.reading import open_reader
-from cli.render import MISSING, compact_json, echo_json, fields, json_option, table, when
+from . import params
+from .database import Settings
+from .reading import open_reader
+from .render import MISSING, compact_json, echo_json, fields, json_option, table, when
 from ledger.api.shaping import run_page_json, workflow_json, workflow_timeline_json
 from ledger.api.workflow_graph import FORMATS, draw
 from ledger.api.workflow_views import RUN, TimelineEntry

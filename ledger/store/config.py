@@ -18,9 +18,12 @@ from __future__ import annotations
 import math
 import os
 import re
+from typing import TYPE_CHECKING
 
 from ledger.core.errors import InvalidRequestError, LedgerError
-from ledger.store.store import Store
+
+if TYPE_CHECKING:  # the store's module loads every query and view: not for parsing a URL
+    from ledger.store.store import Store
 
 ENV_VAR = "JOBLEDGER_DB"
 READ_ENV_VAR = "JOBLEDGER_READ_DB"

@@ -12,8 +12,8 @@ from typing import Any
 from audit_helpers import Scenario, read_all
 from click.testing import CliRunner, Result
 
-from cli.main import cli
-from cli.render import when
+from jobledger_cli.main import cli
+from jobledger_cli.render import when
 from ledger import AuditQuery, AuditRow, Ledger
 
 

@@ -14,7 +14,7 @@ import psycopg
 from audit_helpers import build
 from click.testing import CliRunner
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import AuditQuery, Ledger
 from projections.rules.catalog import AUDIT, version_key
 

@@ -21,7 +21,7 @@ import sys
 
 from chaos_app import READY, registry
 
-from cli.worker import _serve
+from jobledger_cli.worker import _serve
 from ledger.api.ledger import Ledger
 from ledger.runtime.config import PoolConfig, worker_idle_in_transaction_s
 from ledger.runtime.health import PoolStats

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from click.testing import CliRunner, Result
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import Ledger
 
 Run = Callable[..., Result]

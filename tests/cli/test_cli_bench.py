@@ -13,8 +13,8 @@ import psycopg
 import pytest
 from cli_helpers import assert_one_error_line, invoke
 
-from cli.bench import verify
-from cli.bench_phases import BENCH_TYPE, WAKEUP_SAMPLES, JobsLostError
+from jobledger_cli.bench import verify
+from jobledger_cli.bench_phases import BENCH_TYPE, WAKEUP_SAMPLES, JobsLostError
 from ledger import EnqueueRequest, Ledger
 from ledger.core.errors import StoreError
 from ledger.store.server import analyze_queue, server_version

@@ -75,11 +75,11 @@ def test_console_script_failure_is_one_stderr_line(tmp_path: Path) -> None:
 
 
 def test_python_dash_m_cli_main_runs_the_cli(tmp_path: Path) -> None:
-    """``python -m cli.main`` is the console script too (it used to import the module and exit 0
-    having run nothing): it initialises a ledger and reports a usage error with exit code 2."""
+    """``python -m jobledger_cli.main`` is the console script too (it used to import the module
+    and exit 0 having run nothing): it initialises a ledger and reports a usage error, exit 2."""
     db = tmp_path / "m.db"
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", "--db", str(db), "init"],
+        [sys.executable, "-m", "jobledger_cli.main", "--db", str(db), "init"],
         capture_output=True,
         text=True,
         check=False,
@@ -88,7 +88,7 @@ def test_python_dash_m_cli_main_runs_the_cli(tmp_path: Path) -> None:
     assert "initialised" in done.stdout
     assert db.exists()
     bad = subprocess.run(
-        [sys.executable, "-m", "cli.main", "no-such-command"],
+        [sys.executable, "-m", "jobledger_cli.main", "no-such-command"],
         capture_output=True,
         text=True,
         check=False,

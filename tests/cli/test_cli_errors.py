@@ -11,9 +11,9 @@ import pytest
 from cli_helpers import assert_one_error_line, event_count, invoke
 from click.testing import CliRunner
 
-from cli.database import display_url
-from cli.errors import redact
-from cli.main import cli
+from jobledger_cli.database import display_url
+from jobledger_cli.errors import redact
+from jobledger_cli.main import cli
 from ledger import Ledger
 from ledger.store.config import is_postgres, sqlite_path
 from ledger.store.streams import job_type_stream_id

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from cli.main import COMMANDS, cli
+from jobledger_cli.main import COMMANDS, cli
 
 
 def test_every_listed_command_resolves_to_itself() -> None:
@@ -25,9 +25,10 @@ def test_running_audit_does_not_import_the_worker_runtime() -> None:
     event loop or the bench (their import was most of a short command's start-up)."""
     probe = (
         "import sys, click\n"
-        "from cli.main import cli\n"
+        "from jobledger_cli.main import cli\n"
         "cli.get_command(click.Context(cli), 'audit')\n"
-        "heavy = ('ledger.runtime.pool', 'cli.bench', 'cli.worker', 'asyncio.base_events')\n"
+        "heavy = ('ledger.runtime.pool', 'jobledger_cli.bench', 'jobledger_cli.worker',\n"
+        "         'asyncio.base_events')\n"
         "print(','.join(m for m in heavy if m in sys.modules))\n"
     )
     result = subprocess.run(

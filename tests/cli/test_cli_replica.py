@@ -25,7 +25,7 @@ from cli_helpers import assert_one_error_line
 from click.testing import CliRunner, Result
 from pg_faults import ThrowawayCluster, wait_for_replay
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import FakeClock, JobStatus, Ledger, Reader
 from ledger.core.errors import ReadOnlyDatabaseError
 from ledger.core.events import Failure, FailureKind

@@ -16,7 +16,7 @@ import pytest
 from cli_helpers import assert_one_error_line, invoke
 from click.testing import CliRunner
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import JobStatus, Ledger
 
 APP = textwrap.dedent(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from cli.demo import QUICK_RETRY, demo_requests
+from jobledger_cli.demo import QUICK_RETRY, demo_requests
 from ledger import Failure, FailureKind, FakeClock, Ledger
 from ledger.core.events import BackoffPolicy, EnqueueRequest
 from ledger.core.state import JobState

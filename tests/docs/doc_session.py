@@ -2,7 +2,7 @@
 
 A page gets one temporary directory (the current directory of everything it runs), one
 Python namespace shared by its code blocks and hidden setups, and one set of bindings (see
-``doc_output``). Console commands run through click's ``CliRunner`` on ``cli.main.cli``,
+``doc_output``). Console commands run through click's ``CliRunner`` on ``jobledger_cli.main.cli``,
 in-process against the real ledger files and databases in that directory; a command that
 needs a shell (``;``, ``>``, ``|``, or a program other than ``jobledger``) runs in a real
 ``bash`` with this interpreter's ``jobledger`` first on ``PATH``. Output is stdout and stderr
@@ -40,8 +40,8 @@ from click.testing import CliRunner, Result
 from doc_blocks import Example, Kind
 from doc_output import Bindings, compare
 
-from cli import progress as cli_progress
-from cli.main import cli
+from jobledger_cli import progress as cli_progress
+from jobledger_cli.main import cli
 from ledger import Ledger
 from ledger.clock import Clock, FakeClock, SystemClock
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from cli.main import cli
+from jobledger_cli.main import cli
 
 CLI_MD = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 

@@ -8,7 +8,7 @@ from uuid import UUID
 
 from click.testing import CliRunner, Result
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import (
     BackoffPolicy,
     Failure,

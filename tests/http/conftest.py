@@ -60,7 +60,7 @@ def wait_until_up(client: httpx.Client, process: subprocess.Popen[bytes]) -> Non
 def server(db_url: str, ledger: Ledger) -> Iterator[Server]:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli.main", "--db", db_url, "serve", "--port", str(port)],
+        [sys.executable, "-m", "jobledger_cli.main", "--db", db_url, "serve", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

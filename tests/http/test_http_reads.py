@@ -80,7 +80,16 @@ def test_the_openapi_document_lists_the_routes(server: Server) -> None:
 def test_serve_refuses_a_public_host_without_tokens(sqlite_url: str) -> None:
     """With no token configured, serve on 0.0.0.0 exits 1 and says why."""
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", "--db", sqlite_url, "serve", "--host", "0.0.0.0"],
+        [
+            sys.executable,
+            "-m",
+            "jobledger_cli.main",
+            "--db",
+            sqlite_url,
+            "serve",
+            "--host",
+            "0.0.0.0",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger.api.ledger import Ledger
 
 
@@ -54,7 +54,16 @@ def test_token_file_bootstraps_an_admin_token(sqlite_url: str, tmp_path: Path) -
     bad = tmp_path / "bad.token"
     bad.write_text("jlt_nothing_here\n")
     done = subprocess.run(
-        [sys.executable, "-m", "cli.main", "--db", sqlite_url, "serve", "--token-file", str(bad)],
+        [
+            sys.executable,
+            "-m",
+            "jobledger_cli.main",
+            "--db",
+            sqlite_url,
+            "serve",
+            "--token-file",
+            str(bad),
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -63,7 +72,7 @@ def test_token_file_bootstraps_an_admin_token(sqlite_url: str, tmp_path: Path) -
     assert done.returncode == 1
     assert "holds no active admin token" in done.stderr
     with Ledger.open(sqlite_url) as ledger:
-        from cli.serve import _bootstrap
+        from jobledger_cli.serve import _bootstrap
 
         _bootstrap(ledger, path)
         assert path.stat().st_mode & 0o777 == 0o600

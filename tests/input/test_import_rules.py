@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner, Result
 from input_helpers import TOO_DEEP
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import EnqueueRequest, FakeClock, Ledger
 
 JOBS = 700

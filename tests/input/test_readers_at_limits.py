@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner, Result
 from input_helpers import DEEPEST, nested
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import Failure, FailureKind, Ledger
 from ledger.core.limits import INT64_MAX, INT64_MIN, MAX_MESSAGE_BYTES
 

@@ -11,8 +11,8 @@ from uuid import UUID, uuid4
 import pytest
 from click.testing import CliRunner, Result
 
-from cli.main import cli
-from cli.render import printable, table
+from jobledger_cli.main import cli
+from jobledger_cli.render import printable, table
 from ledger import BackoffPolicy, EnqueueRequest, Failure, FailureKind, FakeClock, Ledger
 from ledger.core.events import (
     JobDeadLettered,

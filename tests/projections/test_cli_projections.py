@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner, Result
 from projection_helpers import populate, raw
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from projections.rules.catalog import PROJECTIONS, get, version_key
 
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from projection_helpers import as_uuid, populate, raw
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import FakeClock, JobStatus, Ledger
 from ledger.core.errors import DatabaseNotInitialisedError
 from projections.rules.catalog import version_key

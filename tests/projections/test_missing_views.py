@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner, Result
 from projection_helpers import populate, raw
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import Ledger
 
 VIEW_COMMANDS = {

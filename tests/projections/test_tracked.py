@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 from projection_helpers import as_uuid, populate, raw, reset_tracking
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import Failure, FailureKind, FakeClock, Ledger
 from ledger.core.events import JobEvent
 from ledger.store.views import ViewTables

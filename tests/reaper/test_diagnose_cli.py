@@ -12,7 +12,7 @@ from uuid import UUID
 
 from click.testing import CliRunner
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import FakeClock, Ledger
 
 PAST = datetime(2020, 1, 1, tzinfo=UTC)

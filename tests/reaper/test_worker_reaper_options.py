@@ -18,7 +18,7 @@ from uuid import UUID
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import FakeClock, Ledger
 from ledger.core.events import JobRetryScheduled
 

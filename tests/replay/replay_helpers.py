@@ -10,7 +10,7 @@ from uuid import UUID
 from click.testing import CliRunner, Result
 from eventsourcing.persistence import StoredEvent
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import BackoffPolicy, Failure, FailureKind, FakeClock, JobState, Ledger, Record
 from ledger.core.events import JobEvent, Subject
 from ledger.core.state import Lease, fold

@@ -70,7 +70,7 @@ def test_histories_made_by_the_current_code_replay_clean(
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert (report["jobs"], report["findings"]) == (len(histories), [])
-    assert "checked 3 job(s)" in result.stderr  # progress per batch
+    assert result.stderr == ""  # progress per batch only on a terminal
     one_type = invoke(db_url, "replay", "--check", "--all", "--type", "auto.t", "--json")
     assert (json.loads(one_type.stdout)["jobs"], one_type.exit_code) == (1, 0)
 

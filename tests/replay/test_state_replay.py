@@ -9,8 +9,8 @@ from uuid import UUID
 import pytest
 from replay_helpers import invoke, make_histories, prefix_state
 
-from cli.render import when
-from cli.timeline import LABELS
+from jobledger_cli.render import when
+from jobledger_cli.timeline import LABELS
 from ledger import FakeClock, Ledger
 from ledger.api.shaping import state_json
 

@@ -10,7 +10,7 @@ from uuid import UUID
 
 from click.testing import CliRunner, Result
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import FakeClock, Ledger
 from ledger.core.events import Failure, FailureKind
 

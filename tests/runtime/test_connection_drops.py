@@ -165,7 +165,7 @@ def test_a_server_restart_shorter_than_the_lease_loses_no_outcome(
     marks = tmp_path / "marks"
     marks.mkdir()
     env = {**os.environ, "JL_MARKS": str(marks), "JOBLEDGER_DB": url}
-    program = "from cli.main import main; main()"
+    program = "from jobledger_cli.main import main; main()"
     argv = [sys.executable, "-c", program, "worker", "--app", "restart_app:registry"]
     worker = subprocess.Popen(
         [*argv, "--burst", "--concurrency", str(JOBS), "--lease", "60", "--poll", "0.2"],

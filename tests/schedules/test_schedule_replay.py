@@ -9,7 +9,7 @@ from uuid import uuid4
 
 from click.testing import CliRunner, Result
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import Ledger
 from ledger.clock import FakeClock
 from ledger.core.codec import Record

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import Ledger
 from ledger.clock import FakeClock
 from ledger.core.schedules.catch_up import slot_key

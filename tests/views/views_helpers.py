@@ -6,7 +6,7 @@ from uuid import UUID
 
 from click.testing import CliRunner, Result
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import Failure, FailureKind, FakeClock, Ledger
 
 TERMINAL = Failure(kind=FailureKind.TERMINAL, code="input.bad", message="no total")

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from store_helpers import assert_history_holds, ext, job, registry, spec
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import AuditQuery, FakeClock, Ledger
 from ledger.core.workflows.ids import step_job_id
 from ledger.testing import drain

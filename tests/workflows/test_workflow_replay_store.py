@@ -11,7 +11,7 @@ from click.testing import CliRunner, Result
 from eventsourcing.persistence import StoredEvent
 from store_helpers import ext, job, registry, spec
 
-from cli.main import cli
+from jobledger_cli.main import cli
 from ledger import FakeClock, Ledger
 from ledger.core.workflows.events import WorkflowStatusChanged
 from ledger.core.workflows.status import RunStatus
