@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import pytest
 
-from cli.main import cli
+from jobledger_cli.main import cli
 
 JOBLEDGER = Path(sys.executable).parent / "jobledger"  # the console script of this install
 

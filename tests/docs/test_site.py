@@ -18,7 +18,7 @@ import click
 import pytest
 
 import ledger
-from cli.main import cli
+from jobledger_cli.main import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 API_PAGE = ROOT / "docs" / "reference" / "api.md"
