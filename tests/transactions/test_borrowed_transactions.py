@@ -218,17 +218,21 @@ def test_a_connection_to_another_database_is_refused(
         other.close()
 
 
-def test_a_failed_postgres_transaction_is_refused(defined: Ledger, app: AppConnection) -> None:
-    """PostgreSQL: a transaction a failed statement aborted cannot take a job."""
-    if app.backend != "postgres":
-        pytest.skip("SQLite has no aborted-transaction state")
+def test_a_failed_postgres_transaction_is_refused(pg_url: str) -> None:
+    """PostgreSQL (SQLite has no aborted-transaction state): a transaction a failed
+    statement aborted cannot take a job."""
     import psycopg
 
-    with pytest.raises(psycopg.errors.UndefinedTable):
-        app.execute("SELECT * FROM no_such_table")
-    with pytest.raises(InvalidRequestError, match="failed"):
-        defined.using(app.conn)
-    app.rollback()
+    with Ledger.open(pg_url) as ledger:
+        app = AppConnection(pg_url)
+        try:
+            with pytest.raises(psycopg.errors.UndefinedTable):
+                app.execute("SELECT * FROM no_such_table")
+            with pytest.raises(InvalidRequestError, match="failed"):
+                ledger.using(app.conn)
+            app.rollback()
+        finally:
+            app.close()
 
 
 @pytest.mark.postgres
