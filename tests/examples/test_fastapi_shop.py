@@ -8,9 +8,11 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import uuid
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
+from pathlib import Path
 
 import httpx
 import psycopg
@@ -18,7 +20,7 @@ import pytest
 
 from ledger import Ledger
 
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+EXAMPLES = str(Path(__file__).resolve().parents[2] / "examples")
 START_TIMEOUT_S = 30.0
 RUN_TIMEOUT_S = 30.0
 
@@ -146,3 +148,12 @@ def test_a_request_that_fails_after_the_enqueue_leaves_no_order_and_no_job(
         assert [total for _, total in _orders(url)] == [1500]
         assert shop.get(f"/jobs/{uuid.uuid4()}").status_code == 404
     _assert_consistent(url)
+
+
+def test_the_transactions_page_shows_the_endpoint_as_the_example_has_it() -> None:
+    """docs/transactions.md's FastAPI excerpt is the example's endpoint, line for line."""
+    page = (Path(EXAMPLES).parent / "docs" / "transactions.md").read_text(encoding="utf-8")
+    section = page.split("## In a FastAPI app", 1)[1]
+    excerpt = section.split("```py\n", 1)[1].split("```", 1)[0]
+    source = (Path(EXAMPLES) / "fastapi_shop.py").read_text(encoding="utf-8")
+    assert textwrap.indent(excerpt, "    ") in source
