@@ -26,7 +26,7 @@ def test_create_list_revoke(db_url: str) -> None:
     listed = runner.invoke(cli, ["--db", db_url, "token", "list", "--json"])
     (token,) = json.loads(listed.stdout)
     assert token["org"] == "acme" and token["role"] == "read" and token["active"]
-    assert secret.split("_")[-1] not in listed.stdout
+    assert len(secret) >= 32 and secret not in listed.stdout
     assert "hash" not in listed.stdout
     with Ledger.open(db_url) as ledger:
         found = ledger.authenticate(secret)
