@@ -133,7 +133,12 @@ def test_metrics_match_the_ledger_and_the_pool_reports_itself(
             ledger.enqueue("app.bad")
         ledger.enqueue("app.never")
         deadline = time.monotonic() + DEADLINE_S
-        while not (_settled(ledger, 12) and _pool_reports(ledger, process.pid)):
+        # Settled, and reported since: a report written while the last outcomes were still
+        # being recorded holds their leases (in_flight counts buffered and recording jobs).
+        while not (
+            _settled(ledger, 12)
+            and [r.in_flight for r in _pool_reports(ledger, process.pid)] == [0]
+        ):
             assert time.monotonic() < deadline, ledger.counts()
             assert process.poll() is None, "the worker exited"
             time.sleep(0.05)  # polling a real process: real time
