@@ -22,7 +22,6 @@ from ledger.api.reader import Reader
 from ledger.api.shaping import plain
 from ledger.store.config import is_postgres, open_store
 from ledger.store.replica import ReplicaLag
-from projections.rules.catalog import AUDIT
 
 _PRIMARY_NOTES = {
     "unreachable": "the primary (--db) did not answer",
@@ -101,6 +100,8 @@ def open_reader(
         if both is not None:
             with both:
                 if audit:
+                    from projections.rules.catalog import AUDIT
+
                     with open_ledger(settings.url) as ledger:
                         ledger.catch_up([AUDIT.name])
                 yield Source(both)

@@ -170,13 +170,9 @@ def create_app(url: str | None = None) -> FastAPI:
         jobs: AsyncLedger = request.app.state.jobs
         async with transaction(ledger_url, jobs) as (connection, orders):
             order_id = await orders.insert(order.total)
-            tx = jobs.using(connection)
-            enqueued = await tx.run(
-                functools.partial(ship.enqueue, tx.ledger, Ship(order_id, order.total))
-            )
+            enqueued = await ship.enqueue_async(jobs.using(connection), Ship(order_id, order.total))
             if order.fail_after_enqueue:
                 raise HTTPException(status_code=503, detail="the order could not be placed")
-        assert enqueued.job_id is not None
         return OrderOut(order_id=order_id, job_id=enqueued.job_id)
 
     @app.get("/jobs/{job_id}")

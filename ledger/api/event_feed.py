@@ -36,7 +36,7 @@ from ledger.core.events import (
 )
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.follow import EventWaiter, event_waiter
-from projections.rules.replay import StreamEvent, TailPosition
+from projections.rules.stream_events import StreamEvent, TailPosition
 
 __all__ = ["EventFeed", "EventWaiter", "FeedEvent", "TailPosition", "status_after"]
 

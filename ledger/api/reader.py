@@ -15,49 +15,47 @@ replica is behind the primary.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
-from types import TracebackType
-from typing import Any, Self
-from uuid import UUID
+from typing import TYPE_CHECKING, Any, Self
 
-from ledger.api import blocking, limit_reads, tokens
-from ledger.api.pools import LedgerHealth, PoolReport, assess_pools, read_pools
-from ledger.api.queues import QueueSummary, queue_summaries
-from ledger.api.source_views import source_views
-from ledger.api.workflow_views import TimelineEntry, WorkflowGraph, graph_of
 from ledger.clock import Clock, SystemClock
-from ledger.core.blockers import Blocker
-from ledger.core.codec import Record
-from ledger.core.concurrency import LimitUse
-from ledger.core.diagnostics import current_state
 from ledger.core.errors import ReadOnlyDatabaseError
 from ledger.core.events import JobDefinition, JobEvent, JobStatus
-from ledger.core.exchange import Selection
-from ledger.core.facts import history_prefix
-from ledger.core.replay_findings import JobReplay
-from ledger.core.source_polls.state import SourcePollState, source_stream_id
 from ledger.core.state import JobState
-from ledger.core.tokens import TokenState
-from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
-from ledger.store import replay_reads, workflow_reads
-from ledger.store.audit_reads import read_page
-from ledger.store.config import open_archive_store, open_replica_store
-from ledger.store.exporter import Exporter, ExportProgress, ExportReport, Write
-from ledger.store.job_views import jobs_at, list_jobs
-from ledger.store.replica import ReplicaLag
-from ledger.store.store import Store
-from ledger.store.tail import HistoryFollower
-from ledger.store.workflow_reads import RunPage, RunView, StepView
-from projections.rules.audit_query import AuditPage, AuditQuery
-from projections.rules.catalog import AUDIT, TRACKED, tracked
-from projections.rules.dead_letters import DeadLetter
-from projections.rules.job_list import DEFAULT_LIMIT, JobPage, job_query
-from projections.rules.rate_buckets import RateBucket
-from projections.rules.sync_state import Source, SyncState
-from projections.runners.rebuilder import Progress, Rebuilder, resolve
-from projections.runners.stats import Stats, collect
-from projections.runners.tracked import CatchUp, TrackedRunner
+from projections.rules.job_list import DEFAULT_LIMIT, JobPage
+
+# Most imports are inside the methods that use them: a CLI read command (`jobledger show`)
+# opens a Reader and calls two or three methods, and importing every read's modules (the
+# projection runners, workflows, export, pools) at start-up was most of its time
+# (bench/bench_cli_latency.py; issue 17, part 10).
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from datetime import datetime
+    from types import TracebackType
+    from uuid import UUID
+
+    from ledger.api import blocking
+    from ledger.api.pools import LedgerHealth, PoolReport
+    from ledger.api.queues import QueueSummary
+    from ledger.api.workflow_views import TimelineEntry, WorkflowGraph
+    from ledger.core.blockers import Blocker
+    from ledger.core.codec import Record
+    from ledger.core.concurrency import LimitUse
+    from ledger.core.exchange import Selection
+    from ledger.core.replay_findings import JobReplay
+    from ledger.core.source_polls.state import SourcePollState
+    from ledger.core.tokens import TokenState
+    from ledger.store.exporter import ExportProgress, ExportReport, Write
+    from ledger.store.replica import ReplicaLag
+    from ledger.store.store import Store
+    from ledger.store.tail import HistoryFollower
+    from ledger.store.workflow_reads import RunPage, RunView, StepView
+    from projections.rules.audit_query import AuditPage, AuditQuery
+    from projections.rules.dead_letters import DeadLetter
+    from projections.rules.rate_buckets import RateBucket
+    from projections.rules.sync_state import Source, SyncState
+    from projections.runners.rebuilder import Progress, Rebuilder
+    from projections.runners.stats import Stats
+    from projections.runners.tracked import CatchUp
 
 CATCH_UP_WAIT_S = 10.0
 """How long a catch-up waits for the transactions committed before it to become final (an
@@ -85,6 +83,8 @@ class Reader:
         :meth:`replica_lag` exact. A SQLite URL is refused (``config.invalid_url``: SQLite
         has no replicas), as is a database without this code's ledger schema. Always a plain
         :class:`Reader`, also when called on :class:`~ledger.api.ledger.Ledger`."""
+        from ledger.store.config import open_replica_store
+
         store = open_replica_store(url, primary=primary, pool_size=pool_size)
         try:
             store.check_initialised()
@@ -100,6 +100,8 @@ class Reader:
         """A reader over the ledger at ``url`` and its archive together (every read sees
         archived jobs as hot ones; it never writes), or ``None`` if it has no archive
         (docs/architecture.md, decision 31). Always a plain :class:`Reader`."""
+        from ledger.store.config import open_archive_store
+
         store = open_archive_store(url, pool_size=pool_size)
         if store is None:
             return None
@@ -151,6 +153,9 @@ class Reader:
     ) -> JobState | None:
         """The job as it was after event ``version``, or at time ``at`` (``None`` before it
         existed): the fold of the matching prefix of its history."""
+        from ledger.core.diagnostics import current_state
+        from ledger.core.facts import history_prefix
+
         return current_state(history_prefix(self.history(job_id), version=version, at=at))
 
     def follow_history(
@@ -164,6 +169,8 @@ class Reader:
         """A follower of the job's events, old then new as they commit, until the job is
         terminal and quiet for ``linger_s`` or ``timeout_s`` passes (see
         :mod:`ledger.store.tail`)."""
+        from ledger.store.tail import HistoryFollower
+
         return HistoryFollower(
             self.store, job_id, poll_s=poll_s, linger_s=linger_s, timeout_s=timeout_s
         )
@@ -185,6 +192,9 @@ class Reader:
         """One page of the current jobs, newest enqueue first (any status if ``statuses`` is
         empty; ``queue="default"`` includes the jobs enqueued without a queue). Pass a page's
         ``next_cursor`` as ``cursor`` for the next one."""
+        from ledger.store.job_views import list_jobs
+        from projections.rules.job_list import job_query
+
         query = job_query(statuses, job_type, org, limit, cursor, queue=queue)
         return list_jobs(self.store, query)
 
@@ -203,6 +213,9 @@ class Reader:
         """:meth:`jobs` as it was at ``at``: each job folded from its history up to its first
         event later than ``at`` (as :meth:`state_at`); jobs enqueued later are absent. Reads
         the whole history in batches; ``progress(position, head)`` follows it."""
+        from ledger.store.job_views import jobs_at
+        from projections.rules.job_list import job_query
+
         query = job_query(statuses, job_type, org, limit, cursor, queue=queue)
         return jobs_at(self.store, at, query, progress=progress)
 
@@ -238,6 +251,8 @@ class Reader:
 
     def source_history(self, source: str) -> list[Record]:
         """Every poll event of one source, in order (its own stream; empty: never polled)."""
+        from ledger.core.source_polls.state import source_stream_id
+
         return self.store.history(source_stream_id(source))
 
     def source_overview(
@@ -246,6 +261,8 @@ class Reader:
         """:meth:`sources` with each source's last poll and breaker (JSON-ready; see
         :func:`ledger.api.source_views.source_views`); polled sources with no sync state
         yet are included unless ``org`` scopes the read."""
+        from ledger.api.source_views import source_views
+
         polls = self.source_polls()
         if source_id is not None:
             polls = {source_id: polls[source_id]} if source_id in polls else {}
@@ -279,11 +296,16 @@ class Reader:
     def projections(self, *, progress: Progress | None = None) -> Rebuilder:
         """Rebuild, verify and status of the views (see :mod:`projections.runners.rebuilder`);
         ``progress(phase, done, total)`` is called as the work advances."""
+        from projections.runners.rebuilder import Rebuilder
+
         return Rebuilder(self.store, progress=progress)
 
     def catch_up(self, names: Sequence[str] | None = None) -> list[CatchUp]:
         """Run the tracked projections named (all by default) to the head of the history.
         Refused on a replica (``store.read_only``): the primary's catch-up reaches it."""
+        from projections.rules.catalog import resolve, tracked
+        from projections.runners.tracked import TrackedRunner
+
         if self.store.read_only:
             raise ReadOnlyDatabaseError(
                 "a replica's tracked projections are caught up on its primary "
@@ -294,18 +316,30 @@ class Reader:
             for p in tracked(resolve(names))
         ]
 
+    def _catch_up_audit(self) -> None:
+        """:meth:`catch_up` of the audit view alone, before a read of it: the tracked
+        runner's default view, so the catalogue of every view is not imported (a read
+        command's start-up; the caller has checked the store is not a replica)."""
+        from projections.runners.tracked import TrackedRunner
+
+        TrackedRunner(self.store).catch_up(wait_s=CATCH_UP_WAIT_S)
+
     def audit(self, query: AuditQuery, *, catch_up: bool = True) -> AuditPage:
         """One page of audit rows (``query.cursor``: the page after a previous one) and the
         next page's cursor; with ``catch_up`` the audit view is first brought to the head, so
         the rows include every event committed before the call. On a replica nothing is
         caught up: the rows stop where the audit view stands (:meth:`audit_lag`)."""
+        from ledger.store.audit_reads import read_page
+
         if catch_up and not self.store.read_only:
-            self.catch_up([AUDIT.name])
+            self._catch_up_audit()
         return read_page(self.store, query)
 
     def audit_lag(self) -> int:
         """How many events of the history the audit view has yet to apply (0 once caught
         up): on a replica, what the primary's catch-up had not applied when it was read."""
+        from projections.rules.audit import PROJECTION as AUDIT
+
         with self.store.read_snapshot() as tables:
             return tables.head() - tables.tracking().get(AUDIT.name, 0)
 
@@ -316,14 +350,18 @@ class Reader:
         by default), of one ``org``'s jobs if given; with ``catch_up`` the audit view is
         first brought to the head (not on a replica: ``audit_lag`` in the figures says how
         far behind it is)."""
+        from projections.runners.stats import collect
+
         if catch_up and not self.store.read_only:
-            self.catch_up([AUDIT.name])
+            self._catch_up_audit()
         return collect(self.store, now or self.clock.now(), org=org)
 
     # --- concurrency limits (ledger/api/limit_reads.py) -----------------------------------
 
     def concurrency_limits(self) -> list[LimitUse]:
         """Every concurrency limit and the live leases it counts now (``jobledger stats``)."""
+        from ledger.api import limit_reads
+
         return limit_reads.concurrency_limits(self.store)
 
     # --- decision replay (jobledger replay --check; see ledger/core/decision_replay.py) -------
@@ -331,6 +369,8 @@ class Reader:
     def replay_check(self, job_id: UUID) -> JobReplay:
         """Re-run the current decisions over one job's history (or a workflow run's, given
         its id) and report what differs."""
+        from ledger.store import replay_reads
+
         return replay_reads.check_job(self.store, job_id)
 
     def replay_check_all(
@@ -339,6 +379,8 @@ class Reader:
         """:meth:`replay_check` for every job (or every job of ``job_type``), then (without a
         type) every workflow run (``kind`` ``workflow``), streamed from one read snapshot,
         ``batch_size`` jobs or runs at a time (see :mod:`ledger.store.replay_reads`)."""
+        from ledger.store import replay_reads
+
         return replay_reads.check_all(self.store, job_type=job_type, batch_size=batch_size)
 
     # --- export (ledger/core/exchange.py, docs/export-format.md) ------------------------------
@@ -353,6 +395,9 @@ class Reader:
         """Write the whole histories of the selected jobs (all by default), after the
         definition streams they use, and then their workflow runs' (every run by default),
         as exchange-format lines through ``write``; one snapshot."""
+        from ledger.core.exchange import Selection
+        from ledger.store.exporter import Exporter
+
         return Exporter(self.store).export(write, selection or Selection(), progress)
 
     # --- wake-ups -----------------------------------------------------------------------------
@@ -361,10 +406,14 @@ class Reader:
 
     def workflow_run(self, run_id: UUID) -> RunView | None:
         """A run's header as the workflow view holds it (``None``: no such run)."""
+        from ledger.store import workflow_reads
+
         return workflow_reads.run_view(self.store, run_id)
 
     def workflow_history(self, run_id: UUID) -> list[Record]:
         """Every event of a run's own stream, in order (empty if there is no such run)."""
+        from ledger.core.workflows.events import WorkflowEvent
+
         records = self.store.history(run_id)
         if records and not isinstance(records[0].event, WorkflowEvent):
             return []
@@ -372,6 +421,8 @@ class Reader:
 
     def workflow_steps(self, run_id: UUID) -> list[StepView]:
         """A run's steps in order, each with its job's progress (running, attempt, retries)."""
+        from ledger.store import workflow_reads
+
         return workflow_reads.step_views(self.store, run_id)
 
     def workflows(
@@ -385,6 +436,8 @@ class Reader:
     ) -> RunPage:
         """Runs in submit order, filtered, a page at a time (``cursor``: the previous
         page's ``next_cursor``)."""
+        from ledger.store import workflow_reads
+
         return workflow_reads.run_page(
             self.store,
             workflow_type=workflow_type,
@@ -397,6 +450,9 @@ class Reader:
     def workflow_timeline(self, run_id: UUID) -> list[TimelineEntry]:
         """Every event of a run's stream and of its steps' jobs' streams in the log's order,
         read in one snapshot (empty: no such run)."""
+        from ledger.api.workflow_views import TimelineEntry
+        from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
+
         with self.store.read_snapshot() as tables:
             run_records = tables.histories([run_id])[run_id]
             if not run_records or not isinstance(run_records[0].event, WorkflowEvent):
@@ -411,6 +467,8 @@ class Reader:
 
     def workflow_graph(self, run_id: UUID) -> WorkflowGraph | None:
         """A run's steps with their statuses and its dependencies (``None``: no such run)."""
+        from ledger.api.workflow_views import graph_of
+
         records = self.workflow_history(run_id)
         if not records:
             return None
@@ -429,6 +487,8 @@ class Reader:
     def authenticate(self, presented: str) -> TokenState | None:
         """The active token a bearer text is (``None``: unknown, revoked or wrong secret),
         compared in constant time on the secret's hash."""
+        from ledger.api import tokens
+
         return tokens.authenticate(self.store, presented)
 
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
@@ -447,6 +507,8 @@ class Reader:
         of tokens, its type's circuit breaker open in a live pool, its type disabled, its
         concurrency limits reached (:mod:`ledger.core.blockers`). Empty for a job that is
         not pending, or pending with nothing holding it back."""
+        from ledger.api import blocking, limit_reads
+
         state = job if isinstance(job, JobState) else self.get(job)
         if state is None or state.status is not JobStatus.PENDING:
             return []
@@ -457,11 +519,15 @@ class Reader:
     def held_back(self, now: datetime | None = None) -> list[blocking.HeldBack]:
         """What holds back pending jobs at ``now`` (the clock's by default): paused queues,
         rate keys without a token, circuit breakers open in live pools, disabled types."""
+        from ledger.api import blocking
+
         return blocking.held_back(self.store, now or self.clock.now())
 
     def queues(self) -> list[QueueSummary]:
         """Every queue with live jobs or a pause history, by name: pending and leased counts
         and whether (by whom, why) it is paused."""
+        from ledger.api.queues import queue_summaries
+
         return queue_summaries(self.store)
 
     def rate_buckets(self) -> list[RateBucket]:
@@ -470,15 +536,21 @@ class Reader:
 
     def pools(self) -> list[PoolReport]:
         """Every worker pool's latest report of itself, by id (stale ones included)."""
+        from ledger.api.pools import read_pools
+
         return read_pools(self.store)
 
     def health(self, now: datetime | None = None) -> LedgerHealth:
         """``ok``, or ``degraded`` with the reasons (no live pool, a stale pool counted dead,
         a pool reporting itself degraded), judged at ``now`` (the clock's by default)."""
+        from ledger.api.pools import assess_pools
+
         return assess_pools(self.pools(), now or self.clock.now())
 
     def projection_lags(self) -> dict[str, int]:
         """Per tracked projection, how many events of the history it has yet to apply."""
+        from projections.rules.catalog import TRACKED
+
         with self.store.read_snapshot() as tables:
             head = tables.head()
             positions = tables.tracking()

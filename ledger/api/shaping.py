@@ -12,31 +12,34 @@ have to know the defaults).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
 from functools import cache
-from typing import Any
-from uuid import UUID
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ledger.api.pools import LedgerHealth, PoolHealth
-from ledger.api.workflow_views import TimelineEntry
-from ledger.api.workflows import WorkflowStarted
 from ledger.core import facts
-from ledger.core.blockers import Blocker
-from ledger.core.codec import Record
-from ledger.core.diagnostics import Finding
-from ledger.core.events import JSON
-from ledger.core.facts import StateChange
-from ledger.core.state import JobState
-from ledger.core.tokens import TokenState
-from ledger.store.workflow_reads import RunPage, RunView, StepView
-from projections.rules.audit_query import AuditRow
-from projections.rules.catalog import Projection
-from projections.rules.dead_letters import DeadLetter
-from projections.rules.diff import VerifyReport
-from projections.rules.job_list import JobPage
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from datetime import datetime
+    from uuid import UUID
+
+    from ledger.api.pools import LedgerHealth, PoolHealth
+    from ledger.api.workflow_views import TimelineEntry
+    from ledger.api.workflows import WorkflowStarted
+    from ledger.core.blockers import Blocker
+    from ledger.core.codec import Record
+    from ledger.core.diagnostics import Finding
+    from ledger.core.events import JSON
+    from ledger.core.facts import StateChange
+    from ledger.core.state import JobState
+    from ledger.core.tokens import TokenState
+    from ledger.store.workflow_reads import RunPage, RunView, StepView
+    from projections.rules.audit_query import AuditRow
+    from projections.rules.catalog import Projection
+    from projections.rules.dead_letters import DeadLetter
+    from projections.rules.diff import VerifyReport
+    from projections.rules.job_list import JobPage
 
 
 @cache

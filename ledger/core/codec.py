@@ -73,9 +73,10 @@ class EventCodec:
                 raise ValueError(f"two event classes named {cls.name!r}")
             self._by_name[cls.name] = cls
         self._topics = {cls: topic_of(cls) for cls in self._by_name.values()}
-        self._decoders = {
-            topic_of(cls): msgspec.msgpack.Decoder(cls) for cls in self._by_name.values()
-        }
+        self._current = {topic: cls for cls, topic in self._topics.items()}
+        # Each current topic's decoder is built on its first use: building all ~40 at import
+        # was ~5 ms of every process, a CLI read that decodes three kinds of event too.
+        self._decoders: dict[str, msgspec.msgpack.Decoder[Any]] = {}
         self._upcasters: dict[tuple[str, int], Upcaster] = dict(upcasters)
         self._encoder = msgspec.msgpack.Encoder()
 
@@ -90,14 +91,23 @@ class EventCodec:
         """The decode function of each current topic, for loops over many events that look
         it up themselves rather than call :meth:`decode` (whose frame costs as much as a small
         event's decoding); any other topic goes through :meth:`decode`."""
-        return {topic: decoder.decode for topic, decoder in self._decoders.items()}
+        return {topic: self._decoder(topic, cls).decode for topic, cls in self._current.items()}
 
     def decode(self, topic: str, state: bytes | memoryview) -> Event:
         decoder = self._decoders.get(topic)
-        if decoder is not None:
-            event: Event = decoder.decode(state)
-            return event
-        return self._decode_old(topic, state)
+        if decoder is None:
+            cls = self._current.get(topic)
+            if cls is None:
+                return self._decode_old(topic, state)
+            decoder = self._decoder(topic, cls)
+        event: Event = decoder.decode(state)
+        return event
+
+    def _decoder(self, topic: str, cls: type[Event]) -> msgspec.msgpack.Decoder[Any]:
+        decoder = self._decoders.get(topic)
+        if decoder is None:  # two threads may both build one: either serves
+            decoder = self._decoders[topic] = msgspec.msgpack.Decoder(cls)
+        return decoder
 
     def _decode_old(self, topic: str, state: bytes | memoryview) -> Event:
         name, version = parse_topic(topic)

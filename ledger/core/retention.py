@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from uuid import UUID, uuid5
+from uuid import UUID
 
 import msgspec
 
@@ -21,8 +21,11 @@ from ledger.core.events import Event
 from ledger.core.times import to_us
 
 RETENTION_NAMESPACE = UUID("0b9d6a2e-51c4-4f7e-9a3d-3f1e8c5b7a90")
-RETENTION_STREAM_ID = uuid5(RETENTION_NAMESPACE, "retention")
-"""The originator id of the retention stream (stable across databases)."""
+RETENTION_STREAM_ID = UUID("395a7cb9-5c53-56ec-a580-ae1ce1865211")
+"""The originator id of the retention stream (stable across databases):
+``uuid5(RETENTION_NAMESPACE, "retention")``, written out, since computing it at import loaded
+hashlib's OpenSSL (~4 ms) into every process that decodes events, a CLI read too
+(tests/retention/test_retention_policy.py checks the two agree)."""
 
 FINISHED_STATUSES = ("succeeded", "dead", "cancelled")
 """The statuses a job may be archived in: it will never change again unless an operator

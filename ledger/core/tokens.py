@@ -9,8 +9,6 @@ the hashes in constant time (not a lookup by hash, which would compare in the in
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from datetime import datetime
 from enum import StrEnum
 from uuid import UUID
@@ -103,6 +101,10 @@ def evolve_token(state: TokenState | None, event: Event) -> TokenState:
 
 
 def digest(secret: str) -> str:
+    # hashlib and hmac load OpenSSL (~4 ms): imported where a secret is hashed, not by every
+    # process that decodes events (a CLI read).
+    import hashlib
+
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
@@ -126,6 +128,8 @@ def parse_bearer(text: str) -> tuple[UUID, str] | None:
 
 def matches(state: TokenState, secret: str) -> bool:
     """Whether ``secret`` is the token's, compared in constant time on the hashes."""
+    import hmac
+
     return hmac.compare_digest(state.secret_sha256, digest(secret))
 
 

@@ -27,6 +27,7 @@ the declaration differs, and applies it only with ``--apply-definitions``.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 import weakref
@@ -43,6 +44,8 @@ from ledger.runtime.handler_spec import HandlerSpec, define_from_handler
 from ledger.runtime.job_context import JobContext, PermanentError, Result, SyncJobContext
 
 if TYPE_CHECKING:
+    from ledger.api.async_ledger import AsyncLedger
+    from ledger.api.async_transactions import AsyncTransaction
     from ledger.api.ledger import Ledger
 
 PayloadT = TypeVar("PayloadT", bound=msgspec.Struct)
@@ -129,6 +132,17 @@ class _Declared:
             plan = ledger.enqueue_outcomes(requests, actor=actor)
         return handles_of(ledger, plan, self.output_type)
 
+    async def _enqueue_async(
+        self,
+        ledger: AsyncLedger | AsyncTransaction,
+        payloads: list[dict[str, JSON]],
+        options: Mapping[str, Any],
+    ) -> list[Enqueued[Any]]:
+        # The payloads were validated and encoded in the loop already (a wrong type raises
+        # before a thread is used); the enqueue is the sync one, in the async ledger's threads.
+        call = functools.partial(self._enqueue, ledger.ledger, payloads, options)
+        return await ledger.run(call)
+
 
 class TypedJob(_Declared, Generic[PayloadT, OutputT]):
     """A job type whose payload is a :class:`msgspec.Struct` (see the module docstring)."""
@@ -152,6 +166,27 @@ class TypedJob(_Declared, Generic[PayloadT, OutputT]):
         """Enqueue one job per payload in one transaction (all or none), each with
         ``options``; every payload is validated before anything is written."""
         return self._enqueue(ledger, [self._encode(p) for p in payloads], options)
+
+    async def enqueue_async(
+        self,
+        ledger: AsyncLedger | AsyncTransaction,
+        payload: PayloadT,
+        **options: Unpack[EnqueueOptions],
+    ) -> Enqueued[OutputT]:
+        """:meth:`enqueue` for asyncio code: through an
+        :class:`~ledger.api.async_ledger.AsyncLedger`, or the application's transaction that
+        :meth:`AsyncLedger.using <ledger.api.async_ledger.AsyncLedger.using>` joins; the
+        loop is never blocked."""
+        return (await self._enqueue_async(ledger, [self._encode(payload)], options))[0]
+
+    async def enqueue_many_async(
+        self,
+        ledger: AsyncLedger | AsyncTransaction,
+        payloads: Iterable[PayloadT],
+        **options: Unpack[EnqueueOptions],
+    ) -> list[Enqueued[OutputT]]:
+        """:meth:`enqueue_many` for asyncio code (see :meth:`enqueue_async`)."""
+        return await self._enqueue_async(ledger, [self._encode(p) for p in payloads], options)
 
 
 class KeywordJob(_Declared, Generic[P, OutputT]):
@@ -209,6 +244,25 @@ class KeywordJob(_Declared, Generic[P, OutputT]):
         """Enqueue one job per payload (a :meth:`payload` or a mapping of the parameters) in
         one transaction, all or none."""
         return self._enqueue(ledger, [self._encode(p) for p in payloads], self._options)
+
+    async def enqueue_async(
+        self, ledger: AsyncLedger | AsyncTransaction, *args: P.args, **kwargs: P.kwargs
+    ) -> Enqueued[OutputT]:
+        """:meth:`enqueue` for asyncio code: through an
+        :class:`~ledger.api.async_ledger.AsyncLedger`, or the application's transaction that
+        :meth:`AsyncLedger.using <ledger.api.async_ledger.AsyncLedger.using>` joins; the
+        loop is never blocked."""
+        payload = self._encode(self.payload(*args, **kwargs))
+        return (await self._enqueue_async(ledger, [payload], self._options))[0]
+
+    async def enqueue_many_async(
+        self,
+        ledger: AsyncLedger | AsyncTransaction,
+        payloads: Iterable[msgspec.Struct | Mapping[str, Any]],
+    ) -> list[Enqueued[OutputT]]:
+        """:meth:`enqueue_many` for asyncio code (see :meth:`enqueue_async`)."""
+        encoded = [self._encode(p) for p in payloads]
+        return await self._enqueue_async(ledger, encoded, self._options)
 
 
 def declare(

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ledger.store.store import Store
 from projections.rules.job_list import JobPage, JobQuery, ListedJob, page_of
 from projections.rules.queue import decode_state
-from projections.rules.time_travel import QueueAt
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+    from ledger.store.store import Store
 
 EVENT_BATCH = 5_000
 """Events read per round trip when folding the history (a few MB of decoded events)."""
@@ -57,6 +59,8 @@ def jobs_at(
     """The jobs the query asks for as they were at ``at`` (see
     :mod:`projections.rules.time_travel`),
     folded from every event up to the head of one read-only snapshot."""
+    from projections.rules.time_travel import QueueAt
+
     fold = QueueAt(at, query)
     with store.read_snapshot() as tables:
         head = tables.head()

@@ -14,8 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-from projections.rules.catalog import Projection
-from projections.rules.replay import Key, Row
+from projections.rules.view import Key, Projection, Row
 
 
 class ShadowTables(ABC):

@@ -22,43 +22,37 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 from uuid import UUID
 
 from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Event, JobEvent
-from ledger.core.policy import Policy
-from ledger.core.queues import QueueState
-from ledger.core.schedules.state import ScheduleState
-from ledger.core.source_polls.state import SourcePollState
-from ledger.core.state import DefinitionState, JobState
 from ledger.core.times import from_us
-from ledger.core.tokens import TokenState
-from ledger.core.workflows.policy import WorkflowPolicy
-from ledger.store.archive import ArchiveMove, ArchiveUnit, archive_unsupported
-from ledger.store.frozen_writers import FrozenWriter
-from ledger.store.ids import IdAdapter
 from ledger.store.listeners import ListenerBus
-from ledger.store.notifications import AsyncListening, Listening, Topic
-from ledger.store.reads import ReadSnapshot
-from ledger.store.replica import ReplicaLag
 from ledger.store.schema import Schema
-from ledger.store.streams import decode_definition_row
-from ledger.store.unit_of_work import UnitOfWork
-from ledger.store.views import ViewTables
-from projections.rules.dead_letters import DeadLetter
-from projections.rules.queue import decode_state
-from projections.rules.queue_states import queue_state_of_row
-from projections.rules.rate_buckets import RateBucket, bucket_of_row
-from projections.rules.schedules import schedule_of_row
-from projections.rules.source_polls import source_poll_of_row
-from projections.rules.sync_state import Source, SyncState
-from projections.rules.tokens import token_of_row
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
+    from datetime import datetime
+
+    from ledger.core.policy import Policy
+    from ledger.core.queues import QueueState
+    from ledger.core.schedules.state import ScheduleState
+    from ledger.core.source_polls.state import SourcePollState
+    from ledger.core.state import DefinitionState, JobState
+    from ledger.core.tokens import TokenState
+    from ledger.store.archive import ArchiveMove, ArchiveUnit
+    from ledger.store.frozen_writers import FrozenWriter
+    from ledger.store.ids import IdAdapter
+    from ledger.store.notifications import AsyncListening, Listening, Topic
+    from ledger.store.reads import ReadSnapshot
+    from ledger.store.replica import ReplicaLag
+    from ledger.store.unit_of_work import UnitOfWork
+    from ledger.store.views import ViewTables
+    from projections.rules.dead_letters import DeadLetter
+    from projections.rules.rate_buckets import RateBucket
+    from projections.rules.sync_state import Source, SyncState
 
 ArchivedEvent = Callable[[list[UUID], dict[str, int]], Event]
 """Builds a retention batch's event from the jobs it moved and the rows moved per table."""
@@ -87,16 +81,29 @@ class Store(ABC):
     """This backend's named queries."""
     recorder: Any
     """The eventsourcing application recorder that appends and reads the events table."""
-    policies: tuple[Policy, ...] = (WorkflowPolicy(),)
-    """Rules that append follow-up events in the unit of work of their trigger
-    (:mod:`ledger.core.policy`): by default the workflow policy, whose ``needs`` answers
-    ``None`` from the event alone for every job that runs no step (and for every event of a
-    step's job but its end), so a plain append reads and locks nothing more. An empty tuple
-    turns policies off altogether (then no trigger is even built)."""
+    _policies: tuple[Policy, ...] | None = None
 
     def __init__(self) -> None:
         self._committed = ListenerBus()
         self.schema = Schema(self.read, self._create_schema, lambda: self.queries)
+
+    @property
+    def policies(self) -> tuple[Policy, ...]:
+        """Rules that append follow-up events in the unit of work of their trigger
+        (:mod:`ledger.core.policy`): by default the workflow policy, whose ``needs`` answers
+        ``None`` from the event alone for every job that runs no step (and for every event of
+        a step's job but its end), so a plain append reads and locks nothing more. An empty
+        tuple turns policies off altogether (then no trigger is even built). Built when first
+        asked for: a store that only reads never imports the workflow rules."""
+        if self._policies is None:
+            from ledger.core.workflows.policy import WorkflowPolicy
+
+            self._policies = (WorkflowPolicy(),)
+        return self._policies
+
+    @policies.setter
+    def policies(self, policies: tuple[Policy, ...]) -> None:
+        self._policies = policies
 
     # --- backend hooks ----------------------------------------------------------------------
 
@@ -153,6 +160,8 @@ class Store(ABC):
         tables into the archive, with the event ``event_for`` builds in the transaction that
         removes them; jobs that changed meanwhile stay. ``now`` is the run's time (PostgreSQL
         detaches only months wholly before it)."""
+        from ledger.store.archive import archive_unsupported
+
         raise archive_unsupported(self.backend)
 
     def ensure_partitions(self, now: datetime, ahead: int = 3) -> list[str]:
@@ -230,6 +239,8 @@ class Store(ABC):
 
     def get_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
         """The current states of those of ``job_ids`` that exist, read without locks."""
+        from projections.rules.queue import decode_state
+
         if not job_ids:
             return {}
         rows = self.read("queue_get_many", {"job_ids": self.ids.keys(job_ids)})
@@ -257,6 +268,8 @@ class Store(ABC):
         """Each source known to the sync-state view or to a job's subject: its URIs, last
         ingestion and jobs by status (of ``org``'s subjects and jobs only, if given), by
         source id; ``source_id``: only that one."""
+        from projections.rules.sync_state import Source
+
         if org is None:
             summary = self.read("sources_summary")
             counts = self.read("source_job_counts", {"source_id": source_id})
@@ -279,6 +292,9 @@ class Store(ABC):
         self, job_type: str | None = None, *, org: str | None = None
     ) -> list[DeadLetter]:
         """Dead jobs (optionally of one type, of one org), oldest death first."""
+        from projections.rules.dead_letters import DeadLetter
+        from projections.rules.queue import decode_state
+
         if org is not None:
             rows = self.read("dead_letters_of_org", {"job_type": job_type, "org": org})
         elif job_type is None:
@@ -302,6 +318,8 @@ class Store(ABC):
 
     def all_definitions(self) -> list[DefinitionState]:
         """Every job type's definition, from the definitions view."""
+        from ledger.store.streams import decode_definition_row
+
         return [
             decode_definition_row(row["state"], row["stream_version"])
             for row in self.read("definitions_all")
@@ -309,37 +327,53 @@ class Store(ABC):
 
     def tokens(self) -> list[TokenState]:
         """Every API token (revoked ones too), oldest first, from the tokens view."""
+        from projections.rules.tokens import token_of_row
+
         return [token_of_row(row) for row in self.read("tokens_all")]
 
     def token(self, token_id: UUID) -> TokenState | None:
         """One API token from the tokens view (``None``: no such token)."""
+        from projections.rules.tokens import token_of_row
+
         rows = self.read("tokens_get", {"token_id": str(token_id)})
         return token_of_row(rows[0]) if rows else None
 
     def schedules(self) -> list[ScheduleState]:
         """Every schedule (removed ones too), by name, from the schedules view."""
+        from projections.rules.schedules import schedule_of_row
+
         return [schedule_of_row(row) for row in self.read("schedules_all")]
 
     def schedule(self, name: str) -> ScheduleState | None:
         """One schedule from the schedules view (``None``: no such schedule)."""
+        from projections.rules.schedules import schedule_of_row
+
         rows = self.read("schedules_get", {"name": name})
         return schedule_of_row(rows[0]) if rows else None
 
     def source_polls(self) -> list[SourcePollState]:
         """Every polled source's poll state, by source, from the source-polls view."""
+        from projections.rules.source_polls import source_poll_of_row
+
         return [source_poll_of_row(row) for row in self.read("source_polls_all")]
 
     def source_poll(self, source: str) -> SourcePollState | None:
         """One source's poll state (``None``: never polled)."""
+        from projections.rules.source_polls import source_poll_of_row
+
         rows = self.read("source_polls_get", {"source": source})
         return source_poll_of_row(rows[0]) if rows else None
 
     def queue_states(self) -> list[QueueState]:
         """Every queue ever paused or resumed, by name, from the queue-state view."""
+        from projections.rules.queue_states import queue_state_of_row
+
         return [queue_state_of_row(row) for row in self.read("queue_states_all")]
 
     def rate_buckets(self) -> list[RateBucket]:
         """Every rate-limit key's bucket, from the rate-bucket view."""
+        from projections.rules.rate_buckets import bucket_of_row
+
         return [bucket_of_row(row) for row in self.read("rate_buckets_all")]
 
     def count_by_status(self) -> dict[str, int]:
@@ -396,6 +430,8 @@ class Store(ABC):
 
 def _sync_state_of(row: Mapping[str, Any]) -> SyncState:
     """One ``jl_sync_state`` row as its value."""
+    from projections.rules.sync_state import SyncState
+
     return SyncState(
         source_id=row["source_id"],
         uri=row["uri"],

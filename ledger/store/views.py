@@ -16,7 +16,8 @@ from ledger.core.codec import EventCodec
 from ledger.store.ids import IdAdapter
 from ledger.store.reads import ReadSnapshot, StatementRunner
 from ledger.store.shadows import ShadowTables
-from projections.rules.replay import Row, TailPosition
+from projections.rules.stream_events import TailPosition
+from projections.rules.view import Row
 
 
 class ViewTables(ReadSnapshot):

@@ -11,8 +11,13 @@ a change to a projection's rules or columns must bump: a database whose recorded
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from projections.rules import audit, registry
-from projections.rules.view import ALL_JOB_EVENTS, Mode, Projection
+from projections.rules.view import ALL_JOB_EVENTS, SHADOW_SUFFIX, Mode, Projection
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = [
     "ALL_JOB_EVENTS",
@@ -33,6 +38,7 @@ __all__ = [
     "Projection",
     "get",
     "recorded_version",
+    "resolve",
     "stale",
     "tracked",
     "version_key",
@@ -55,9 +61,6 @@ SCHEDULES = BY_NAME["schedules"]
 SOURCE_POLLS = BY_NAME["source_polls"]
 QUEUE_STATES = BY_NAME["queue_states"]
 RATE_BUCKETS = BY_NAME["rate_buckets"]
-
-SHADOW_SUFFIX = "__rebuild"
-"""A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap."""
 
 
 def version_key(name: str) -> str:
@@ -88,3 +91,13 @@ def get(name: str) -> Projection:
         return BY_NAME[name]
     except KeyError:
         raise KeyError(f"unknown projection {name!r}; known: {', '.join(BY_NAME)}") from None
+
+
+def resolve(names: Sequence[str] | None) -> list[Projection]:
+    """The projections named (all of them for ``None``), in catalogue order."""
+    if names is None:
+        return list(PROJECTIONS)
+    unknown = [name for name in names if name not in BY_NAME]
+    if unknown:
+        raise KeyError(f"unknown projection {unknown[0]!r}; known: {', '.join(BY_NAME)}")
+    return [p for p in PROJECTIONS if p.name in names]

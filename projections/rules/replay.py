@@ -15,9 +15,7 @@ is a re-delivery and changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import Any, NamedTuple, cast
-from uuid import UUID
+from typing import TYPE_CHECKING, Any, cast
 
 from ledger.core.events import Event, JobEvent, JobTypeDefined, JobTypeUpdated
 from ledger.core.queues import (
@@ -62,37 +60,18 @@ from projections.rules.queue_states import queue_state_row
 from projections.rules.registry import APPLIES, WRITTEN, view_writes
 from projections.rules.schedules import schedule_row
 from projections.rules.source_polls import source_poll_row
+from projections.rules.stream_events import StreamEvent, TailPosition
 from projections.rules.tokens import token_row
 from projections.rules.view import Key, MemoryTable, Row
 from projections.rules.workflows import run_row, step_row
-from projections.rules.writes import ViewWrite
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from uuid import UUID
+
+    from projections.rules.writes import ViewWrite
 
 __all__ = ["Key", "Replay", "Row", "StreamEvent", "TailPosition"]
-
-
-class StreamEvent(NamedTuple):
-    """One stored event: its notification id (position), stream, version in it, and event;
-    ``transaction_id`` is its writing transaction where a tailing read returned it (0
-    otherwise, and always on SQLite)."""
-
-    position: int
-    originator_id: UUID
-    version: int
-    event: Event
-    transaction_id: int = 0
-
-
-class TailPosition(NamedTuple):
-    """How far a tailing reader has read: the last event it applied, as (writing transaction,
-    notification id), the order of the final prefix of the history (docs/architecture.md, "The
-    order tailing readers rely on"). Tuples compare in that order; ``(0, 0)`` is the start."""
-
-    transaction_id: int = 0
-    position: int = 0
-
-    @classmethod
-    def of(cls, item: StreamEvent) -> TailPosition:
-        return cls(item.transaction_id, item.position)
 
 
 _SCHEDULE_EVENTS = tuple(SCHEDULE_EVENTS)
@@ -160,7 +139,7 @@ class Replay:
                 if not self._apply_schedule(item, item.event):
                     continue
             elif isinstance(item.event, _SOURCE_POLL_EVENTS):
-                if not self._apply_source_poll(item, cast(SourcePollEvent, item.event)):
+                if not self._apply_source_poll(item, cast("SourcePollEvent", item.event)):
                     continue
             elif isinstance(item.event, _RETENTION_EVENTS):
                 # No inline view folds retention's stream; its events have audit rows.
@@ -283,7 +262,7 @@ class Replay:
         return True
 
     def _apply_schedule(self, item: StreamEvent, event: Event) -> bool:
-        name = cast(ScheduleEvent, event).schedule
+        name = cast("ScheduleEvent", event).schedule
         previous = self._schedules.get(name)
         if previous is not None and item.version <= previous.version:
             return False
@@ -298,7 +277,7 @@ class Replay:
             self._dirty["schedules"].add((name,))
         if self._audits(item):
             origin = Origin(state.job_type, state.org)
-            self._add_audit_row(item, cast(ScheduleEvent, event), origin)
+            self._add_audit_row(item, cast("ScheduleEvent", event), origin)
         return True
 
     def _apply_source_poll(self, item: StreamEvent, event: SourcePollEvent) -> bool:
@@ -320,7 +299,7 @@ class Replay:
         return True
 
     def _apply_queue(self, item: StreamEvent, event: Event) -> bool:
-        name = cast(QueuePaused | QueueResumed, event).queue
+        name = cast("QueuePaused | QueueResumed", event).queue
         previous = self._queue_states.get(name)
         if previous is not None and item.version <= previous.version:
             return False
@@ -334,7 +313,7 @@ class Replay:
         if self.track_dirty:
             self._dirty["queue_states"].add((name,))
         if self._audits(item):
-            queue_event = cast(QueuePaused | QueueResumed, event)
+            queue_event = cast("QueuePaused | QueueResumed", event)
             self._add_audit_row(item, queue_event, queue_origin(queue_event))
         return True
 

@@ -37,6 +37,10 @@ BlobDecoder = Callable[[bytes], msgspec.Struct]
 
 ALL_JOB_EVENTS = tuple(cls.name for cls in JOB_EVENTS)
 
+SHADOW_SUFFIX = "__rebuild"
+"""A rebuild writes ``<table>__rebuild`` (and ``<index>__rebuild``) before the swap (here, not
+in the catalogue, so the store's DDL helpers name it without importing every view)."""
+
 
 class Projection(NamedTuple):
     """A view's catalogue entry."""

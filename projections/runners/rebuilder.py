@@ -38,6 +38,7 @@ from projections.rules.catalog import (
     PROJECTIONS,
     Projection,
     recorded_version,
+    resolve,
     stale,
     tracked,
     version_key,
@@ -114,16 +115,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-
-
-def resolve(names: Sequence[str] | None) -> list[Projection]:
-    """The projections named (all of them for ``None``), in catalogue order."""
-    if names is None:
-        return list(PROJECTIONS)
-    unknown = [name for name in names if name not in BY_NAME]
-    if unknown:
-        raise KeyError(f"unknown projection {unknown[0]!r}; known: {', '.join(BY_NAME)}")
-    return [p for p in PROJECTIONS if p.name in names]
 
 
 class Rebuilder:

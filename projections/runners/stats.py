@@ -17,7 +17,7 @@ import msgspec
 
 from ledger.core.times import from_us, to_us
 from ledger.store.store import Store
-from projections.rules.catalog import AUDIT
+from projections.rules.audit import PROJECTION as AUDIT
 
 WINDOWS_S = (300, 3600)
 """Throughput windows: the last 5 minutes and the last hour."""

@@ -34,6 +34,10 @@ from ledger.core.source_polls.events import SOURCE_POLL_EVENTS, SourcePollEvent
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
+
+# The audit view's own module, not the catalogue: catching it up (before `jobledger stats`
+# or `audit` reads it) then never imports every other view's rules.
+from projections.rules.audit import PROJECTION as AUDIT
 from projections.rules.audit import (
     RETENTION_ORIGIN,
     SOURCE_POLL_ORIGIN,
@@ -41,8 +45,8 @@ from projections.rules.audit import (
     audit_row,
     queue_origin,
 )
-from projections.rules.catalog import AUDIT, Projection
-from projections.rules.replay import Row, StreamEvent, TailPosition
+from projections.rules.stream_events import StreamEvent, TailPosition
+from projections.rules.view import Projection, Row
 from projections.runners.frontier import FIRST_PAUSE_S, MAX_PAUSE_S
 
 BATCH = 5_000

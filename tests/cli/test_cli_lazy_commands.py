@@ -6,8 +6,10 @@ import subprocess
 import sys
 
 import click
+import pytest
 
 from jobledger_cli.main import COMMANDS, cli
+from ledger import Ledger
 
 
 def test_every_listed_command_resolves_to_itself() -> None:
@@ -35,3 +37,34 @@ def test_running_audit_does_not_import_the_worker_runtime() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("command", ["show", "history", "jobs", "stats"])
+def test_read_commands_load_neither_the_write_path_nor_the_views_catalogue(
+    sqlite_url: str, command: str
+) -> None:
+    """A read command runs in a fresh interpreter without importing what only writes,
+    rebuilds or hashes (units of work, the workflow policy, the catalogue of every view and
+    the rebuilder, OpenSSL, importlib.resources): those imports were most of its start-up
+    (issue 17, part 10; bench/bench_cli_latency.py times it). ``stats`` catches the audit view
+    up, through the audit view's own module."""
+    with Ledger.open(sqlite_url) as ledger:
+        ledger.define("cli.probe", max_attempts=1)
+        job_id = ledger.enqueue("cli.probe", {"n": 1}).job_id
+    args = [command, str(job_id)] if command in ("show", "history") else [command]
+    probe = (
+        "import sys\n"
+        "from jobledger_cli.main import cli\n"
+        f"cli.main(['--db', {sqlite_url!r}, *{args!r}], standalone_mode=False)\n"
+        "heavy = ('ledger.store.unit_of_work', 'ledger.store.sqlite.unit_of_work',\n"
+        "         'ledger.core.workflows.policy', 'projections.rules.catalog',\n"
+        "         'projections.rules.registry', 'projections.runners.rebuilder',\n"
+        "         '_hashlib', 'importlib.resources')\n"
+        "print('loaded:', ','.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert result.stderr.strip() == "loaded:"
+    expected = {"show": str(job_id), "history": "job_enqueued", "jobs": str(job_id)}
+    assert expected.get(command, "pending") in result.stdout  # stats counts it pending

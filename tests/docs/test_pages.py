@@ -25,7 +25,7 @@ PAGES: dict[str, dict[Kind, int]] = {
     "docs/cli.md": {Kind.CONSOLE: 45, Kind.PYTHON: 20},
     "docs/workflows.md": {Kind.PYTHON: 4, Kind.CONSOLE: 9},
     "docs/schedules.md": {Kind.PYTHON: 3, Kind.CONSOLE: 4},
-    "docs/jobs.md": {Kind.PYTHON: 6},
+    "docs/jobs.md": {Kind.PYTHON: 7},
     "docs/transactions.md": {Kind.PYTHON: 5},
 }
 # Pages whose examples need a PostgreSQL database (``pg_url`` in their namespace).

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from uuid import uuid5
 
 import pytest
 
 from ledger.core.errors import InvalidRequestError
 from ledger.core.retention import (
+    RETENTION_NAMESPACE,
+    RETENTION_STREAM_ID,
     RetentionPolicySet,
     RetentionRule,
     check_status,
@@ -66,3 +69,9 @@ def test_after_reads_one_unit_and_refuses_the_rest() -> None:
             parse_after(bad)
     with pytest.raises(InvalidRequestError):
         check_status("pending")
+
+
+def test_the_retention_stream_id_is_the_uuid5_of_its_name() -> None:
+    """The id is written out (computing it at import cost every process OpenSSL's start-up);
+    it must stay the one every existing ledger's retention stream was appended under."""
+    assert uuid5(RETENTION_NAMESPACE, "retention") == RETENTION_STREAM_ID

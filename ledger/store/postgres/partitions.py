@@ -36,7 +36,7 @@ from psycopg.sql import SQL, Identifier, Literal
 from ledger.store.postgres import view_partitions
 from ledger.store.postgres.view_partitions import PARTITION_COLUMN, is_partitioned, key_of
 from ledger.store.schema import EVENTS_TABLE
-from projections.rules.catalog import Projection
+from projections.rules.view import Projection
 
 ARCHIVE_SCHEMA = "jl_archive"
 ALL_SCHEMA = "jl_all"

@@ -12,7 +12,7 @@ from ledger.store.postgres.session import PostgresRunner
 from ledger.store.postgres.shadows import PostgresShadowTables
 from ledger.store.views import ViewTables
 from projections.rules.catalog import AUDIT
-from projections.rules.replay import Row
+from projections.rules.view import Row
 
 
 class PostgresViewTables(ViewTables):

@@ -12,17 +12,26 @@ interrupted leaves one in each file until the next run; docs/architecture.md, de
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eventsourcing.sqlite import SQLiteCursor
 
 from ledger.store.schema import EVENTS_TABLE
 from ledger.store.shadow_ddl import safe_column, safe_name
-from projections.rules.catalog import AUDIT, DEAD_LETTERS, QUEUE, Projection
+
+if TYPE_CHECKING:
+    from projections.rules.view import Projection
 
 ARCHIVE_SCHEMA = "archive"
-ARCHIVED_VIEWS: tuple[Projection, ...] = (QUEUE, AUDIT, DEAD_LETTERS)
-"""The per-job views whose rows move with their jobs' events."""
 EVENT_COLUMNS = "originator_id, originator_version, topic, state"
+
+
+def archived_views() -> tuple[Projection, ...]:
+    """The per-job views whose rows move with their jobs' events (the catalogue is imported
+    here, not with the module: a store that only reads opens this module, never the catalogue)."""
+    from projections.rules.catalog import AUDIT, DEAD_LETTERS, QUEUE
+
+    return (QUEUE, AUDIT, DEAD_LETTERS)
 
 
 def archive_path(db_path: str) -> str:
@@ -64,7 +73,7 @@ def create_statements() -> list[str]:
         "originator_id TEXT NOT NULL, originator_version INTEGER NOT NULL, topic TEXT, "
         "state BLOB, UNIQUE (originator_id, originator_version))"
     ]
-    for view in ARCHIVED_VIEWS:
+    for view in archived_views():
         table = safe_name(view.table)
         keys = ", ".join(safe_column(k) for k in view.key)
         statements.append(
@@ -91,7 +100,7 @@ def union_view_statements() -> list[str]:
         f"main.{EVENTS_TABLE} AS h WHERE h.originator_id = a.originator_id "
         "AND h.originator_version = a.originator_version)"
     ]
-    for view in ARCHIVED_VIEWS:
+    for view in archived_views():
         table = safe_name(view.table)
         columns = _columns(view)
         statements.append(
@@ -112,7 +121,7 @@ def copy_statements() -> dict[str, str]:
         f"{EVENT_COLUMNS}) SELECT rowid, {EVENT_COLUMNS} FROM main.{EVENTS_TABLE} "
         f"WHERE originator_id IN {ids}"
     }
-    for view in ARCHIVED_VIEWS:
+    for view in archived_views():
         table = safe_name(view.table)
         columns = _columns(view)
         copies[table] = (
@@ -127,7 +136,7 @@ def delete_statements(schema: str) -> dict[str, str]:
     move's second half; ``archive``: undoing a copy whose job changed meanwhile)."""
     ids = "(SELECT value FROM json_each(:ids))"
     deletes = {EVENTS_TABLE: f"DELETE FROM {schema}.{EVENTS_TABLE} WHERE originator_id IN {ids}"}
-    for view in ARCHIVED_VIEWS:
+    for view in archived_views():
         table = safe_name(view.table)
         deletes[table] = f"DELETE FROM {schema}.{table} WHERE job_id IN {ids}"
     return deletes

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eventsourcing.sqlite import SQLiteCursor
 
 from ledger.store.ids import IdAdapter
 from ledger.store.reads import StoredRow
 from ledger.store.shadow_ddl import safe_column, safe_name
-from projections.rules.catalog import Projection
-from projections.rules.replay import Row
+
+if TYPE_CHECKING:
+    from projections.rules.view import Projection, Row
 
 LIVE_ROWS_BATCH = 10_000
 """Rows fetched per call when reading a whole view."""

@@ -23,8 +23,7 @@ from ledger.store.shadow_ddl import (
     to_shadow,
 )
 from ledger.store.shadows import ShadowTables
-from projections.rules.catalog import Projection
-from projections.rules.replay import Key, Row
+from projections.rules.view import Key, Projection, Row
 
 
 class SQLiteShadowTables(ShadowTables):

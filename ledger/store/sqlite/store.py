@@ -9,17 +9,13 @@ error mapping: :mod:`ledger.store.sqlite.errors`.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
 from eventsourcing.persistence import PersistenceError
 from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLiteDatastore
 
-from ledger.core.codec import EventCodec
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
 from ledger.core.retention import FINISHED_STATUSES, RETENTION_STREAM_ID
 from ledger.store.archive import ArchiveMove
@@ -28,16 +24,22 @@ from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
 from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
 from ledger.store.sqlite import archive as archive_files
-from ledger.store.sqlite.borrowed import SQLiteBorrowedStore
 from ledger.store.sqlite.errors import errors_mapped, from_persistence, from_sqlite
 from ledger.store.sqlite.session import SQLiteRunner
-from ledger.store.sqlite.shadows import SQLiteShadowTables
-from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
-from ledger.store.sqlite.view_tables import SQLiteViewTables
 from ledger.store.store import ArchivedEvent, Store
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
+    from collections.abc import Iterator, Mapping
+    from datetime import datetime
+    from uuid import UUID
+
+    from ledger.core.codec import EventCodec
+    from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
+    from ledger.store.sqlite.view_tables import SQLiteViewTables
+
+# The writers' modules (units of work, shadow tables, borrowed connections) are imported where
+# they are used: a read command opens this store only to read (issue 17, part 10).
 
 BUSY_TIMEOUT_S = 30
 
@@ -169,6 +171,8 @@ class SQLiteStore(Store):
                 for table, statement in archive_files.delete_statements("main").items():
                     cursor.execute(statement, {"ids": moved_ids})
                     rows[table] = int(cursor.sqlite_cursor.rowcount)
+                from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
+
                 uow = SQLiteUnitOfWork(self, cursor)
                 version = uow.stream_version(RETENTION_STREAM_ID)
                 uow.append(
@@ -178,7 +182,7 @@ class SQLiteStore(Store):
 
     def table_sizes(self) -> dict[str, int]:
         """Rows per table, hot and (``archive.<table>``) archived, and each file's bytes."""
-        tables = [EVENTS_TABLE, *(v.table for v in archive_files.ARCHIVED_VIEWS)]
+        tables = [EVENTS_TABLE, *(v.table for v in archive_files.archived_views())]
         has_archive = Path(self.archive_path).exists()
         sizes: dict[str, int] = {}
         with self._connection(writer=False, archive=has_archive) as cursor:
@@ -198,10 +202,14 @@ class SQLiteStore(Store):
     def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
         if self.read_only:
             return super().borrow(connection)
+        from ledger.store.sqlite.borrowed import SQLiteBorrowedStore
+
         return SQLiteBorrowedStore(self, self.path, self.where, connection)
 
     @contextmanager
     def _transaction(self) -> Iterator[SQLiteUnitOfWork]:
+        from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
+
         with self._connection(writer=True) as cursor:
             yield SQLiteUnitOfWork(self, cursor)
 
@@ -222,6 +230,9 @@ class SQLiteStore(Store):
 
     @contextmanager
     def view_tables(self) -> Iterator[SQLiteViewTables]:
+        from ledger.store.sqlite.shadows import SQLiteShadowTables
+        from ledger.store.sqlite.view_tables import SQLiteViewTables
+
         with self._connection(writer=True) as cursor:
             shadows = SQLiteShadowTables(cursor, self.ids)
             yield SQLiteViewTables(cursor, self.sql, self.ids, self.codec, shadows)
