@@ -227,7 +227,13 @@ class KeywordJob(_Declared, Generic[P, OutputT]):
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as error:
-            raise InvalidRequestError(f"payload of {self.job_type!r}: {error}") from error
+            # A dict passed as the payload (the plain API's habit) is "too many positional
+            # arguments" to bind: say how this job takes its payload.
+            spelled = ", ".join(f"{name}=..." for name in self._signature.parameters)
+            raise InvalidRequestError(
+                f"payload of {self.job_type!r}: {error} (its payload is the handler's "
+                f"parameters, passed as keywords: enqueue(ledger, {spelled}))"
+            ) from error
         try:
             return msgspec.convert(bound.arguments, self.payload_type)
         except msgspec.ValidationError as error:

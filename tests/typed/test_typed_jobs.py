@@ -185,8 +185,13 @@ async def test_a_keyword_job_validates_its_parameters_and_calls_with_them(
         ((), {}, "missing a required argument: 'to'"),
         ((), {"to": "a", "cc": "b"}, "unexpected keyword argument 'cc'"),
         (("a",), {}, "too many positional arguments"),
+        (
+            ({"to": "a"},),
+            {},
+            r"passed as keywords: enqueue\(ledger, to=\.\.\., retries=\.\.\., tags=\.\.\.\)",
+        ),
     ],
-    ids=["wrong-type", "missing", "unknown", "positional"],
+    ids=["wrong-type", "missing", "unknown", "positional", "a-dict-says-how"],
 )
 def test_a_keyword_job_refuses_bad_parameters_before_writing(
     ledger: Ledger, args: tuple[Any, ...], kwargs: dict[str, Any], says: str
