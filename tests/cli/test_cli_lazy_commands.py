@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import click
 import pytest
+from fresh_interpreter import probe
 
 from jobledger_cli.main import COMMANDS, cli
 from ledger import Ledger
@@ -25,18 +23,18 @@ def test_every_listed_command_resolves_to_itself() -> None:
 def test_running_audit_does_not_import_the_worker_runtime() -> None:
     """A fresh interpreter that resolves ``audit`` has not loaded the worker pool, asyncio's
     event loop or the bench (their import was most of a short command's start-up)."""
-    probe = (
-        "import sys, click\n"
+    loaded = probe(
+        "import click\n"
         "from jobledger_cli.main import cli\n"
-        "cli.get_command(click.Context(cli), 'audit')\n"
-        "heavy = ('ledger.runtime.pool', 'jobledger_cli.bench', 'jobledger_cli.worker',\n"
-        "         'asyncio.base_events')\n"
-        "print(','.join(m for m in heavy if m in sys.modules))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == ""
+        "cli.get_command(click.Context(cli), 'audit')\n",
+        [
+            "ledger.runtime.pool",
+            "jobledger_cli.bench",
+            "jobledger_cli.worker",
+            "asyncio.base_events",
+        ],
+    ).loaded
+    assert loaded == []
 
 
 @pytest.mark.parametrize("command", ["show", "history", "jobs", "stats"])
@@ -52,19 +50,20 @@ def test_read_commands_load_neither_the_write_path_nor_the_views_catalogue(
         ledger.define("cli.probe", max_attempts=1)
         job_id = ledger.enqueue("cli.probe", {"n": 1}).job_id
     args = [command, str(job_id)] if command in ("show", "history") else [command]
-    probe = (
-        "import sys\n"
+    ran = probe(
         "from jobledger_cli.main import cli\n"
-        f"cli.main(['--db', {sqlite_url!r}, *{args!r}], standalone_mode=False)\n"
-        "heavy = ('ledger.store.unit_of_work', 'ledger.store.sqlite.unit_of_work',\n"
-        "         'ledger.core.workflows.policy', 'projections.rules.catalog',\n"
-        "         'projections.rules.registry', 'projections.runners.rebuilder',\n"
-        "         '_hashlib', 'importlib.resources')\n"
-        "print('loaded:', ','.join(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+        f"cli.main(['--db', {sqlite_url!r}, *{args!r}], standalone_mode=False)\n",
+        [
+            "ledger.store.unit_of_work",
+            "ledger.store.sqlite.unit_of_work",
+            "ledger.core.workflows.policy",
+            "projections.rules.catalog",
+            "projections.rules.registry",
+            "projections.runners.rebuilder",
+            "_hashlib",
+            "importlib.resources",
+        ],
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    )
-    assert result.stderr.strip() == "loaded:"
+    assert ran.loaded == []
     expected = {"show": str(job_id), "history": "job_enqueued", "jobs": str(job_id)}
-    assert expected.get(command, "pending") in result.stdout  # stats counts it pending
+    assert expected.get(command, "pending") in ran.stdout  # stats counts it pending

@@ -4,8 +4,8 @@ handler context share their method names."""
 from __future__ import annotations
 
 import inspect
-import subprocess
-import sys
+
+from fresh_interpreter import probe
 
 import ledger
 from ledger.runtime.job_context import JobContext, SyncJobContext
@@ -70,15 +70,11 @@ def test_every_name_a_user_needs_is_importable_from_ledger() -> None:
 def test_importing_the_typed_job_names_loads_no_database_driver() -> None:
     """The typed-job and handle names load lazily: importing them loads no driver nor the
     event store library."""
-    code = (
-        "import sys\n"
-        "from ledger import Enqueued, JobContext, Registry, SyncJobContext, TypedJob\n"
-        "print(sorted(m for m in ('psycopg', 'sqlite3', 'eventsourcing') if m in sys.modules))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert result.stdout.strip() == "[]"
+    loaded = probe(
+        "from ledger import Enqueued, JobContext, Registry, SyncJobContext, TypedJob\n",
+        ["psycopg", "sqlite3", "eventsourcing"],
+    ).loaded
+    assert loaded == []
 
 
 def test_both_contexts_offer_the_same_method_names() -> None:
