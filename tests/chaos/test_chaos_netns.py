@@ -17,18 +17,26 @@ from __future__ import annotations
 
 import functools
 import os
+import queue
+import subprocess
+import sys
+import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
+import psycopg
 import pytest
-from chaos_faults import ThrowawayPostgres, WorkerSettings
+from chaos_faults import CHAOS_DIR, REPO_ROOT, ThrowawayPostgres, WorkerSettings, worker_env
 from chaos_history import Attempt, read_side_log, walk
 from chaos_netns import (
     HostFleet,
     HostNetwork,
     host_network,
+    host_url,
     leftovers,
     netns_unavailable,
 )
@@ -39,6 +47,7 @@ from ledger import Ledger
 
 pytestmark = [pytest.mark.chaos, pytest.mark.postgres, pytest.mark.timeout(150)]
 
+CALLER = CHAOS_DIR / "chaos_caller.py"
 SETTINGS = WorkerSettings(
     concurrency=4, lease_s=2.0, reaper_interval_s=0.5, reaper_retry_delay_s=0.2, grace_s=5.0,
     poll_s=0.2,
@@ -151,3 +160,94 @@ def _assert_cut_off_host_kept_out(url: str, cut: NetCut, log_dir: Path) -> tuple
         attempt = attempts[(finish.job_id, finish.run, finish.attempt)]
         assert attempt.ended_by != "succeeded", f"an outcome from the cut-off host: {finish}"
     return reaped, len(finished_late)
+
+
+CALL_BOUND_S = 20.0
+"""How long after the link is back a call on a connection its server forgot may take to end
+(the store's dead-peer bounds: keepalive probes after 5 s of silence)."""
+
+
+def test_call_whose_server_forgot_it_while_cut_off_ends_once_the_link_is_back(
+    network: HostNetwork, tmp_path: Path
+) -> None:
+    """A ledger call already delivered (its bytes acknowledged) when its host was cut off, whose
+    server session was then ended and forgotten, ends after the link is back instead of
+    waiting forever for an answer no one will send."""
+    server = ThrowawayPostgres(listen=network.root_addresses(), trust=[network.subnet])
+    host = network.hosts[0]
+    caller: subprocess.Popen[str] | None = None
+    try:
+        dbname = f"jl_netcall_{uuid.uuid4().hex[:8]}"
+        url = server.create_database(dbname)
+        with Ledger.open(url, create=True) as ledger:
+            ledger.define("netcut.probe")
+        caller = subprocess.Popen(
+            [*host.exec_prefix(), sys.executable, str(CALLER), host_url(url, host)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=REPO_ROOT, env=worker_env(tmp_path),
+        )  # fmt: skip
+        said = _lines(caller)
+        assert said.get(timeout=30) == "open"
+        with psycopg.connect(url) as locker, psycopg.connect(url, autocommit=True) as look:
+            # The call blocks on the events table's lock: delivered, waiting for its answer.
+            locker.execute("LOCK TABLE jl_events IN ACCESS EXCLUSIVE MODE")
+            assert caller.stdin is not None
+            caller.stdin.write("go\n")
+            caller.stdin.flush()
+            _wait("the call waiting on the lock", lambda: _waiting_on_lock(look, host.host_address))
+            _wait("the call's bytes acknowledged", lambda: network.unacknowledged(0) == 0)
+            network.cut(0)
+            look.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE client_addr = %s",
+                [host.host_address],
+            )
+            _wait("its session ended", lambda: not _sessions_of(look, host.host_address))
+            network.forget_connections(0)
+            locker.rollback()
+        network.restore(0)
+        restored = time.monotonic()
+        try:
+            ended = said.get(timeout=CALL_BOUND_S)
+        except queue.Empty:
+            ended = None
+        took = time.monotonic() - restored
+        print(f"\nNETCALL the forgotten call: {ended!r}, {took:.1f}s after the link was back")
+        assert ended is not None, (
+            f"the call had not ended {CALL_BOUND_S:g}s after the link was back"
+        )
+        assert ended == "returned" or ended.startswith("raised store."), ended
+    finally:
+        if caller is not None and caller.poll() is None:
+            caller.kill()
+            caller.wait(10)
+        server.destroy()
+
+
+def _lines(process: subprocess.Popen[str]) -> queue.Queue[str]:
+    """``process``'s output lines as they come (read on a thread, so waits can be bounded)."""
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line.strip())
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def _wait(what: str, predicate: Callable[[], bool], timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"no {what} after {timeout_s:g}s"
+        time.sleep(0.02)
+
+
+def _sessions_of(look: psycopg.Connection[Any], address: str) -> list[tuple[Any, ...]]:
+    return look.execute(
+        "SELECT pid, wait_event_type FROM pg_stat_activity WHERE client_addr = %s", [address]
+    ).fetchall()
+
+
+def _waiting_on_lock(look: psycopg.Connection[Any], address: str) -> bool:
+    return any(wait == "Lock" for _, wait in _sessions_of(look, address))
