@@ -7,9 +7,12 @@ Address plan: one ``10.200.<octet>.0/24`` per run, the octet chosen free under a
 address of it on any interface of the root namespace); host ``i`` is the ``/30``
 ``10.200.<octet>.<4i>``: ``.<4i+1>`` on the root end, ``.<4i+2>`` in the namespace. Traffic
 goes only between the test's namespaces and those root ends (the test's PostgreSQL listens
-there); no other address is ever configured or reached. Names carry a per-run token
-(namespaces ``jlnet-<token>-<i>``, veths ``jl<token>r<i>`` / ``jl<token>n<i>``), and
-:meth:`HostNetwork.destroy` removes all of it, whatever was created before a failure.
+there); no other address is ever configured or reached: the namespaces have no other route,
+and in the root namespace the run's /24 ends in a blackhole route, so what the server sends
+to a host that is cut off is dropped here rather than handed to the default route. Names
+carry a per-run token (namespaces ``jlnet-<token>-<i>``, veths ``jl<token>r<i>`` /
+``jl<token>n<i>``), and :meth:`HostNetwork.destroy` removes all of it (the blackhole route
+too), whatever was created before a failure.
 
 :func:`netns_unavailable` says why namespaces cannot be made here (a sandbox without
 ``CAP_SYS_ADMIN``/``CAP_NET_ADMIN``), or ``None``.
@@ -85,6 +88,7 @@ class HostNetwork:
     octet: int | None = None
     _namespaces: list[str] = field(default_factory=list)
     _veths: list[str] = field(default_factory=list)
+    _blackhole: bool = False
 
     @property
     def subnet(self) -> str:
@@ -100,6 +104,12 @@ class HostNetwork:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 self.octet = _free_octet()
+                # While a host's veth is down its /30 has no route here, and the root
+                # namespace's default route would carry the server's packets to that host
+                # out of this machine: the run's /24 ends in a blackhole instead (the
+                # veths' /30s are more specific, so it only ever takes what they drop).
+                _ip("route", "add", "blackhole", self.subnet)
+                self._blackhole = True
                 for index in range(self.size):
                     self.hosts.append(self._add_host(index))
             finally:
@@ -166,17 +176,22 @@ class HostNetwork:
         for namespace in self._namespaces:
             with contextlib.suppress(subprocess.CalledProcessError):
                 _ip("netns", "delete", namespace)
+        if self._blackhole:
+            with contextlib.suppress(subprocess.CalledProcessError):
+                _ip("route", "delete", "blackhole", self.subnet)
         self._veths.clear()
         self._namespaces.clear()
+        self._blackhole = False
 
 
 def _free_octet() -> int:
-    """A third octet of ``10.200.x.0/24`` that no interface of the root namespace uses."""
-    shown = _ip("-4", "-o", "addr", "show").stdout
+    """A third octet of ``10.200.x.0/24`` that no address or route of the root namespace
+    uses."""
+    shown = _ip("-4", "-o", "addr", "show").stdout + _ip("-4", "route", "show").stdout
     used = {
         int(word.split(".")[2])
         for word in shown.split()
-        if word.startswith(f"{PREFIX}.") and word.count(".") == 3
+        if word.startswith(f"{PREFIX}.") and word.count(".") >= 3
     }
     free = [octet for octet in range(1, 255) if octet not in used]
     if not free:
@@ -196,11 +211,16 @@ def host_network(size: int) -> Iterator[HostNetwork]:
         network.destroy()
 
 
-def leftovers(token: str) -> Sequence[str]:
-    """Namespaces and links of run ``token`` still present (for the cleanup's own check)."""
+def leftovers(network: HostNetwork) -> Sequence[str]:
+    """Namespaces, links and routes of ``network`` still present after its destruction."""
     namespaces = _ip("netns", "list").stdout
     links = _ip("-o", "link", "show").stdout
-    return [line for line in (namespaces + links).splitlines() if token in line]
+    routes = _ip("-4", "route", "show").stdout
+    return [
+        line
+        for line in (namespaces + links + routes).splitlines()
+        if network.token in line or f"{PREFIX}.{network.octet}." in line
+    ]
 
 
 def host_url(url: str, host: Host) -> str:

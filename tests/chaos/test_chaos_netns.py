@@ -64,7 +64,7 @@ def network() -> Iterator[HostNetwork]:
         pytest.skip(f"network namespaces cannot be created in this environment: {reason}")
     with host_network(3) as hosts:
         yield hosts
-    assert leftovers(hosts.token) == [], "namespaces or veths outlived the test"
+    assert leftovers(hosts) == [], "namespaces, veths or routes outlived the test"
 
 
 def _victim_log(report_dir: Path, worker_id: str) -> list[str]:
