@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -90,7 +91,19 @@ class WorkerProcess:
         self.name = name
         self.stderr_path = log_dir / f"{name}-{len(list(log_dir.glob(name + '-*.err')))}.err"
         self._stderr: IO[bytes] = open(self.stderr_path, "wb")  # noqa: SIM115 - closed in wait
-        command = [
+        self.process = subprocess.Popen(
+            self.command(url, name, settings),
+            cwd=REPO_ROOT,
+            env=worker_env(log_dir),
+            stderr=self._stderr,
+        )
+        self.worker_id = f"{self.pool_name(name)}@{self.host_id()}:{self.process.pid}"
+        self.signalled = False
+        """Set when the suite itself ended this process (an exit is then expected)."""
+
+    def command(self, url: str, name: str, settings: WorkerSettings) -> list[str]:
+        """The launcher's command line (a subclass may run another, e.g. in a namespace)."""
+        return [
             sys.executable,
             str(LAUNCHER),
             url,
@@ -102,18 +115,22 @@ class WorkerProcess:
             f"--grace={settings.grace_s}",
             f"--poll={settings.poll_s}",
         ]
-        self.process = subprocess.Popen(
-            command, cwd=REPO_ROOT, env=worker_env(log_dir), stderr=self._stderr
-        )
-        self.worker_id = f"{name}@{socket.gethostname()}:{self.process.pid}"
-        self.signalled = False
-        """Set when the suite itself ended this process (an exit is then expected)."""
+
+    def pool_name(self, name: str) -> str:
+        return name
+
+    def host_id(self) -> str:
+        return socket.gethostname()
+
+    def ready_line(self) -> str:
+        """What the process prints on stderr once it serves."""
+        return f"{READY} {self.worker_id}"
 
     def wait_ready(self, timeout_s: float = 30.0) -> bool:
-        """Wait until the process serves (its ``ready`` line), or has exited."""
+        """Wait until the process serves (its ready line), or has exited."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.alive():
-            if f"{READY} {self.worker_id}" in self.stderr_path.read_text(errors="replace"):
+            if self.ready_line() in self.stderr_path.read_text(errors="replace"):
                 return True
             time.sleep(0.05)
         return False
@@ -218,10 +235,15 @@ def _free_port() -> int:
 class ThrowawayPostgres:
     """A PostgreSQL cluster of the test's own (initdb in a temp dir, its own port), so the
     suite can restart a server without touching the shared one. As root, the server runs as
-    the ``postgres`` OS user (initdb refuses root)."""
+    the ``postgres`` OS user (initdb refuses root).
 
-    def __init__(self) -> None:
+    ``listen``: the addresses it listens on besides 127.0.0.1 (which must exist before it
+    starts: the network namespaces' veth ends); ``trust``: the networks (CIDR) whose clients
+    it admits without a password besides the loopback's (initdb's own rules)."""
+
+    def __init__(self, listen: Sequence[str] = (), trust: Sequence[str] = ()) -> None:
         self.bin = _pg_bin()
+        self.listen = ",".join(["127.0.0.1", *listen])
         self.root = Path(tempfile.mkdtemp(prefix="jl-chaos-pg-"))
         self.data = self.root / "data"
         self.port = _free_port()
@@ -231,6 +253,9 @@ class ThrowawayPostgres:
             os.chown(self.root, user.pw_uid, user.pw_gid)
             self._as_user = ["runuser", "-u", "postgres", "--"]
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
+        if trust:
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.writelines(f"host all all {network} trust\n" for network in trust)
         self.start()
 
     def _run(self, tool: str, *args: str) -> None:
@@ -246,7 +271,7 @@ class ThrowawayPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"-p {self.port} -k {self.root} -c listen_addresses={self.listen} -c fsync=off"
         self._run(
             "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w",
             "start",

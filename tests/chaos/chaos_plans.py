@@ -12,10 +12,16 @@ import signal
 import sqlite3
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from uuid import UUID
 
 from chaos_faults import ThrowawayPostgres, terminate_backends
-from chaos_run import Chaos, FaultPlan
+from chaos_netns import HostNetwork
+from chaos_run import Chaos, FaultPlan, Load
 
+from ledger import JobStatus, Ledger
+from ledger.clock import SystemClock
 from ledger.store.config import sqlite_path
 
 THRESHOLDS = (0.1, 0.3, 0.5, 0.7)
@@ -162,3 +168,76 @@ def together(*plans: FaultPlan) -> FaultPlan:
             each(chaos)
 
     return plan
+
+
+@dataclass
+class NetCut:
+    """Cut a worker's host off the network while it holds leases (its veth's root end down),
+    keep it cut until the others have reaped its leases and finished those jobs, and for at
+    least ``min_cut_s``; restore it, enqueue ``after`` and wait until the host has recorded a
+    success of its own again (it found its way back). What it saw is kept for the test."""
+
+    network: HostNetwork
+    after: Load
+    at: float = 0.2
+    min_cut_s: float = 0.0
+    victim: str = ""
+    held: list[UUID] = field(default_factory=list)
+    """The jobs leased to the victim when it was cut off."""
+    cut_at: datetime | None = None
+    """When the cut was recorded, just before it was made (the workers' clock)."""
+    cut_made_at: datetime | None = None
+    """When the link was down: nothing the victim sent after this arrived before the restore."""
+    back_at: datetime | None = None
+    """When the restore was recorded, just after it was made."""
+    cut_s: float = 0.0
+    back_to_success_s: float | None = None
+    """From the restore to the victim's first success recorded after it."""
+
+    def __call__(self, chaos: Chaos) -> None:
+        chaos.wait_finished(self.at, STEP_TIMEOUT_S)
+        index = _live_victim(chaos, holding=True)
+        self.victim = chaos.fleet.slots[index].worker_id
+        self.held = chaos.leased_to(self.victim)
+        self.cut_at = chaos.faults.record("netcut", self.victim, f"{len(self.held)} leases").at
+        self.network.cut(index)
+        self.cut_made_at = SystemClock().now()  # the clock the workers stamp events with
+        cut_at = time.monotonic()
+        try:
+            _wait_leases_gone(chaos, self.victim)
+            chaos.wait_until(
+                "the cut-off host's jobs finished elsewhere",
+                lambda: _all_finished(chaos, self.held),
+                STEP_TIMEOUT_S,
+            )
+            left = self.min_cut_s - (time.monotonic() - cut_at)
+            if left > 0:
+                time.sleep(left)  # the outage itself is the fault: its length is wall time
+        finally:
+            self.network.restore(index)
+            self.back_at = chaos.faults.record("netback", self.victim).at
+            self.cut_s = round(time.monotonic() - cut_at, 2)
+        back_at = time.monotonic()
+        with Ledger.open(chaos.url) as ledger:
+            added = [e.job_id for e in ledger.enqueue_many(self.after.requests()) if e.created]
+        chaos.job_ids.extend(added)
+        if chaos.wait_until(
+            f"a success of {self.victim} after its host was restored",
+            lambda: _succeeded_by(chaos, added, self.victim),
+            STEP_TIMEOUT_S,
+        ):
+            self.back_to_success_s = round(time.monotonic() - back_at, 2)
+
+
+def _all_finished(chaos: Chaos, job_ids: Sequence[UUID]) -> bool:
+    states = chaos.states()
+    return bool(states) and all(not states[job_id].status.is_live for job_id in job_ids)
+
+
+def _succeeded_by(chaos: Chaos, job_ids: Sequence[UUID], worker_id: str) -> bool:
+    states = chaos.states()
+    return any(
+        states[job_id].status == JobStatus.SUCCEEDED and states[job_id].worker_id == worker_id
+        for job_id in job_ids
+        if job_id in states
+    )

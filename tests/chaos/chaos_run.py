@@ -166,6 +166,29 @@ class Chaos:
             windows.append((stop.at, resume))
         return windows
 
+    def cut_windows(self, worker_id: str) -> list[tuple[datetime, datetime]]:
+        """When ``worker_id``'s host was cut off the network: each ``netcut`` to its
+        ``netback`` (the process ran on, but nothing it sent arrived)."""
+        windows = []
+        for cut in self.faults.of_kind("netcut"):
+            if cut.worker_id != worker_id:
+                continue
+            back = min(
+                (f.at for f in self.faults.of_kind("netback")
+                 if f.worker_id == worker_id and f.at >= cut.at),
+                default=datetime.max.replace(tzinfo=cut.at.tzinfo),
+            )  # fmt: skip
+            windows.append((cut.at, back))
+        return windows
+
+    def leased_to(self, worker_id: str) -> list[UUID]:
+        """The jobs leased to ``worker_id`` right now, as the ledger says."""
+        return [
+            job_id
+            for job_id, s in self.states().items()
+            if s.status == JobStatus.LEASED and s.worker_id == worker_id
+        ]
+
     def frozen_windows(self) -> list[tuple[datetime, datetime]]:
         """When a stopped worker held SQLite's write lock: from its SIGSTOP to its SIGCONT."""
         return [
@@ -244,8 +267,10 @@ def run_chaos(
     workers: int = 3,
     settings: WorkerSettings = DEFAULT_SETTINGS,
     finish_timeout_s: float = 60.0,
+    fleet_of: Callable[[str, int, WorkerSettings, Path], Fleet] = Fleet,
 ) -> ChaosReport:
-    """Run ``plan`` against ``workers`` worker processes working ``load``; judge the run."""
+    """Run ``plan`` against ``workers`` worker processes working ``load``; judge the run
+    (``fleet_of``: what starts the worker processes, e.g. one in a network namespace each)."""
     log_dir = work_dir / "side-log"
     log_dir.mkdir(parents=True, exist_ok=True)
     with Ledger.open(url) as ledger:
@@ -259,7 +284,7 @@ def run_chaos(
             ]
         ]
     started = time.monotonic()
-    fleet = Fleet(url, workers, settings, log_dir)
+    fleet = fleet_of(url, workers, settings, log_dir)
     chaos = Chaos(url, fleet, FaultLog(), random.Random(load.seed), job_ids)
     report = ChaosReport(backend, len(job_ids), load.seed, {})
     try:
@@ -277,6 +302,7 @@ def run_chaos(
         chaos.close()
         fleet.kill_everything()
     report.seconds = round(time.monotonic() - started, 1)
+    report.jobs = len(job_ids)  # a plan may have enqueued more
     report.faults = chaos.faults.by_kind()
     for stall in chaos.stalls:
         report.add("progress", stall)
@@ -334,7 +360,9 @@ def judge(
             finish,
             attempts.get((finish.job_id, finish.run, finish.attempt)),
             killed,
-            chaos.stopped_windows(finish.worker_id),
+            # A host cut off the network is, to the ledger, a worker stopped: its outcome
+            # could not arrive before its lease ended.
+            chaos.stopped_windows(finish.worker_id) + chaos.cut_windows(finish.worker_id),
             frozen,
         )
         if lost is not None:
@@ -369,8 +397,8 @@ def measure_recovery(
     attempts: dict[tuple[UUID, int, int], Attempt],
     report: ChaosReport,
 ) -> None:
-    """Every lease a killed or stopped worker held must end within one lease plus one reaper
-    interval (plus :data:`RECOVERY_SLACK_S`) of the fault.
+    """Every lease a killed, stopped or cut-off worker held must end within one lease plus one
+    reaper interval (plus :data:`RECOVERY_SLACK_S`) of the fault.
 
     On SQLite, one exception that no runtime can remove: a worker stopped while it holds the
     database's single write lock (the plan saw it: a ``write_lock_frozen`` fault) holds every
@@ -381,7 +409,8 @@ def measure_recovery(
     frozen_since = {start for start, _ in chaos.frozen_windows()}
     worst: float | None = None
     worst_past_expiry: float | None = None
-    for fault in [*chaos.faults.of_kind("sigkill"), *chaos.faults.of_kind("sigstop")]:
+    faults = ("sigkill", "sigstop", "netcut")
+    for fault in [f for kind in faults for f in chaos.faults.of_kind(kind)]:
         deadline = fault.at + timedelta(seconds=report.recovery_bound_s)
         resumed = next(
             (

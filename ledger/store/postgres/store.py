@@ -34,6 +34,7 @@ from ledger.store.postgres import partitions, view_partitions
 from ledger.store.postgres.async_borrowed import PostgresLoopBorrowedStore
 from ledger.store.postgres.borrowed import LedgerDatabase, PostgresBorrowedStore
 from ledger.store.postgres.checkout import CheckedDatastore
+from ledger.store.postgres.dead_peers import with_dead_peer_bounds
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
 from ledger.store.postgres.listener import TaskListening, ThreadListening
@@ -83,7 +84,8 @@ class PostgresStore(Store):
         if codec is not None:
             self.codec = codec
         self.ids = id_adapter(self.backend)
-        self.conninfo = conninfo
+        # Every connection below (pooled, own, LISTEN) is built from these parameters.
+        conninfo = self.conninfo = with_dead_peer_bounds(conninfo)
         params = conninfo_to_dict(conninfo)
         self.dbname = str(params.get("dbname", ""))
         self.sql = self.queries = load("postgres")
