@@ -237,6 +237,24 @@ class SQLiteStore(Store):
             shadows = SQLiteShadowTables(cursor, self.ids)
             yield SQLiteViewTables(cursor, self.sql, self.ids, self.codec, shadows)
 
+    _migration_locked = False
+
+    @contextmanager
+    def schema_lock(self, wait_s: float) -> Iterator[None]:
+        """Hold the file's migration lock (:mod:`ledger.store.sqlite.migration_lock`);
+        re-entrant (a migration's rebuild holds it already)."""
+        if self._migration_locked:
+            yield
+            return
+        from ledger.store.sqlite.migration_lock import migration_lock
+
+        with migration_lock(self.path, self.where, wait_s):
+            self._migration_locked = True
+            try:
+                yield
+            finally:
+                self._migration_locked = False
+
     def _create_schema(self) -> None:
         with self._connection(writer=True) as cursor:
             for statement in self.recorder.create_table_statements:
