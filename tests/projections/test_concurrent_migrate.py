@@ -79,6 +79,15 @@ def test_concurrent_migrates_rebuild_once_and_the_others_find_it_done(db_url: st
     _verified(db_url)
 
 
+def test_a_sqlite_change_leaves_no_lock_file_behind(tmp_path: Path) -> None:
+    """The SQLite lock file exists only while a change runs: after ``init`` the directory
+    holds the ledger's own files only."""
+    path = tmp_path / "l.db"
+    result = CliRunner().invoke(cli, ["--db", str(path), "init"])
+    assert result.exit_code == 0, result.output
+    assert not any(p.name.endswith(".migrate-lock") for p in tmp_path.iterdir())
+
+
 @pytest.fixture
 def holder(db_url: str) -> Iterator[Store]:
     """A store of the test's own, to hold the migration lock as another migrate would."""
@@ -97,7 +106,7 @@ def test_a_migrate_that_may_not_wait_says_another_is_running(db_url: str, holder
         at_once = runner.invoke(cli, ["--db", db_url, "migrate", "--wait", "0"])
         waited = runner.invoke(cli, ["--db", db_url, "migrate", "--wait", "0.2"])
     assert at_once.exit_code == 1
-    assert "another jobledger init or migrate is running on" in at_once.stderr
+    assert at_once.stderr.startswith("error: store.busy: another jobledger init or migrate is")
     assert "run this one again once it has finished" in at_once.stderr
     assert waited.exit_code == 1, waited.output
     assert "has been running on" in waited.stderr and "for over 0.2 s" in waited.stderr

@@ -9,6 +9,7 @@ Units of work: :mod:`ledger.store.postgres.unit_of_work`; the read seam's statem
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -73,8 +74,9 @@ class PostgresStore(Store):
     backend = "postgres"
     has_notifications = True
     ends_frozen_writers = True
-    _migration_session: psycopg.Connection[DictRow] | None = None
-    """The migration lock's session while :meth:`schema_lock` holds it."""
+    _migration_session: tuple[int, psycopg.Connection[DictRow]] | None = None
+    """The thread holding the migration lock through :meth:`schema_lock`, and its session:
+    only that thread's DDL runs on it (a connection serves one transaction at a time)."""
 
     def __init__(
         self,
@@ -215,7 +217,7 @@ class PostgresStore(Store):
         """Hold the migration lock (:mod:`ledger.store.postgres.migration_lock`) on a session
         of its own, which also runs this store's schema DDL until the block ends; re-entrant
         (a migration's rebuild holds it already)."""
-        if self._migration_session is not None:
+        if self._session_of_this_thread() is not None:
             yield
             return
         with (
@@ -223,18 +225,23 @@ class PostgresStore(Store):
             self.datastore.unpooled() as conn,
             migration_lock(conn, self.sql, self.where, wait_s),
         ):
-            self._migration_session = conn
+            self._migration_session = (threading.get_ident(), conn)
             try:
                 yield
             finally:
                 self._migration_session = None
 
+    def _session_of_this_thread(self) -> psycopg.Connection[DictRow] | None:
+        held = self._migration_session
+        return held[1] if held is not None and held[0] == threading.get_ident() else None
+
     @contextmanager
     def _schema_connection(self) -> Iterator[psycopg.Connection[DictRow]]:
-        """The migration lock's session while it is held (the DDL runs where the lock is),
-        else a pooled connection; autocommit either way."""
-        if self._migration_session is not None:
-            yield self._migration_session
+        """The migration lock's session while this thread holds it (the DDL runs where the
+        lock is), else a pooled connection; autocommit either way."""
+        session = self._session_of_this_thread()
+        if session is not None:
+            yield session
             return
         with errors_mapped(self.where), self.datastore.get_connection() as conn:
             yield conn
