@@ -12,6 +12,7 @@ import click
 from .progress import ProgressBars
 from .render import echo_json, json_option
 from ledger.store.config import is_postgres, open_store, sqlite_path
+from ledger.store.schema import MIGRATION_WAIT_S
 
 # The ledger's API is imported where a command uses it, not here: every command imports this
 # module (for Settings), and the API's import is most of a read command's start-up.
@@ -66,10 +67,23 @@ def _refill_line(refill: migration.Refill) -> str:
     )
 
 
+_wait_option = click.option(
+    "--wait",
+    "wait_s",
+    type=click.FloatRange(min=0, max=86_400),
+    default=MIGRATION_WAIT_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for another init or migrate of this database to finish "
+    "(0: fail at once). After waiting, this one does only what is left.",
+)
+
+
 @click.command()
 @json_option
+@_wait_option
 @click.pass_obj
-def init(settings: Settings, *, as_json: bool) -> None:
+def init(settings: Settings, *, as_json: bool, wait_s: float) -> None:
     """Create the ledger's tables in the database. Safe to run again.
 
     A view whose table had to be created in a ledger with a history is rebuilt from it.
@@ -80,7 +94,9 @@ def init(settings: Settings, *, as_json: bool) -> None:
     where = describe(settings.url)
     bars = ProgressBars()
     try:
-        opened = open_ready_store(settings.url, create=True, pool_size=POOL_SIZE, progress=bars)
+        opened = open_ready_store(
+            settings.url, create=True, pool_size=POOL_SIZE, progress=bars, wait_s=wait_s
+        )
     finally:
         bars.close()
     opened.store.close()
@@ -107,11 +123,15 @@ def init(settings: Settings, *, as_json: bool) -> None:
 @click.command()
 @click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
 @json_option
+@_wait_option
 @click.pass_obj
-def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
+def migrate(settings: Settings, dry_run: bool, as_json: bool, wait_s: float) -> None:
     """Bring an existing ledger up to this code: rebuild stale projections, add missing tables.
 
-    Safe with workers running (rebuilds swap in atomically); safe to run again.
+    Safe with workers running (rebuilds swap in atomically; table locks are taken within a
+    bound and retried, so writers never deadlock with it); safe to run again. One init or
+    migrate runs at a time per database: a second waits for the first (--wait), then does
+    only what is left, usually nothing.
     """
     from ledger.api import migrate as migration
     from ledger.api.shaping import plain
@@ -141,7 +161,7 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool) -> None:
             return
         bars = ProgressBars()
         try:
-            report = migration.migrate(store, progress=None if as_json else bars)
+            report = migration.migrate(store, progress=None if as_json else bars, wait_s=wait_s)
         finally:
             bars.close()
     finally:

@@ -14,6 +14,12 @@ Three kinds of change, in this order:
    rebuilt from the history at once, in the same command (:func:`refill`). ``init`` does the
    same (:mod:`ledger.api.opening`).
 
+One schema change runs at a time per database: :func:`migrate` holds the store's migration
+lock throughout (:meth:`ledger.store.store.Store.schema_lock`), so a second one waits for the
+first and then finds nothing to do. Only what the plan names is changed: a migration that
+has nothing to create runs no DDL (it would lock tables under running writers), except the
+month partitions ahead, made when missing.
+
 The events themselves never change: the schema of ``jl_events`` is the eventsourcing
 library's, and old event versions are upcast when read (:mod:`ledger.core.codec`).
 """
@@ -26,8 +32,9 @@ from collections.abc import Collection
 
 import msgspec
 
+from ledger.clock import SystemClock
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
-from ledger.store.schema import EXPECTED_TABLES, SCHEMA_VERSION
+from ledger.store.schema import EXPECTED_TABLES, MIGRATION_WAIT_S, SCHEMA_VERSION
 from ledger.store.store import Store
 from projections.rules.catalog import PROJECTIONS, recorded_version, stale
 from projections.runners.rebuilder import Progress, Rebuilder
@@ -131,18 +138,26 @@ def plan(store: Store) -> MigrationPlan:
     )
 
 
-def migrate(store: Store, *, progress: Progress | None = None) -> MigrationReport:
+def migrate(
+    store: Store, *, progress: Progress | None = None, wait_s: float = MIGRATION_WAIT_S
+) -> MigrationReport:
     """Rebuild the stale projections, create what is missing, refill what it emptied (see
-    the module)."""
+    the module), holding the migration lock; waits up to ``wait_s`` for another process's
+    schema change to end, then plans (and so finds done what that one did)."""
     started = time.perf_counter()
-    planned = plan(store)
-    rebuilder = Rebuilder(store, progress=progress)
-    if planned.stale_names:
-        log.warning("rebuilding stale projections: %s", ", ".join(planned.stale_names))
-        rebuilder.rebuild(planned.stale_names)
-    created = store.create_missing()
-    refilled = refill(store, planned.missing_views, progress=progress)
-    rebuilder.refresh()  # nothing stale is left: only records the versions of new views
+    with store.schema_lock(wait_s):
+        planned = plan(store)
+        rebuilder = Rebuilder(store, progress=progress)
+        if planned.stale_names:
+            log.warning("rebuilding stale projections: %s", ", ".join(planned.stale_names))
+            rebuilder.rebuild(planned.stale_names)
+        if planned.missing_tables or planned.missing_indexes or planned.missing_columns:
+            created = store.create_missing()  # makes the months ahead too
+        else:
+            created = []
+            store.ensure_partitions(SystemClock().now())
+        refilled = refill(store, planned.missing_views, progress=progress)
+        rebuilder.refresh()  # nothing stale is left: only records the versions of new views
     return MigrationReport(
         plan=planned,
         rebuilt=planned.stale_names,

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from ledger.api.migrate import Refill, migrate, missing_views, refill
 from ledger.api.migrate import plan as migration_plan
 from ledger.store.config import open_store
-from ledger.store.schema import EXPECTED_TABLES
+from ledger.store.schema import EXPECTED_TABLES, MIGRATION_WAIT_S
 from ledger.store.store import Store
 from projections.runners.rebuilder import Progress, Rebuilder
 
@@ -35,11 +35,13 @@ def open_ready_store(
     pool_size: int | None,
     progress: Progress | None = None,
     idle_in_transaction_s: float | None = None,
+    wait_s: float = MIGRATION_WAIT_S,
 ) -> OpenedStore:
     """Open the store at ``url``; without ``create`` a database that has no ledger is
     refused, with it the tables are created or migrated as needed, and a projection whose
     table had to be created under an existing history is rebuilt from it (``progress``
-    reports that rebuild). Closes the store on error.
+    reports that rebuild). Closes the store on error. A change waits up to ``wait_s`` for
+    another process's change of the same database to end (:meth:`Store.schema_lock`).
     """
     store = open_store(
         url, pool_size=pool_size, create=create, idle_in_transaction_s=idle_in_transaction_s
@@ -48,30 +50,47 @@ def open_ready_store(
         opened = OpenedStore(store, False, [])
         if not create:
             store.check_initialised()
-        elif store.schema_state()[1] is None:
-            tables = store.schema_state()[0]
-            missing = sorted(EXPECTED_TABLES - tables)
-            created = store.initialise()
-            Rebuilder(store).refresh()  # records each projection's version
-            # An interrupted init, or a lost jl_meta under a history: refill what was missing.
-            refilled = refill(store, missing_views(missing), progress=progress)
-            opened = OpenedStore(store, created, [], missing if tables else [], refilled)
-        elif migration_plan(store).empty:
-            # Up to date: no DDL (it would take table locks under running workers); only
-            # record the versions of projections that have none.
+        elif _up_to_date(store):
+            # No DDL (it would take table locks under running workers), no lock to wait
+            # for: only record the versions of projections that have none.
             Rebuilder(store).refresh()
         else:
-            # What `jobledger migrate` does (stale views rebuilt, logged; then what is
-            # missing created and what it emptied rebuilt — see ledger.api.migrate).
-            migrated = migrate(store, progress=progress)
-            opened = OpenedStore(
-                store,
-                bool(migrated.created_tables),
-                migrated.rebuilt,
-                migrated.created_tables,
-                migrated.refilled,
-            )
+            # One schema change at a time: another process's may be under way; once it
+            # has ended, look again (it may have done everything).
+            with store.schema_lock(wait_s):
+                opened = _make_ready(store, progress)
     except BaseException:
         store.close()
         raise
     return opened
+
+
+def _up_to_date(store: Store) -> bool:
+    """Whether the database holds this code's whole schema (another version is refused)."""
+    return store.schema_state()[1] is not None and migration_plan(store).empty
+
+
+def _make_ready(store: Store, progress: Progress | None) -> OpenedStore:
+    """Create or migrate the schema, under the migration lock."""
+    if store.schema_state()[1] is None:
+        tables = store.schema_state()[0]
+        missing = sorted(EXPECTED_TABLES - tables)
+        created = store.initialise()
+        Rebuilder(store).refresh()  # records each projection's version
+        # An interrupted init, or a lost jl_meta under a history: refill what was missing.
+        refilled = refill(store, missing_views(missing), progress=progress)
+        return OpenedStore(store, created, [], missing if tables else [], refilled)
+    if migration_plan(store).empty:
+        # Another process made it ready while this one waited for the lock.
+        Rebuilder(store).refresh()
+        return OpenedStore(store, False, [])
+    # What `jobledger migrate` does (stale views rebuilt, logged; then what is missing
+    # created and what it emptied rebuilt — see ledger.api.migrate).
+    migrated = migrate(store, progress=progress)
+    return OpenedStore(
+        store,
+        bool(migrated.created_tables),
+        migrated.rebuilt,
+        migrated.created_tables,
+        migrated.refilled,
+    )

@@ -82,6 +82,11 @@ class DatabaseBusyError(LedgerError):
     code = "store.busy"
 
 
+class MigrationBusyError(DatabaseBusyError):
+    """Another process's schema change (``init``, ``migrate``, a rebuild) held the database's
+    migration lock for longer than this one would wait; run it again once that has ended."""
+
+
 class StoreError(LedgerError):
     """Any other database error, with the database's error code in ``sqlstate``."""
 

@@ -18,6 +18,11 @@ from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableErro
 SCHEMA_VERSION = "1"
 """The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
 
+MIGRATION_WAIT_S = 600.0
+"""How long ``init``/``migrate`` (and ``Ledger.open(create=True)``) wait for another process's
+schema change of the same database to finish before giving up (:meth:`Store.schema_lock`):
+long enough for a rebuild of a few million events."""
+
 EVENTS_TABLE = "jl_events"
 EXPECTED_TABLES = frozenset(
     {

@@ -419,6 +419,16 @@ class Store(ABC):
         """Run every (``IF NOT EXISTS``) schema statement; the tables that were missing."""
         return self.schema.create_missing()
 
+    @contextmanager
+    def schema_lock(self, wait_s: float) -> Iterator[None]:
+        """Hold this database's migration lock for a schema change (``init``, ``migrate``, a
+        rebuild), waiting up to ``wait_s`` for another process's to end (then
+        :class:`~ledger.core.errors.DatabaseBusyError`); re-entrant. PostgreSQL: an advisory
+        lock (:mod:`ledger.store.postgres.migration_lock`). SQLite needs none: each schema
+        step is one ``BEGIN IMMEDIATE`` transaction, which SQLite's own write lock already
+        runs one at a time."""
+        yield
+
     def initialise(self) -> bool:
         """Create what is missing; whether anything was (:meth:`Schema.initialise`)."""
         return self.schema.initialise()

@@ -30,6 +30,7 @@ import msgspec
 
 from ledger.core.errors import DatabaseBusyError
 from ledger.store.reads import ReadSnapshot
+from ledger.store.schema import MIGRATION_WAIT_S
 from ledger.store.store import Store
 from ledger.store.views import ViewTables
 from projections.rules.catalog import (
@@ -130,6 +131,7 @@ class Rebuilder:
         lock_timeout_s: float = 0.5,
         swap_attempts: int = 50,
         catch_up_locked_below: int = CATCH_UP_LOCKED_BELOW,
+        wait_s: float = MIGRATION_WAIT_S,
     ) -> None:
         self.store = store
         self.progress = progress or _no_progress
@@ -138,6 +140,9 @@ class Rebuilder:
         self.lock_timeout_s = lock_timeout_s
         self.swap_attempts = swap_attempts
         self.catch_up_locked_below = catch_up_locked_below
+        self.wait_s = wait_s
+        """How long a rebuild waits for another schema change (a migrate, another rebuild) of
+        the database to end: two at once would share the shadow tables."""
 
     # --- reading history --------------------------------------------------------------------
 
@@ -191,9 +196,10 @@ class Rebuilder:
     # --- rebuild ----------------------------------------------------------------------------
 
     def rebuild(self, names: Sequence[str] | None = None) -> RebuildReport:
-        """Rebuild the named views (all by default) from position 0 and swap them in."""
+        """Rebuild the named views (all by default) from position 0 and swap them in, holding
+        the migration lock (:meth:`~ledger.store.store.Store.schema_lock`)."""
         projections = resolve(names)
-        with _collector_paused():
+        with self.store.schema_lock(self.wait_s), _collector_paused():
             return self._rebuild(projections)
 
     def _rebuild(self, projections: list[Projection]) -> RebuildReport:

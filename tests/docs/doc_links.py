@@ -17,7 +17,7 @@ from pathlib import Path
 from pymdownx.slugs import slugify
 
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
-FENCED = re.compile(r"^(\s*)```.*?^\1```\s*$", flags=re.M | re.S)
+FENCED = re.compile(r"^([ \t]*)```.*?^\1```[ \t]*$", flags=re.M | re.S)
 HEADING = re.compile(r"^#{1,6}\s+(?P<text>.+?)\s*#*\s*$", flags=re.M)
 EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", flags=re.I)  # http:, https:, mailto:
 _slug = slugify(case="lower")

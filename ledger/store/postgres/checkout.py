@@ -121,7 +121,7 @@ class CheckedDatastore(PostgresDatastore):  # type: ignore[misc]  # untyped base
         if not self._own_connections.acquire(blocking=False):
             return None
         checkout.callback(self._own_connections.release)
-        conn: psycopg.Connection[DictRow] = checkout.enter_context(self._unpooled())
+        conn: psycopg.Connection[DictRow] = checkout.enter_context(self.unpooled())
         return conn
 
     def _pooled_at_last(
@@ -148,7 +148,7 @@ class CheckedDatastore(PostgresDatastore):  # type: ignore[misc]  # untyped base
         return last  # unchecked: if it is dead too, its statement says so
 
     @contextmanager
-    def _unpooled(self) -> Iterator[psycopg.Connection[DictRow]]:
+    def unpooled(self) -> Iterator[psycopg.Connection[DictRow]]:
         """A connection of its own, set up as the pool's are, closed after use; raises
         eventsourcing's :class:`OperationalError` if the server cannot be reached."""
         kwargs = {

@@ -31,11 +31,11 @@ from typing import NamedTuple
 
 import psycopg
 from psycopg.rows import DictRow
-from psycopg.sql import SQL, Identifier, Literal
+from psycopg.sql import SQL, Composed, Identifier, Literal
 
 from ledger.store.postgres import view_partitions
 from ledger.store.postgres.view_partitions import PARTITION_COLUMN, is_partitioned, key_of
-from ledger.store.schema import EVENTS_TABLE
+from ledger.store.schema import EVENTS_TABLE, EXPECTED_TABLES
 from projections.rules.view import Projection
 
 ARCHIVE_SCHEMA = "jl_archive"
@@ -228,14 +228,36 @@ def _create_view(cursor: Cursor, hot: str, table: str, columns: tuple[str, ...])
 
 def ensure_months(cursor: Cursor, now: datetime, ahead: int = MONTHS_AHEAD) -> list[str]:
     """Create the partitions of ``now``'s month and ``ahead`` more, the events' and each
-    partitioned view table's (idempotent). A month whose rows are already in a default
-    partition (jobs enqueued before its partition existed) is left without one: those jobs
-    stay hot. A view table gets a month only beside the events' month, so a view partition
-    never holds a job whose events stay in the default partition."""
+    partitioned view table's (idempotent): those made (see :func:`months_to_make`)."""
+    made: list[str] = []
+    for parent, name, bound in months_to_make(cursor, now, ahead):
+        if parent is None:
+            cursor.execute(
+                SQL("CREATE TABLE {p} PARTITION OF {t} ").format(
+                    p=Identifier(name), t=Identifier(EVENTS_TABLE)
+                )
+                + bound
+            )
+        else:
+            layout = view_partitions.layout_of(parent)
+            view_partitions.create_partition(cursor, layout, name, bound.as_string(cursor))
+        made.append(name)
+    return made
+
+
+def months_to_make(
+    cursor: Cursor, now: datetime, ahead: int = MONTHS_AHEAD
+) -> list[tuple[Projection | None, str, Composed]]:
+    """The month partitions of ``now``'s month and ``ahead`` more that are missing, in the
+    order to make them: ``(view, name, bound)``, ``view`` ``None`` for the events table's. A
+    month whose rows are already in a default partition (jobs enqueued before its partition
+    existed) is left without one: those jobs stay hot. A view table gets a month only beside
+    the events' month, so a view partition never holds a job whose events stay in the
+    default partition."""
     at = now.astimezone(UTC)
     year, month = at.year, at.month
     views = [v for v in ARCHIVED_VIEWS if is_partitioned(cursor, v.table)]
-    made: list[str] = []
+    wanted: list[tuple[Projection | None, str, Composed]] = []
     for _ in range(ahead + 1):
         suffix = f"_p{year:04d}{month:02d}"
         low = uuid_of_ms(month_start_ms(year, month))
@@ -245,23 +267,33 @@ def ensure_months(cursor: Cursor, now: datetime, ahead: int = MONTHS_AHEAD) -> l
         events = EVENTS_TABLE + suffix
         state = _month_state(cursor, EVENTS_TABLE, events, "originator_id", low=low, high=high)
         if state == "free":
-            cursor.execute(
-                SQL("CREATE TABLE {p} PARTITION OF {t} ").format(
-                    p=Identifier(events), t=Identifier(EVENTS_TABLE)
-                )
-                + bound
-            )
-            made.append(events)
+            wanted.append((None, events, bound))
         elif state != "attached":
             continue
         for view in views:
             name = view.table + suffix
             state = _month_state(cursor, view.table, name, PARTITION_COLUMN, low=low, high=high)
             if state == "free":
-                layout = view_partitions.layout_of(view)
-                view_partitions.create_partition(cursor, layout, name, bound.as_string(cursor))
-                made.append(name)
-    return made
+                wanted.append((view, name, bound))
+    return wanted
+
+
+def month_parents() -> list[str]:
+    """The tables a new month partition is made under, events first: what making one locks."""
+    return [EVENTS_TABLE, *(view.table for view in ARCHIVED_VIEWS)]
+
+
+def ddl_relations() -> list[str]:
+    """Every relation the schema statements may lock on a live ledger, the events table first
+    (the order an enqueue takes them in): the hot tables, the archive's and the hot +
+    archive views (``jl_all``). Those that do not exist are skipped by the locker."""
+    archived = [EVENTS_TABLE, *(view.table for view in ARCHIVED_VIEWS)]
+    return [
+        EVENTS_TABLE,
+        *sorted(EXPECTED_TABLES - {EVENTS_TABLE}),
+        *(f"{ARCHIVE_SCHEMA}.{table}" for table in archived),
+        *(f"{ALL_SCHEMA}.{table}" for table in archived),
+    ]
 
 
 def _month_state(cursor: Cursor, table: str, name: str, column: str, *, low: str, high: str) -> str:

@@ -13,6 +13,7 @@ Each appending transaction sends one ``NOTIFY jl_events`` (the tailing readers' 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,7 @@ import psycopg
 from eventsourcing.persistence import StoredEvent
 from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
 from psycopg.rows import DictRow
-from psycopg.sql import Composable
+from psycopg.sql import Composed
 
 from ledger.store.schema import EVENTS_TABLE
 
@@ -42,19 +43,31 @@ class LedgerRecorder(PostgresApplicationRecorder):  # type: ignore[misc]  # unty
         super().__init__(datastore, events_table_name=EVENTS_TABLE)
         self._sql = sql
 
-    def create_partitioned_table(self) -> None:
-        """The library's schema steps over an events table already made partitioned
-        (:mod:`ledger.store.postgres.partitions`), without its unique notification-id index:
+    def _create_statements(self, *, partitioned: bool) -> list[Composed]:
+        """The library's schema statements; over an events table already made partitioned
+        (:mod:`ledger.store.postgres.partitions`) without its unique notification-id index:
         a partitioned table's unique index must hold the partition key, and the ids are
         unique by their sequence anyway."""
-        statements: list[Composable] = getattr(self, "sql_create_statements")  # noqa: B009  # untyped base
-        self.sql_create_statements = [
-            s for s in statements if self.notification_id_index_name not in s.as_string()
-        ]
-        try:
-            self.create_table()
-        finally:
-            self.sql_create_statements = statements
+        statements: list[Composed] = getattr(self, "sql_create_statements")  # noqa: B009  # untyped base
+        if not partitioned:
+            return statements
+        return [s for s in statements if self.notification_id_index_name not in s.as_string()]
+
+    def create_types_on(self, conn: psycopg.Connection[DictRow]) -> None:
+        """The library's composite types, each in a transaction of its own on ``conn`` (there
+        is no ``CREATE TYPE IF NOT EXISTS``: one that exists fails and is skipped, as the
+        library's ``create_table`` does)."""
+        for statement in self._create_statements(partitioned=False):
+            if "CREATE TYPE" in statement.as_string():
+                with contextlib.suppress(psycopg.errors.DuplicateObject), conn.transaction():
+                    conn.execute(statement, prepare=False)
+
+    def create_tables_on(self, curs: psycopg.Cursor[DictRow], *, partitioned: bool) -> None:
+        """The library's other schema statements (tables, indexes; all ``IF NOT EXISTS``), on
+        ``curs``'s transaction: the caller's, so they run under the locks it took."""
+        for statement in self._create_statements(partitioned=partitioned):
+            if "CREATE TYPE" not in statement.as_string():
+                curs.execute(statement, prepare=False)
 
     def lock_table(self, curs: psycopg.Cursor[DictRow]) -> None:
         """``LOCK TABLE jl_events IN EXCLUSIVE MODE`` until commit: no other transaction

@@ -9,6 +9,7 @@ Units of work: :mod:`ledger.store.postgres.unit_of_work`; the read seam's statem
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
@@ -37,7 +38,10 @@ from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.dead_peers import with_dead_peer_bounds
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
+from ledger.store.postgres.guarded_ddl import guarded_ddl
 from ledger.store.postgres.listener import TaskListening, ThreadListening
+from ledger.store.postgres.migration_lock import migration_lock
+from ledger.store.postgres.partitions import ddl_relations
 from ledger.store.postgres.recorder import LedgerRecorder
 from ledger.store.postgres.session import PostgresRunner
 from ledger.store.postgres.shadows import PostgresShadowTables
@@ -71,6 +75,9 @@ class PostgresStore(Store):
     backend = "postgres"
     has_notifications = True
     ends_frozen_writers = True
+    _migration_session: tuple[int, psycopg.Connection[DictRow]] | None = None
+    """The thread holding the migration lock through :meth:`schema_lock`, and its session:
+    only that thread's DDL runs on it (a connection serves one transaction at a time)."""
 
     def __init__(
         self,
@@ -205,26 +212,89 @@ class PostgresStore(Store):
     async def listen_async(self, topic: Topic, on_notify: Callable[[], None]) -> TaskListening:
         return await TaskListening(self.conninfo, topic, on_notify).started()
 
+    # --- schema changes (init, migrate, rebuilds) ---------------------------------------------
+
+    @contextmanager
+    def schema_lock(self, wait_s: float) -> Iterator[None]:
+        """Hold the migration lock (:mod:`ledger.store.postgres.migration_lock`) on a session
+        of its own, which also runs this store's schema DDL until the block ends; re-entrant
+        (a migration's rebuild holds it already)."""
+        if self._session_of_this_thread() is not None:
+            yield
+            return
+        with (
+            errors_mapped(f"cannot use {self.where}"),
+            self.datastore.unpooled() as conn,
+            migration_lock(conn, self.sql, self.where, wait_s),
+        ):
+            self._migration_session = (threading.get_ident(), conn)
+            try:
+                yield
+            finally:
+                self._migration_session = None
+
+    def _session_of_this_thread(self) -> psycopg.Connection[DictRow] | None:
+        held = self._migration_session
+        return held[1] if held is not None and held[0] == threading.get_ident() else None
+
+    @contextmanager
+    def _schema_connection(self) -> Iterator[psycopg.Connection[DictRow]]:
+        """The migration lock's session while this thread holds it (the DDL runs where the
+        lock is), else a pooled connection; autocommit either way."""
+        session = self._session_of_this_thread()
+        if session is not None:
+            yield session
+            return
+        with errors_mapped(self.where), self.datastore.get_connection() as conn:
+            yield conn
+
+    @contextmanager
+    def _schema_cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
+        """A transaction on :meth:`_schema_connection`, committed when the block exits."""
+        with (
+            self._schema_connection() as conn,
+            errors_mapped(self.where),
+            conn.transaction(),
+            conn.cursor() as cursor,
+        ):
+            yield cursor
+
     def _create_schema(self) -> None:
-        with self._cursor() as cursor:
-            if partitions.layout(cursor) is None:
-                # A new database: the events table partitioned by month of job id (decision
-                # 31); one made before partitions keeps its plain table.
+        with self._schema_cursor() as cursor:
+            fresh = partitions.layout(cursor) is None
+        with self._schema_connection() as conn, errors_mapped(self.where):
+            self.recorder.create_types_on(conn)
+        if fresh:
+            # A new database: the events table partitioned by month of job id (decision
+            # 31), everything in one transaction (nobody else uses these tables yet).
+            with self._schema_cursor() as cursor:
                 partitions.create_partitioned_events(cursor)
                 view_partitions.create_tables(cursor)
-            partitioned = partitions.layout(cursor) == "partitioned"
+                self._complete_schema(cursor)
+        else:
+            # A live ledger: take every lock first, within a bound (guarded_ddl).
+            guarded_ddl(
+                self._schema_cursor,
+                self.sql,
+                ddl_relations(),
+                self._complete_schema,
+                where=self.where,
+            )
         with errors_mapped(self.where):
-            if partitioned:
-                self.recorder.create_partitioned_table()
-            else:
-                self.recorder.create_table()
-        with self._cursor() as cursor:
-            for statement in view_partitions.schema_for(cursor, schema_statements(self.backend)):
-                cursor.execute(statement)
-            if partitions.layout(cursor) == "partitioned":
-                partitions.create_archive(cursor)
-                partitions.ensure_months(cursor, SystemClock().now())
-            cursor.execute(self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION})
+            self.datastore.register_type_adapters()
+
+    def _complete_schema(self, cursor: psycopg.Cursor[DictRow]) -> None:
+        """Every ``IF NOT EXISTS`` statement of the schema (the library's, ours, the archive's
+        and the months ahead), and the schema version, on ``cursor``'s transaction (one that
+        made a database made before partitions keeps its plain events table)."""
+        partitioned = partitions.layout(cursor) == "partitioned"
+        self.recorder.create_tables_on(cursor, partitioned=partitioned)
+        for statement in view_partitions.schema_for(cursor, schema_statements(self.backend)):
+            cursor.execute(statement)
+        if partitioned:
+            partitions.create_archive(cursor)
+            partitions.ensure_months(cursor, SystemClock().now())
+        cursor.execute(self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION})
 
     # --- retention (decision 31: detached month partitions) ----------------------------------
 
@@ -296,11 +366,21 @@ class PostgresStore(Store):
 
     def ensure_partitions(self, now: datetime, ahead: int = partitions.MONTHS_AHEAD) -> list[str]:
         """Make the month partitions of ``now`` and ``ahead`` months after (``migrate`` and
-        every retention run do): those made."""
+        every retention run do): those made. Creating one locks the events table and then a
+        view table, against a worker's order: it is done as the schema change is
+        (:mod:`ledger.store.postgres.guarded_ddl`), and only when a month is missing."""
         if not self.partitioned:
             return []
         with self._cursor() as cursor:
-            return partitions.ensure_months(cursor, now, ahead)
+            if not partitions.months_to_make(cursor, now, ahead):
+                return []
+        return guarded_ddl(
+            self._schema_cursor,
+            self.sql,
+            partitions.month_parents(),
+            lambda cursor: partitions.ensure_months(cursor, now, ahead),
+            where=self.where,
+        )
 
     def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
         """The past hot months, each with how many of its streams a run may move now (a

@@ -9,6 +9,7 @@ error mapping: :mod:`ledger.store.sqlite.errors`.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -236,6 +237,25 @@ class SQLiteStore(Store):
         with self._connection(writer=True) as cursor:
             shadows = SQLiteShadowTables(cursor, self.ids)
             yield SQLiteViewTables(cursor, self.sql, self.ids, self.codec, shadows)
+
+    _migration_owner: int | None = None
+    """The thread holding the migration lock through :meth:`schema_lock`."""
+
+    @contextmanager
+    def schema_lock(self, wait_s: float) -> Iterator[None]:
+        """Hold the file's migration lock (:mod:`ledger.store.sqlite.migration_lock`);
+        re-entrant on the holding thread (a migration's rebuild holds it already)."""
+        if self._migration_owner == threading.get_ident():
+            yield
+            return
+        from ledger.store.sqlite.migration_lock import migration_lock
+
+        with migration_lock(self.path, self.where, wait_s):
+            self._migration_owner = threading.get_ident()
+            try:
+                yield
+            finally:
+                self._migration_owner = None
 
     def _create_schema(self) -> None:
         with self._connection(writer=True) as cursor:
