@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from pathlib import Path
 from urllib.parse import quote
 
 import click
 
-from .database import Settings, display_url, open_ledger
+from .database import Settings, describe, open_ledger
 from ledger.api.ledger import Ledger
 from ledger.core.errors import InvalidRequestError
 from ledger.core.tokens import Role, TokenState
@@ -43,16 +45,24 @@ def _bootstrap(ledger: Ledger, path: Path) -> tuple[TokenState, bool]:
 
 
 def _warn_if_in_a_repository(path: Path) -> None:
-    """Say so when the secret's file sits in a git working tree, where a ``git add .``
-    would commit it."""
-    for folder in path.resolve().parents:
-        if (folder / ".git").exists():
-            click.echo(
-                f"warning: {path} is inside the git working tree {folder}: add it to "
-                ".gitignore, or keep the token file elsewhere",
-                err=True,
-            )
+    """Say so when the secret's file sits in a git working tree and git does not ignore
+    it, where a ``git add .`` would commit it."""
+    resolved = path.resolve()
+    tree = next((f for f in resolved.parents if (f / ".git").exists()), None)
+    if tree is None:
+        return
+    git = shutil.which("git")
+    if git is not None:
+        ignored = subprocess.run(
+            [git, "-C", str(tree), "check-ignore", "-q", str(resolved)], check=False
+        )
+        if ignored.returncode == 0:
             return
+    click.echo(
+        f"warning: {path} is inside the git working tree {tree} and not ignored: add it to "
+        ".gitignore, or keep the token file elsewhere",
+        err=True,
+    )
 
 
 def login_link(host: str, port: int, code: str) -> str:
@@ -134,7 +144,7 @@ def serve(
                 minutes = LOGIN_CODE_S // 60
                 click.echo(f"dashboard (one login, within {minutes} minutes): {link}", err=True)
         check_binding(host, tokens_configured=any(t.active for t in ledger.tokens()))
-        click.echo(f"serving {display_url(settings.url)} on http://{host}:{port}", err=True)
+        click.echo(f"serving the {describe(settings.url)} on http://{host}:{port}", err=True)
         run(
             ledger,
             host,
