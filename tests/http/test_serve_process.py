@@ -95,3 +95,19 @@ def test_ctrl_c_stops_serve_without_a_traceback(sqlite_url: str, tmp_path: Path)
     printed = output.read_text()
     assert "Traceback" not in printed and "Error" not in printed, printed
     assert "Shutting down" in printed or "Finished server process" in printed, printed
+
+
+def test_refusals_at_the_door_are_in_the_servers_log(sqlite_url: str, tmp_path: Path) -> None:
+    """A body nested too deep (422) and a foreign ``Host`` (400) are each logged by the
+    server with the method and path, or the host, refused."""
+    with Ledger.open(sqlite_url) as ledger:
+        secret = ledger.create_token(org=None, role="admin", label="test").secret
+    with serving(sqlite_url, tmp_path) as (client, _, output):
+        deep = "[" * 1_000 + "]" * 1_000
+        headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+        assert client.post("/api/v1/jobs", content=deep, headers=headers).status_code == 422
+        assert client.get("/health", headers={"Host": "rebound.example"}).status_code == 400
+        client.get("/health")  # the log is written before this answer
+        printed = output.read_text()
+    assert "refused POST /api/v1/jobs: its JSON body is nested too deep" in printed, printed
+    assert "refused a request for host 'rebound.example'" in printed, printed
