@@ -28,7 +28,7 @@ from uuid import UUID
 from anyio import to_thread
 from litestar import Request, get
 from litestar.datastructures import State
-from litestar.exceptions import NotFoundException, ValidationException
+from litestar.exceptions import NotAuthorizedException, NotFoundException, ValidationException
 from litestar.params import Parameter
 from litestar.response import ServerSentEvent, ServerSentEventMessage
 
@@ -36,7 +36,7 @@ from ledger.api.event_feed import FeedEvent, TailPosition
 from ledger.api.ledger import Ledger
 from ledger.api.reader import Reader
 from ledger.core.tokens import TokenRevoked, TokenState
-from ledger.http.auth import Credential
+from ledger.http.auth import CHALLENGE, Credential
 from ledger.http.event_hub import END, EventHub, Subscription
 from ledger.http.sessions import Sessions
 
@@ -101,6 +101,9 @@ class Holder:
             return False
         if not any(item.event == TokenRevoked.name for item in batch):
             return True
+        return await self.token_active()
+
+    async def token_active(self) -> bool:
         token = await to_thread.run_sync(self.reader.token, self.credential.token_id)
         return token is not None and token.active
 
@@ -155,6 +158,11 @@ async def event_stream(
             raise NotFoundException(f"no event at position {asked}")
     subscription = await to_thread.run_sync(event_hub.join, asyncio.get_running_loop())
     holder = Holder(ledger, sessions, request.auth)
+    # A revocation between the request's authentication and the join lies before the hub's
+    # position, so no batch will bring it: read the token once more, now that it is final.
+    if not await holder.token_active():
+        event_hub.leave(subscription)
+        raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
     return ServerSentEvent(messages(event_hub, subscription, admitted, start, holder))
 
 

@@ -67,7 +67,8 @@ def login(
         return Template(template_name="login.html", context=context, status_code=403)
     token = _token_of(ledger, sessions, data)
     if token is None:
-        context = {"error": "that token is not valid (unknown, revoked or mistyped)"}
+        reason = "unknown, revoked, used up or mistyped"
+        context = {"error": f"that token or login link is not valid ({reason})"}
         return Template(template_name="login.html", context=context, status_code=401)
     value = sessions.issue(token.token_id, ledger.clock.now())
     return Redirect("/", status_code=303, cookies=[session_cookie(request, value, SESSION_S)])
