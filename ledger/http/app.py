@@ -1,18 +1,21 @@
 """The ASGI app: routes under ``/api/v1`` over one open ledger, ``/health`` beside them, and
-the OpenAPI document at ``/api/v1/schema/openapi.json``."""
+the OpenAPI document at ``/api/v1/schema/openapi.json`` (the JSON only: no page rendering
+it, which would load scripts from another origin)."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-from litestar import Litestar, Router, get
+from litestar import Litestar, Request, Router, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Response
 from litestar.static_files import create_static_files_router
@@ -37,10 +40,19 @@ from ledger.http import (
     stream,
     writes,
 )
-from ledger.http.auth import STREAM_PATH, TokenAuthentication, caller_of
+from ledger.http.auth import (
+    STREAM_PATH,
+    TokenAuthentication,
+    bearer_token,
+    caller_of,
+    sees_every_org,
+)
 from ledger.http.event_hub import DEFAULT_POLL_S, EventHub
+from ledger.http.headers import SecurityHeaders
 from ledger.http.health import health_of
+from ledger.http.hosts import AllowedHosts, HostCheck
 from ledger.http.pages.view import FILTERS
+from ledger.http.request_body import LedgerRequest
 from ledger.http.sessions import Sessions
 from ledger.http.verify_tasks import VerifyTasks
 
@@ -68,10 +80,13 @@ def build_app(
     *,
     stream_poll_s: float = DEFAULT_POLL_S,
     sessions: Sessions | None = None,
+    allowed_hosts: Collection[str] = (),
 ) -> Litestar:
     """The app serving ``ledger`` (the caller opens it and closes it after the server);
     ``app.state.event_hub`` is the live stream's follower (close it to end open streams);
-    ``sessions`` signs the dashboard's cookies (a new key by default)."""
+    ``sessions`` holds the dashboard's sessions and login codes (new and empty by default);
+    ``allowed_hosts`` are the names the server answers to besides ``localhost`` and IP
+    addresses (:mod:`ledger.http.hosts`)."""
     signer = sessions or Sessions()
 
     def provide_ledger() -> Ledger:
@@ -90,10 +105,15 @@ def build_app(
     def provide_event_hub() -> EventHub:
         return hub
 
+    def close_hub() -> None:
+        # Litestar passes the app to a hook that takes an argument: this one takes none.
+        hub.close()
+
     @get("/health", sync_to_thread=True)
-    def health() -> Response[dict[str, Any]]:
-        """``ok`` or ``degraded`` with the reasons (no token needed)."""
-        return health_of(ledger)
+    def health(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+        """``ok`` or ``degraded`` (no token needed); the reasons and details (views, pools)
+        with a token of no org."""
+        return health_of(ledger, details=sees_every_org(bearer_token(ledger, request)))
 
     api = Router(
         API_PREFIX,
@@ -138,15 +158,25 @@ def build_app(
             "event_hub": Provide(provide_event_hub, sync_to_thread=False),
         },
         state=State({"event_hub": hub}),
-        on_shutdown=[hub.close],
-        middleware=[DefineMiddleware(TokenAuthentication, reader=ledger, sessions=signer)],
+        on_shutdown=[close_hub],
+        middleware=[
+            DefineMiddleware(HostCheck, allowed=AllowedHosts(allowed_hosts)),
+            SecurityHeaders,
+            DefineMiddleware(TokenAuthentication, reader=ledger, sessions=signer),
+        ],
+        request_class=LedgerRequest,
         template_config=templates(),
         exception_handlers={
             LedgerError: errors.ledger_error,
             ValidationException: errors.invalid_request,
             HTTPException: errors.http_error,
         },
-        openapi_config=OpenAPIConfig(title="jobledger", version="1", path=SCHEMA_PATH),
+        openapi_config=OpenAPIConfig(
+            title="jobledger",
+            version="1",
+            path=SCHEMA_PATH,
+            render_plugins=[JsonRenderPlugin()],  # no Swagger/ReDoc page: their scripts are a CDN's
+        ),
     )
     # The pages open an EventSource only when the stream is served (docs/http.md, "Live").
     app.state.live_stream = any(route.path == STREAM_PATH for route in app.routes)

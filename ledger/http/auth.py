@@ -5,8 +5,9 @@ roles' guard, and the org a token's reads and writes are held to.
 A missing, malformed, unknown, revoked or wrong token is one 401 with ``WWW-Authenticate:
 Bearer`` (the answer never tells which). The secret is checked by the reader
 (:meth:`~ledger.api.reader.Reader.authenticate`: the hash compared in constant time); a
-session cookie by :class:`~ledger.http.sessions.Sessions`, then its token read again (a
-revoked token's session ends at once).
+session cookie by :class:`~ledger.http.sessions.Sessions` (a logged-out one is refused), then
+its token read again (a revoked token's session ends at once). ``request.auth`` is the
+:class:`Credential`: the event stream checks it again while it runs.
 
 CSRF: a browser sends the cookie with any request to this origin, a cross-site form's
 included (SameSite=Strict stops that in today's browsers; this does not rely on it). So a
@@ -16,7 +17,9 @@ preflight this server never grants; without it, 403 and nothing is done."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from anyio import to_thread
 from litestar import Request
@@ -46,6 +49,26 @@ def takes_cookie(path: str) -> bool:
     return (not path.startswith("/api/") and path != "/metrics") or path == STREAM_PATH
 
 
+@dataclass(frozen=True)
+class Credential:
+    """What a request was authenticated with: the token, and the session cookie when the
+    token came from a login (``None``: the bearer header)."""
+
+    token_id: UUID
+    session: str | None = None
+
+
+def bearer_token(
+    reader: Reader, connection: ASGIConnection[Any, Any, Any, Any]
+) -> TokenState | None:
+    """The active token of the request's ``Authorization: Bearer`` header, if any (for a
+    route open to all that answers more to a token: ``/health``). Blocking: a thread's."""
+    scheme, _, presented = connection.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not presented.strip():
+        return None
+    return reader.authenticate(presented.strip())
+
+
 class TokenAuthentication(AbstractAuthenticationMiddleware):
     """Sets ``request.user`` to the caller's :class:`TokenState`, or answers 401."""
 
@@ -70,7 +93,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         token = await to_thread.run_sync(self.reader.authenticate, presented.strip())
         if token is None:
             raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
-        return AuthenticationResult(user=token, auth=token.token_id)
+        return AuthenticationResult(user=token, auth=Credential(token.token_id))
 
     async def _session(
         self, connection: ASGIConnection[Any, Any, Any, Any], cookie: str
@@ -86,7 +109,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
                 "a change made with the session cookie must come from the dashboard's own "
                 "page (HX-Request header missing)"
             )
-        return AuthenticationResult(user=token, auth=token.token_id)
+        return AuthenticationResult(user=token, auth=Credential(token.token_id, cookie))
 
 
 def needs(role: Role) -> Guard:
@@ -104,16 +127,24 @@ OPERATE = [needs(Role.OPERATE)]
 """The guards of a write: an ``operate`` or ``admin`` token."""
 
 
+def sees_every_org(token: TokenState | None) -> bool:
+    """The one rule for what concerns every org at once (job types, the views, the worker
+    pools with their hosts and pids, the metrics): only a token of no org sees it. The API
+    routes (:data:`EVERY_ORG`), the dashboard's pages and sections, and ``/health``'s
+    details all ask this, so a page never shows what the API refuses."""
+    return token is not None and token.org is None
+
+
 def spans_orgs(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
-    """Refuse (403) an org-scoped token what concerns every org at once (job types, the
-    views): it cannot be cut down to one org, and changing it touches the others'."""
-    token: TokenState = connection.user
-    if token.org is not None:
+    """Refuse (403) an org-scoped token what concerns every org at once: it cannot be cut
+    down to one org, and changing it touches the others'."""
+    if not sees_every_org(connection.user):
         raise PermissionDeniedException("an org-scoped token may not do this (it spans orgs)")
 
 
 EVERY_ORG = [spans_orgs]
-"""The guards of a read spanning orgs: a token of no org (of any role)."""
+"""The guards of a read spanning orgs (an API route or a page): a token of no org (of any
+role)."""
 ADMIN = [needs(Role.ADMIN), spans_orgs]
 """The guards of a write spanning orgs: an ``admin`` token of no org."""
 

@@ -4,7 +4,12 @@
 ledger that cannot be read answers 503 (a load balancer should stop sending work); a stale
 or lagging view, or the worker pools' verdict (:meth:`Reader.health`: no live pool, a stale
 one counted dead, one reporting itself degraded) is ``degraded`` with 200, since every read
-still answers."""
+still answers.
+
+The reasons and the details (each view's lag, the worker pools with their hosts and pids)
+are for a token of no org (``Authorization: Bearer``, the rule of
+:func:`~ledger.http.auth.sees_every_org`); without one, or with an org's, the answer is the
+status alone, so an unauthenticated probe learns nothing of the machines."""
 
 from __future__ import annotations
 
@@ -22,12 +27,13 @@ LAG_LIMIT = 10_000
 following: ``jobledger projections follow``, or a worker pool, keeps it near the head)."""
 
 
-def health_of(reader: Reader) -> Response[dict[str, Any]]:
+def health_of(reader: Reader, *, details: bool) -> Response[dict[str, Any]]:
+    """The health answer, with its reasons and details only if ``details``."""
     try:
         statuses = reader.projections().status()
     except LedgerError as error:
         down = {"status": "degraded", "reasons": [f"cannot read the ledger: {error}"]}
-        return Response(down, status_code=503)
+        return Response(down if details else {"status": "degraded"}, status_code=503)
     reasons = [
         f"projection {s.name} is stale (built by v{s.recorded_version}, code is "
         f"v{s.code_version}): run `jobledger migrate`"
@@ -42,8 +48,11 @@ def health_of(reader: Reader) -> Response[dict[str, Any]]:
     ]
     pools = reader.health()
     reasons += pools.reasons
+    status = "degraded" if reasons else "ok"
+    if not details:
+        return Response({"status": status}, status_code=200)
     body: dict[str, Any] = {
-        "status": "degraded" if reasons else "ok",
+        "status": status,
         "reasons": reasons,
         "projections": {s.name: {"lag": s.lag, "stale": s.stale} for s in statuses},
         "pools": plain(pools.pools),

@@ -4,6 +4,7 @@ loopback."""
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Collection
 from types import FrameType
 
 import uvicorn
@@ -12,6 +13,8 @@ from ledger.api.ledger import Ledger
 from ledger.core.errors import InvalidRequestError
 from ledger.http.app import build_app
 from ledger.http.event_hub import DEFAULT_POLL_S, EventHub
+from ledger.http.hosts import is_ip_literal
+from ledger.http.sessions import Sessions
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -57,9 +60,14 @@ def serve(
     port: int = DEFAULT_PORT,
     *,
     stream_poll_s: float = DEFAULT_POLL_S,
+    sessions: Sessions | None = None,
+    allowed_hosts: Collection[str] = (),
 ) -> None:
-    """Serve ``ledger`` until interrupted (the caller closes it afterwards)."""
-    app = build_app(ledger, stream_poll_s=stream_poll_s)
+    """Serve ``ledger`` until interrupted (the caller closes it afterwards). The server
+    answers to ``host`` when it is a name, to ``allowed_hosts``, ``localhost`` and any IP
+    address (:mod:`ledger.http.hosts`)."""
+    names = [*allowed_hosts, *([] if is_ip_literal(host) else [host])]
+    app = build_app(ledger, stream_poll_s=stream_poll_s, sessions=sessions, allowed_hosts=names)
     hub: EventHub = app.state.event_hub
     config = uvicorn.Config(app, host=host, port=port, log_level="info", lifespan="on")
     _Server(config, hub).run()

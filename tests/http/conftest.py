@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO
 
 import httpx
 import pytest
@@ -56,14 +57,23 @@ def wait_until_up(client: httpx.Client, process: subprocess.Popen[bytes]) -> Non
     raise RuntimeError("jobledger serve did not come up")
 
 
+def spawn_serve(
+    db_url: str, port: int, *options: str, output: IO[bytes] | None = None
+) -> subprocess.Popen[bytes]:
+    """``jobledger --db DB serve --port PORT OPTIONS`` in a process of its own, its stdout
+    and stderr into ``output`` (else nowhere)."""
+    command = ["--db", db_url, "serve", "--port", str(port), *options]
+    return subprocess.Popen(
+        [sys.executable, "-m", "jobledger_cli.main", *command],
+        stdout=output or subprocess.DEVNULL,
+        stderr=output or subprocess.DEVNULL,
+    )
+
+
 @pytest.fixture
 def server(db_url: str, ledger: Ledger) -> Iterator[Server]:
     port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "jobledger_cli.main", "--db", db_url, "serve", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    process = spawn_serve(db_url, port)
     base = f"http://127.0.0.1:{port}"
     admin = ledger.create_token(org=None, role="admin", label="tests").secret
     headers = {"Authorization": f"Bearer {admin}"}

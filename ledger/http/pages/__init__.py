@@ -4,7 +4,6 @@ module per page, each handler reading through the same reader calls as the API."
 from __future__ import annotations
 
 from litestar import Router
-from litestar.datastructures import ResponseHeader
 from litestar.exceptions import HTTPException
 from litestar.types import ControllerRouterHandler
 
@@ -19,7 +18,6 @@ from ledger.http.pages import (
     workflows,
 )
 from ledger.http.pages.errors import page_error
-from ledger.http.pages.view import CONTENT_SECURITY_POLICY
 
 HANDLERS: list[ControllerRouterHandler] = [
     login.login_page,
@@ -41,15 +39,11 @@ HANDLERS: list[ControllerRouterHandler] = [
 
 
 def router() -> Router:
-    """The pages at ``/``, each answer with the content security policy."""
+    """The pages at ``/`` (every answer of the app has the content security policy:
+    :mod:`ledger.http.headers`)."""
     return Router(
         "/",
         route_handlers=HANDLERS,
         include_in_schema=False,
         exception_handlers={LedgerError: page_error, HTTPException: page_error},
-        response_headers=[
-            ResponseHeader(name="Content-Security-Policy", value=CONTENT_SECURITY_POLICY),
-            ResponseHeader(name="X-Content-Type-Options", value="nosniff"),
-            ResponseHeader(name="Referrer-Policy", value="same-origin"),
-        ],
     )

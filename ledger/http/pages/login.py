@@ -1,9 +1,10 @@
-"""``/login`` and ``/logout``: a token's secret exchanged for a session cookie, and back.
+"""``/login`` and ``/logout``: a token's secret (or a one-time login code) exchanged for a
+session, and the session ended on the server.
 
-The login link ``serve --print-login-link`` prints carries the secret in the URL's fragment
-(``/login#token=…``), which a browser never sends: the login page's script moves it into
-the form and posts it, so the secret reaches neither the server's access log nor the
-history (the page then replaces its URL)."""
+The login link ``serve`` prints carries a one-time code, never the token's secret, in the
+URL's fragment (``/login#code=…``), which a browser never sends: the login page's script
+moves it into the form and posts it, so the code reaches neither the server's access log
+nor the history (the page then replaces its URL); once used it logs no one in again."""
 
 from __future__ import annotations
 
@@ -17,11 +18,14 @@ from litestar.params import Body
 from litestar.response import Redirect, Template
 
 from ledger.api.ledger import Ledger
+from ledger.core.tokens import TokenState
+from ledger.http.auth import Credential
 from ledger.http.sessions import COOKIE, SESSION_S, Sessions
 
 
 class LoginForm(msgspec.Struct, frozen=True):
     token: str = ""
+    code: str = ""
 
 
 def _own_origin(request: Request[Any, Any, Any]) -> str:
@@ -61,17 +65,31 @@ def login(
     if origin is not None and origin != _own_origin(request):
         context = {"error": "a login must come from this server's own page"}
         return Template(template_name="login.html", context=context, status_code=403)
-    token = ledger.authenticate(data.token.strip())
+    token = _token_of(ledger, sessions, data)
     if token is None:
-        context = {"error": "that token is not valid (unknown, revoked or mistyped)"}
+        reason = "unknown, revoked, used up or mistyped"
+        context = {"error": f"that token or login link is not valid ({reason})"}
         return Template(template_name="login.html", context=context, status_code=401)
     value = sessions.issue(token.token_id, ledger.clock.now())
     return Redirect("/", status_code=303, cookies=[session_cookie(request, value, SESSION_S)])
 
 
+def _token_of(ledger: Ledger, sessions: Sessions, data: LoginForm) -> TokenState | None:
+    """The active token a login form's secret, or else its login code, stands for."""
+    if data.token.strip():
+        return ledger.authenticate(data.token.strip())
+    token_id = sessions.redeem(data.code.strip(), ledger.clock.now())
+    token = None if token_id is None else ledger.token(token_id)
+    return token if token is not None and token.active else None
+
+
 @post("/logout", status_code=200, sync_to_thread=False)
-def logout(request: Request[Any, Any, Any]) -> Response[str]:
-    """End the session: the cookie is cleared and htmx sent to the login page."""
+def logout(request: Request[Any, Any, Any], ledger: Ledger, sessions: Sessions) -> Response[str]:
+    """End the session on the server (its cookie is refused from now on, wherever it was
+    copied), clear the cookie and send htmx to the login page."""
+    credential = request.auth
+    if isinstance(credential, Credential) and credential.session is not None:
+        sessions.end(credential.session, ledger.clock.now())
     return Response(
         "",
         headers={"HX-Redirect": "/login"},

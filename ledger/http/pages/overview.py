@@ -1,5 +1,6 @@
 """``/``: the queue at a glance (counts by status and type, throughput and run time per
-minute over the last hour, the oldest due job's wait, pools' health, projections' lag).
+minute over the last hour, the oldest due job's wait, pools' health, projections' lag; the
+pools and projections only for a token of no org, as the API's rule says).
 
 The fragment ``/fragments/overview`` is the page's body: the page's script fetches it again
 when the event stream says something changed (and every 30 s besides)."""
@@ -15,7 +16,7 @@ from litestar.response import Template
 from ledger.api.ledger import Ledger
 from ledger.core.events import JobStatus
 from ledger.core.tokens import TokenState
-from ledger.http.auth import scoped_org
+from ledger.http.auth import scoped_org, sees_every_org
 from ledger.http.drawings.series import EVENTS, MINUTES, per_minute
 from ledger.http.pages.view import page
 from projections.rules.audit_query import MAX_LIMIT, AuditQuery
@@ -38,7 +39,8 @@ def overview_context(ledger: Ledger, caller: TokenState) -> dict[str, Any]:
     audit = ledger.audit(query, catch_up=False)  # stats just caught the audit view up
     series = per_minute(audit.rows, now)
     types = sorted(stats.by_type)
-    health = ledger.health(now)
+    every_org = sees_every_org(caller)  # the pools and views span orgs: not for an org token
+    health = ledger.health(now) if every_org else None
     return {
         "stats": stats,
         "statuses": STATUSES,
@@ -49,9 +51,9 @@ def overview_context(ledger: Ledger, caller: TokenState) -> dict[str, Any]:
         "series": series.columns(),
         "series_capped": audit.next_cursor is not None,
         "series_limit": MAX_LIMIT,
-        "pools": health.pools,
-        "pool_reasons": health.reasons,
-        "projections": ledger.projections().status(),
+        "pools": health.pools if health else [],
+        "pool_reasons": health.reasons if health else [],
+        "projections": ledger.projections().status() if every_org else [],
     }
 
 

@@ -1,12 +1,12 @@
-// The login link (`jobledger serve --print-login-link`) carries the token in the URL's
+// The login link (`jobledger serve --token-file`) carries a one-time login code in the URL's
 // fragment, which the browser never sends to the server: move it into the form, drop it
 // from the address bar and the history, and post the form.
 "use strict";
 document.addEventListener("DOMContentLoaded", () => {
-  const match = /^#token=(.+)$/.exec(window.location.hash);
+  const match = /^#code=(.+)$/.exec(window.location.hash);
   if (!match) return;
   history.replaceState(null, "", window.location.pathname);
   const form = document.getElementById("login");
-  form.elements.token.value = decodeURIComponent(match[1]);
+  form.elements.code.value = decodeURIComponent(match[1]);
   form.submit();
 });
