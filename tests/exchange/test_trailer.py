@@ -198,3 +198,15 @@ def test_a_file_changed_between_the_import_passes_is_rolled_back(
     assert head(target_url) == 0
     resealed_file = resealed(header + b"".join(swapped))
     assert invoke(target_url, "import", "-", stdin=resealed_file).exit_code == 0
+
+
+def test_the_sample_of_the_format_page_is_a_whole_checked_file() -> None:
+    """docs/export-format.md's sample reads as a version-2 file whose trailer holds."""
+    page = (Path(__file__).parents[2] / "docs" / "export-format.md").read_text()
+    sample = page[page.index("## Sample") :]
+    start = sample.index("```\n") + 4
+    lines = [
+        line.encode() for line in sample[start : sample.index("```\n", start)].splitlines(True)
+    ]
+    end = _read(lines)
+    assert (end.version, end.events) == (2, 6) and end.digest is not None
