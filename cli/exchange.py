@@ -33,6 +33,7 @@ from ledger.core.exchange import Selection
 from ledger.store.config import resolve_url
 from ledger.store.exporter import ExportReport
 from ledger.store.importer import ImportReport, OpenLines, validate
+from ledger.store.new_file import removed_on_failure
 
 
 @click.command()
@@ -164,18 +165,31 @@ def _reopenable(source: str, stack: ExitStack) -> OpenLines:
     is_flag=True,
     help="Import even though the ledger holds pending or leased jobs.",
 )
+@click.option(
+    "--allow-untrailed",
+    is_flag=True,
+    help="Import a format-1 file, which has no trailer to prove it whole (warns).",
+)
 @json_option
 @click.pass_obj
 def import_(
-    settings: Settings, source: str, db: str | None, into_live: bool, as_json: bool
+    settings: Settings,
+    *,
+    source: str,
+    db: str | None,
+    into_live: bool,
+    allow_untrailed: bool,
+    as_json: bool,
 ) -> None:
     """Load an export file (or - for stdin) into the ledger, creating it if needed.
 
     The whole file is checked first, with enqueue's and the workers' own rules: a bad line,
-    or a stream that the ledger holds with a different history, refuses the import before
-    anything is written, and the rest is written in one transaction. Streams already
-    present identically are skipped, so importing a file twice changes nothing. A ledger
-    with live work (pending or leased jobs) is refused unless --into-live.
+    a file cut short or changed (its trailer missing or not matching), or a stream that the
+    ledger holds with a different history, refuses the import before anything is written,
+    and the rest is written in one transaction. Streams already present identically are
+    skipped, so importing a file twice changes nothing. A ledger with live work (pending or
+    leased jobs) is refused unless --into-live. A SQLite file the import created is removed
+    again if the import fails.
     """
     url = resolve_url(db) if db is not None else settings.url
     if source != "-" and not Path(source).is_file():
@@ -184,14 +198,30 @@ def import_(
     with ExitStack() as stack:
         stack.callback(progress.close)
         open_lines = _reopenable(source, stack)
-        lines = validate(open_lines, progress=progress)
+        checked = validate(open_lines, progress=progress, allow_untrailed=allow_untrailed)
+        if checked.digest is None:
+            progress.close()
+            click.echo(f"warning: {_untrailed(source)}", err=True)
+        stack.enter_context(removed_on_failure(url))
         ledger = stack.enter_context(Ledger.open(url, create=True, pool_size=POOL_SIZE))
         report = ledger.import_history(
-            open_lines, progress=progress, validated_lines=lines, into_live=into_live
+            open_lines,
+            progress=progress,
+            validated=checked,
+            into_live=into_live,
+            allow_untrailed=allow_untrailed,
         )
     if as_json:
         echo_json({**plain(report), "database": describe(url)})
     click.echo(_summary(report, describe(url)), err=True)
+
+
+def _untrailed(source: str) -> str:
+    name = "stdin" if source == "-" else repr(source)
+    return (
+        f"{name} is a format-1 export, which has no trailer: a file cut short cannot be told "
+        "from a whole one, so it is imported as it stands (--allow-untrailed)"
+    )
 
 
 def _summary(report: ImportReport, where: str) -> str:

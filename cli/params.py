@@ -8,7 +8,7 @@ reaches, let alone writes to, the database.
 from __future__ import annotations
 
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -60,7 +60,8 @@ def job_ids(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
 def aware_datetime(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> datetime | None:
-    """An ISO 8601 time with a time zone; a naive time is refused rather than guessed at."""
+    """An ISO 8601 time with a time zone, in UTC; a naive time is refused rather than guessed
+    at, and so is one that is outside the years 1 to 9999 once in UTC."""
     if value is None:
         return None
     try:
@@ -69,7 +70,10 @@ def aware_datetime(
         raise click.BadParameter(f"{value!r} is not an ISO 8601 time") from None
     if moment.utcoffset() is None:
         raise click.BadParameter(f"{value!r} has no time zone; add one, e.g. {value}Z")
-    return moment
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise click.BadParameter(f"{value!r} is outside the years 1 to 9999 in UTC") from None
 
 
 def moment_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -56,6 +56,7 @@ from ledger.core.events import (
     RateLimit,
     Subject,
 )
+from ledger.core.exchange import FileEnd
 from ledger.core.queues import QueueState
 from ledger.core.reaping import ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
@@ -579,16 +580,19 @@ class Ledger(WorkerCommands):
         open_lines: OpenLines,
         *,
         progress: ImportProgress | None = None,
-        validated_lines: int | None = None,
+        validated: FileEnd | None = None,
         into_live: bool = False,
+        allow_untrailed: bool = False,
     ) -> ImportReport:
         """Load an exchange file (``open_lines()`` opens it again for each pass): validate it
-        all, refuse it all on a conflicting stream, skip streams already here identically,
-        append the rest through the unit of work, then catch the audit view up.
-        ``validated_lines``: the file was validated already (see ``Importer.validate``).
-        A target holding pending or leased jobs is refused unless ``into_live``."""
-        report = Importer(self.store).import_file(
-            open_lines, progress, validated_lines=validated_lines, into_live=into_live
+        all (its trailer included), refuse it all on a conflicting stream, skip streams
+        already here identically, append the rest through the unit of work, then catch the
+        audit view up. ``validated``: the file was validated already (what
+        ``Importer.validate`` returned). A target holding pending or leased jobs is refused
+        unless ``into_live``; a version-1 file (no trailer) unless ``allow_untrailed``."""
+        importer = Importer(self.store, allow_untrailed=allow_untrailed)
+        report = importer.import_file(
+            open_lines, progress, validated=validated, into_live=into_live
         )
         self.catch_up(["audit"])
         return report

@@ -110,6 +110,16 @@ class EventCodec:
         return decoder
 
     def _decode_old(self, topic: str, state: bytes | memoryview) -> Event:
+        cls, fields = self.upcast(topic, msgspec.msgpack.decode(state))
+        return msgspec.convert(fields, cls)
+
+    def upcast(self, topic: str, fields: dict[str, Any]) -> tuple[type[Event], dict[str, Any]]:
+        """The current class of ``topic``'s event, and ``fields`` (a map stored under
+        ``topic``) run through the upcasters to that class's version (as given when
+        ``topic`` is current)."""
+        cls = self._current.get(topic)
+        if cls is not None:
+            return cls, fields
         name, version = parse_topic(topic)
         cls = self._by_name.get(name)
         if cls is None:
@@ -118,14 +128,13 @@ class EventCodec:
             raise UnknownEventError(
                 f"{topic!r} is newer than this code reads (v{cls.version}); upgrade jobledger"
             )
-        fields: dict[str, Any] = msgspec.msgpack.decode(state)
         while version < cls.version:
             upcast = self._upcasters.get((name, version))
             if upcast is None:
                 raise UnknownEventError(f"no upcaster from {name}.v{version}")
             fields = upcast(fields)
             version += 1
-        return msgspec.convert(fields, cls)
+        return cls, fields
 
 
 DEFAULT_CODEC = EventCodec()

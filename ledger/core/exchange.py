@@ -1,8 +1,10 @@
 """The history exchange format: versioned JSON Lines, read and written without I/O.
 
-A file is a header line (:func:`header_line`) and then one line per stored event
-(:func:`event_line`): definitions first, then jobs, then workflow runs, each stream whole and
-contiguous, in version order. The bytes depend only on the events, never on when, where or by
+A file is a header line (:func:`header_line`), one line per stored event (:func:`event_line`):
+definitions first, then jobs, then workflow runs, each stream whole and contiguous, in version
+order, and a trailer line (:mod:`ledger.core.exchange_trailer`: counts and a digest of every
+line before it), so that a file cut short is refused rather than read as a history of jobs
+stopped mid-way. The bytes depend only on the events, never on when, where or by
 whom the export ran, so export -> import -> export is byte-identical. ``docs/export-format.md``
 is the reference.
 
@@ -10,8 +12,10 @@ Reading (:func:`read_streams`) validates as it goes and raises :class:`ImportBad
 the line number: the header, the shape of each line, each event's fields (older topic versions
 go through the codec's upcasters), the bounds the commands enforce on each event
 (:func:`ledger.core.recorded.check_recorded`: payload size and depth, names, NUL, leases…),
-the order of streams and versions, and the fold of every stream, so an import can check a
-whole file before it writes anything.
+the order of streams and versions, the fold of every stream, and the trailer, so an import
+can check a whole file before it writes anything. Every key of an event must be one its
+schema declares (:func:`ledger.core.unknown_fields.unknown_field`): decoding alone would drop
+an unknown one silently.
 
 A workflow run's stream (kind ``workflow``, after the jobs) is checked as a job's is: its
 first event is ``workflow_submitted`` with a request a submit would accept, and the run's
@@ -34,16 +38,29 @@ import msgspec
 from ledger.core.codec import EventCodec, Record, parse_topic, topic_of
 from ledger.core.errors import LedgerError
 from ledger.core.events import Event, JobEnqueued, JobEvent, JobTypeDefined, JobTypeUpdated
+from ledger.core.exchange_trailer import (
+    FileDigest,
+    StreamCounts,
+    Trailer,
+    is_trailer,
+    mismatch,
+    parse_trailer,
+)
 from ledger.core.recorded import check_recorded
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
+from ledger.core.unknown_fields import unknown_field
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
 from ledger.core.workflows.validation import normalise_request
 
 FORMAT = "jobledger-history"
-FORMAT_VERSION = 1
-"""Bumped whenever a reader of the previous version could misread a file of the new one."""
+FORMAT_VERSION = 2
+"""Bumped whenever a reader of the previous version could misread a file of the new one.
+Version 2 added the trailer."""
+UNTRAILED_VERSION = 1
+"""The format version before the trailer: still read, but only when asked to
+(``allow_untrailed``), since a cut-short file of it cannot be told from a whole one."""
 
 
 class StreamKind(StrEnum):
@@ -62,6 +79,35 @@ class ImportBadLineError(LedgerError):
     def __init__(self, line: int, message: str) -> None:
         super().__init__(f"line {line}: {message}")
         self.line = line
+
+
+class ImportTruncatedError(ImportBadLineError):
+    """A version-2 file that ends without its trailer: it was cut short."""
+
+    code = "import.truncated"
+
+
+class ImportUntrailedError(ImportBadLineError):
+    """A version-1 file (no trailer) imported without ``allow_untrailed``."""
+
+    code = "import.untrailed"
+
+
+class ImportTrailerMismatchError(ImportBadLineError):
+    """A trailer whose counts or digest are not the file's: the file was changed."""
+
+    code = "import.trailer_mismatch"
+
+
+class FileEnd(msgspec.Struct):
+    """What :func:`read_streams` found once it has read a whole file: its format version,
+    its lines (trailer included) and event lines, and the digest its trailer stated and the
+    reader checked (``None``: an untrailed version-1 file, read as it stands)."""
+
+    version: int = 0
+    lines: int = 0
+    events: int = 0
+    digest: str | None = None
 
 
 class ImportConflictError(LedgerError):
@@ -129,15 +175,16 @@ _line_decoder = msgspec.json.Decoder(_Line)
 
 
 def header_line() -> bytes:
-    """The first line of every file (with its newline)."""
+    """The first line of every file this code writes (with its newline)."""
     return _encoder.encode({"format": FORMAT, "version": FORMAT_VERSION}) + b"\n"
 
 
 def format_time(moment: datetime) -> str:
-    """ISO 8601 in UTC, always with microseconds: one spelling per instant."""
+    """ISO 8601 in UTC, always with a four-digit year and microseconds: one spelling per
+    instant, and one RFC 3339 reads (``strftime("%Y")`` writes the year 999 as ``999``)."""
     if moment.tzinfo is None:
         raise ValueError(f"naive time {moment!r} in a stored event")
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def _jsonable(value: Any) -> Any:
@@ -189,18 +236,31 @@ def kind_of(event: Event) -> StreamKind:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def check_header(raw: bytes) -> None:
-    """Refuse anything but this format's header, at this version."""
+def check_header(raw: bytes, *, allow_untrailed: bool = False) -> int:
+    """The format version of a header this code reads; refuse anything else, and an
+    untrailed version-1 file unless ``allow_untrailed``."""
     try:
         header = _header_decoder.decode(raw)
     except msgspec.DecodeError as exc:
         raise ImportBadLineError(1, f"not a {FORMAT} header ({exc})") from None
     if header.format != FORMAT:
         raise ImportBadLineError(1, f"format {header.format!r} is not {FORMAT!r}")
+    if header.version == UNTRAILED_VERSION:
+        if not allow_untrailed:
+            raise ImportUntrailedError(
+                1,
+                f"format version {UNTRAILED_VERSION} has no trailer, so a file cut short "
+                "cannot be told from a whole one; re-export it with this jobledger, or pass "
+                "--allow-untrailed (allow_untrailed=True) to import it as it stands",
+            )
+        return header.version
     if header.version != FORMAT_VERSION:
         raise ImportBadLineError(
-            1, f"format version {header.version} is not {FORMAT_VERSION}, which this code reads"
+            1,
+            f"format version {header.version} is not {FORMAT_VERSION} "
+            f"(or {UNTRAILED_VERSION}), which this code reads",
         )
+    return header.version
 
 
 def _naive_time(value: msgspec.Struct) -> str | None:
@@ -230,6 +290,15 @@ def parse_line(codec: EventCodec, number: int, raw: bytes) -> tuple[StreamKind, 
         raise ImportBadLineError(number, f"version {line.version} is not a stream version")
     try:
         parse_topic(line.topic)
+        cls, fields = codec.upcast(line.topic, line.event)
+    except LedgerError as exc:
+        raise ImportBadLineError(number, exc.message) from None
+    except (KeyError, TypeError, ValueError) as exc:  # an upcaster given a malformed map
+        raise ImportBadLineError(number, f"{line.topic}: cannot upcast ({exc!r})") from None
+    unknown = unknown_field(fields, cls)
+    if unknown is not None:
+        raise ImportBadLineError(number, f"{line.topic}: unknown field `{unknown}`")
+    try:
         # Through msgpack so that an old topic takes the codec's upcasting path as stored.
         event = codec.decode(line.topic, msgspec.msgpack.encode(line.event))
     except LedgerError as exc:
@@ -282,6 +351,7 @@ class _Checker:
     """The rules between lines: order of kinds, streams and versions; each stream's fold."""
 
     def __init__(self, type_stream: Callable[[str], UUID]) -> None:
+        self.streams = {kind: 0 for kind in StreamKind}
         self._type_stream = type_stream
         self._seen: set[int] = set()
         self._types: set[str] = set()
@@ -300,6 +370,7 @@ class _Checker:
         if stream_id.int in self._seen:
             raise ImportBadLineError(number, f"stream {stream_id} appears twice")
         self._seen.add(stream_id.int)
+        self.streams[kind] += 1
         job_type = _job_type_of(record, number)
         if kind is StreamKind.WORKFLOW:
             self._runs_started = True
@@ -356,20 +427,42 @@ class _Checker:
 
 
 def read_streams(
-    lines: Iterable[bytes], codec: EventCodec, type_stream: Callable[[str], UUID]
+    lines: Iterable[bytes],
+    codec: EventCodec,
+    type_stream: Callable[[str], UUID],
+    *,
+    allow_untrailed: bool = False,
+    end: FileEnd | None = None,
 ) -> Iterator[Stream]:
     """The streams of a file, each whole, validated; ``type_stream(job_type)`` is the
-    originator id a job type's stream must have."""
+    originator id a job type's stream must have.
+
+    The trailer is checked once the last line is read, so the generator raises there (before
+    it is exhausted) on a file cut short or changed: a caller appending streams as they come
+    must do so in one transaction, rolled back when the generator raises. ``end``, when
+    given, is filled in once the whole file has been read and found good."""
     checker = _Checker(type_stream)
+    digest = FileDigest()
     current: Stream | None = None
+    version = 0
+    events = 0
     number = 0
+    trailer: Trailer | None = None
     for number, raw in enumerate(lines, start=1):
+        if trailer is not None:
+            raise ImportBadLineError(number, "a line after the trailer, which ends the file")
         if number == 1:
-            check_header(raw)
+            version = check_header(raw, allow_untrailed=allow_untrailed)
+            digest.update(raw)
             continue
+        if version != UNTRAILED_VERSION and is_trailer(raw):
+            trailer = _checked_trailer(number, raw, checker, events, digest)
+            continue
+        digest.update(raw)
         if not raw.strip():
             raise ImportBadLineError(number, "empty line")
         kind, record = parse_line(codec, number, raw)
+        events += 1
         if current is None or record.originator_id != current.stream_id:
             if current is not None:
                 yield current
@@ -379,8 +472,46 @@ def read_streams(
         checker.add(current, record, number)
     if number == 0:
         raise ImportBadLineError(1, f"empty file: no {FORMAT} header")
+    if trailer is None and version != UNTRAILED_VERSION:
+        raise ImportTruncatedError(
+            number + 1,
+            f"the file ends after line {number} without the trailer that ends every "
+            f"version-{version} export: it was cut short (an export or a copy that did not "
+            "finish); nothing imported",
+        )
+    if end is not None:
+        end.version, end.lines, end.events = version, number, events
+        end.digest = None if trailer is None else trailer.digest
     if current is not None:
         yield current
+
+
+def _checked_trailer(
+    number: int, raw: bytes, checker: _Checker, events: int, digest: FileDigest
+) -> Trailer:
+    """The trailer at line ``number``, refused unless it states what the lines before hold."""
+    try:
+        stated = parse_trailer(raw)
+    except ValueError as exc:
+        raise ImportBadLineError(number, str(exc)) from None
+    if not raw.endswith(b"\n"):
+        raise ImportTruncatedError(number, "the trailer has no newline: the file was cut short")
+    counts = checker.streams
+    found = Trailer(
+        events=events,
+        streams=StreamCounts(
+            job_type=counts[StreamKind.JOB_TYPE],
+            job=counts[StreamKind.JOB],
+            workflow=counts[StreamKind.WORKFLOW],
+        ),
+        digest=digest.value(),
+    )
+    wrong = mismatch(stated, found)
+    if wrong is not None:
+        raise ImportTrailerMismatchError(
+            number, f"{wrong}: the file was changed after export; nothing imported"
+        )
+    return stated
 
 
 def same_history(file: Iterable[Record], stored: Iterable[Record]) -> bool:

@@ -67,10 +67,17 @@ T = TypeVar("T")
 
 
 def aware(value: datetime, what: str) -> datetime:
-    """Refuse a naive time; returns the time in UTC."""
+    """Refuse a naive time, and one whose UTC time is outside the years 1 to 9999 (which
+    ``datetime`` cannot hold: ``0001-01-01T00:00+01:00`` is in the year 0); returns the
+    time in UTC."""
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidRequestError(f"{what} must carry a time zone")
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidRequestError(
+            f"{what} {value.isoformat()} is outside the years 1 to 9999 in UTC"
+        ) from None
 
 
 def typed(value: T, cls: type[T], what: str) -> T:

@@ -9,6 +9,10 @@ ledger. The selection is walked twice: first to learn
 which job types the jobs use (their definition streams come first in the file) and which
 workflow runs their steps belong to, then to write.
 
+The file ends with the trailer (:mod:`ledger.core.exchange_trailer`): the streams and events
+written and the digest of every byte before it, computed as the bytes go out, so that an
+import can tell a whole file from one cut short.
+
 Workflow runs come last, each whole, in the order of their first event: every run when the
 selection is everything, else the runs of the selected jobs that run a step. A run's step jobs
 come with it even when the selection leaves them out (after the selected jobs), so that an
@@ -26,6 +30,7 @@ import msgspec
 from ledger.core.errors import JobNotFoundError
 from ledger.core.events import JobEnqueued
 from ledger.core.exchange import Selection, StreamKind, event_line, header_line, stored_fields
+from ledger.core.exchange_trailer import FileDigest, StreamCounts, Trailer, trailer_line
 from ledger.core.workflows.events import WorkflowStepReleased
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
@@ -69,7 +74,8 @@ class Exporter:
     def export(
         self, write: Write, selection: Selection, progress: ExportProgress | None = None
     ) -> ExportReport:
-        """Write the header, the definitions the selected jobs use, then the jobs."""
+        """Write the header, the definitions the selected jobs use, the jobs, their runs,
+        then the trailer (the digest of everything before it, taken as it is written)."""
         if selection.job_ids:
             found = self.store.get_jobs(list(selection.job_ids))
             missing = [str(i) for i in selection.job_ids if i not in found]
@@ -88,23 +94,31 @@ class Exporter:
             runs = self._runs(tables, None if selection == Selection() else linked)
             added = self._unselected_steps(tables, runs, step_jobs)
             job_types = sorted(types | {job.job_type for job in added})
-            write(header_line())
+            digest = FileDigest()
+
+            def digested(data: bytes) -> None:
+                digest.update(data)
+                write(data)
+
+            digested(header_line())
             events = self._write_streams(
-                tables, write, StreamKind.JOB_TYPE, [job_type_stream_id(t) for t in job_types]
+                tables, digested, StreamKind.JOB_TYPE, [job_type_stream_id(t) for t in job_types]
             )
             jobs = 0
             pages = self._pages(tables, selection)
             extra = (added[i : i + self.page] for i in range(0, len(added), self.page))
             for page in (*pages, *extra):
                 events += self._write_streams(
-                    tables, write, StreamKind.JOB, [job.job_id for job in page]
+                    tables, digested, StreamKind.JOB, [job.job_id for job in page]
                 )
                 jobs += len(page)
                 if progress is not None:
                     progress(jobs, events)
             for start in range(0, len(runs), self.page):
                 chunk = runs[start : start + self.page]
-                events += self._write_streams(tables, write, StreamKind.WORKFLOW, chunk)
+                events += self._write_streams(tables, digested, StreamKind.WORKFLOW, chunk)
+            streams = StreamCounts(job_type=len(job_types), job=jobs, workflow=len(runs))
+            write(trailer_line(Trailer(events=events, streams=streams, digest=digest.value())))
         return ExportReport(definitions=len(job_types), jobs=jobs, events=events, runs=len(runs))
 
     def _runs(self, tables: ReadSnapshot, named: set[UUID] | None) -> list[UUID]:

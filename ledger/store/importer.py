@@ -4,7 +4,8 @@ Three passes over the file (which is why it is opened by a callable that can ope
 
 1. **validate** every line without touching the database (:func:`ledger.core.exchange.read_streams`:
    header, shapes, fields, the bounds enqueue and the worker writes enforce, order, each
-   stream's fold), so a bad file writes nothing and the refusal names its line;
+   stream's fold, the trailer's counts and digest), so a bad or cut-short file writes nothing
+   and the refusal names its line;
 2. **check** each stream against the target in one read snapshot: a stream the target
    already holds must be the same events (then it is skipped); any other difference, or a
    new job whose idempotency key or live sync subject a target job holds (the queue view's
@@ -14,7 +15,9 @@ Three passes over the file (which is why it is opened by a callable that can ope
    one unit of work, i.e. one transaction through the same fold and inline view writes as the
    live commands, with the file's stream ids, versions and times. Each batch checks its
    streams again, so a writer racing the import is refused rather than merged, and any
-   failure (a conflict, a database refusal) rolls the whole file back.
+   failure (a conflict, a database refusal) rolls the whole file back. Every pass reads the
+   file afresh and checks its trailer again, the last one before the transaction commits: a
+   file changed between the passes is refused and nothing of it stays.
 
 Job and run ids are global, so a stream present in both must be the same history. A
 workflow run's stream comes after the jobs and is appended as it stands, with the store's
@@ -36,6 +39,7 @@ from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
 from ledger.core.errors import ConcurrencyConflictError
 from ledger.core.events import JobEvent
 from ledger.core.exchange import (
+    FileEnd,
     ImportConflictError,
     ImportLiveWorkError,
     Stream,
@@ -72,33 +76,46 @@ class ImportReport(msgspec.Struct, frozen=True):
     lines: int
     runs: int = 0
     skipped_runs: int = 0
+    format_version: int = 0
+    digest: str | None = None
+    """The digest the file's trailer stated and the import checked (``None``: a version-1
+    file without a trailer, imported as it stands)."""
 
 
 class Importer:
     """Loads exchange files into one store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, allow_untrailed: bool = False) -> None:
         self.store = store
+        self.allow_untrailed = allow_untrailed
 
     def _streams(self, open_lines: OpenLines) -> Iterator[Stream]:
-        return read_streams(open_lines(), self.store.codec, job_type_stream_id)
+        return read_streams(
+            open_lines(),
+            self.store.codec,
+            job_type_stream_id,
+            allow_untrailed=self.allow_untrailed,
+        )
 
-    def validate(self, open_lines: OpenLines, progress: ImportProgress | None = None) -> int:
-        return validate(open_lines, self.store.codec, progress)
+    def validate(self, open_lines: OpenLines, progress: ImportProgress | None = None) -> FileEnd:
+        return validate(
+            open_lines, self.store.codec, progress, allow_untrailed=self.allow_untrailed
+        )
 
     def import_file(
         self,
         open_lines: OpenLines,
         progress: ImportProgress | None = None,
         *,
-        validated_lines: int | None = None,
+        validated: FileEnd | None = None,
         into_live: bool = False,
     ) -> ImportReport:
-        """All three passes; ``validated_lines`` (what :meth:`validate` returned for this
-        file) skips the first. Raises :class:`ImportLiveWorkError` when the file has streams
-        to write and the target holds pending or leased jobs, unless ``into_live``."""
+        """All three passes; ``validated`` (what :meth:`validate` returned for this file)
+        skips the first. Raises :class:`ImportLiveWorkError` when the file has streams to
+        write and the target holds pending or leased jobs, unless ``into_live``."""
         report = _progress(progress)
-        lines = validated_lines or self.validate(open_lines, progress)
+        end = validated or self.validate(open_lines, progress)
+        lines = end.lines
         skipped: set[UUID] = set()
         if self.store.head_position() > 0:
             skipped = self._check(open_lines, lambda done: report("check", done, lines))
@@ -121,7 +138,7 @@ class Importer:
                         target[_plural(stream.kind)] += 1
                         target["events"] += len(stream.records)
                         done += len(stream.records)
-                    report("import", done, lines - 1)
+                    report("import", done, end.events)
         except ConcurrencyConflictError as exc:
             # The queue view's unique indexes: two streams of the file (or one of the file and
             # a job written during the import) hold one idempotency key or live sync subject.
@@ -140,6 +157,8 @@ class Importer:
             lines=lines,
             runs=counts["runs"],
             skipped_runs=skipped_counts["runs"],
+            format_version=end.version,
+            digest=end.digest,
         )
 
     def _check(self, open_lines: OpenLines, progress: Callable[[int], None]) -> set[UUID]:
@@ -256,15 +275,24 @@ def _append(uow: UnitOfWork, streams: list[Stream]) -> None:
 
 
 def validate(
-    open_lines: OpenLines, codec: EventCodec = DEFAULT_CODEC, progress: ImportProgress | None = None
-) -> int:
-    """Pass 1 alone, touching no database: raise on the first bad line; the file's lines."""
+    open_lines: OpenLines,
+    codec: EventCodec = DEFAULT_CODEC,
+    progress: ImportProgress | None = None,
+    *,
+    allow_untrailed: bool = False,
+) -> FileEnd:
+    """Pass 1 alone, touching no database: raise on the first bad line (a missing or wrong
+    trailer included); what the file's end held."""
     report = _progress(progress)
+    end = FileEnd()
     lines = 1
-    for stream in read_streams(open_lines(), codec, job_type_stream_id):
+    streams = read_streams(
+        open_lines(), codec, job_type_stream_id, allow_untrailed=allow_untrailed, end=end
+    )
+    for stream in streams:
         lines += len(stream.records)
         report("validate", lines, 0)
-    return lines
+    return end
 
 
 def _job_event(record: Record) -> JobEvent:

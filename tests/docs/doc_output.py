@@ -16,6 +16,8 @@ seconds   a decimal followed by ``s`` (``0.83s``)          any number of seconds
 float     after ``delay_s=``/``"delay_s": ``/              any number
           ``"seconds": ``
 line      a traceback's line number (``", line 48``)       any line number
+digest    ``sha256:`` and 64 hex digits (an export's       any such digest
+          trailer: a digest of volatile content)
 ========  ===============================================  ===================================
 
 A *bound* token stands for one value for the whole page: the first time a documented UUID
@@ -59,6 +61,7 @@ VOLATILE: dict[str, tuple[str, str]] = {
     "seconds": (r"\b\d+\.\d+(?=s\b)", _NUMBER),
     "line": (r'(?<=", line )\d+', r"\d+"),
     "float": (r'(?<=delay_s=)[\d.e-]+|(?<="delay_s": )[\d.e-]+|(?<="seconds": )[\d.e-]+', _NUMBER),
+    "digest": (r"sha256:[0-9a-f]{64}", r"sha256:[0-9a-f]{64}"),
 }
 _TOKEN = re.compile("|".join(f"(?P<{kind}>{page})" for kind, (page, _) in VOLATILE.items()))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from uuid import UUID
 
 import msgspec
+from exchange_files import parts
 from exchange_helpers import Jobs, build, export_bytes
 
 from ledger import FakeClock, Ledger
@@ -15,7 +16,8 @@ ONE_HOUR_IN = "2026-01-01T01:00:00Z"
 
 def _exported(url: str, *args: str) -> tuple[list[UUID], list[str], dict[UUID, int]]:
     """(job streams in file order, job types defined, lines per job)."""
-    lines = [msgspec.json.decode(line) for line in export_bytes(url, *args).splitlines()[1:]]
+    _, events, _ = parts(export_bytes(url, *args))
+    lines = [msgspec.json.decode(line) for line in events]
     jobs: dict[UUID, int] = {}
     types = []
     for line in lines:

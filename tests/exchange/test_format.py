@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from uuid import UUID, uuid4
 
 import pytest
+from exchange_files import seal
 
 from ledger.core.codec import DEFAULT_CODEC, EventCodec
 from ledger.core.events import (
@@ -36,7 +37,7 @@ AT = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 def test_header_and_line_layout_are_fixed() -> None:
     """The header and an event line are exactly these bytes (key order included)."""
-    assert header_line() == b'{"format":"jobledger-history","version":1}\n'
+    assert header_line() == b'{"format":"jobledger-history","version":2}\n'
     stream = UUID("00000000-0000-0000-0000-000000000001")
     cancelled = JobCancelled(at=AT, run_number=1, reason="cancelled by operator")
     topic, state = DEFAULT_CODEC.encode(cancelled)
@@ -137,7 +138,8 @@ def test_a_job_stream_must_carry_its_own_job_id() -> None:
     )
     definition = _line(job_type_stream_id("t"), StreamKind.JOB_TYPE, 1, defined)
     good = [header_line(), definition, _line(job_id, StreamKind.JOB, 1, enqueued)]
-    streams = list(read_streams(good, DEFAULT_CODEC, job_type_stream_id))
+    whole = seal(good[0], good[1:]).splitlines(keepends=True)
+    streams = list(read_streams(whole, DEFAULT_CODEC, job_type_stream_id))
     assert [(s.kind, s.stream_id, len(s.records)) for s in streams] == [
         (StreamKind.JOB_TYPE, job_type_stream_id("t"), 1),
         (StreamKind.JOB, job_id, 1),

@@ -41,9 +41,9 @@ def test_wrong_format_version_is_refused_at_line_1(db_url: str, clock: FakeClock
     build(db_url, clock)
     data = export_bytes(db_url)
     before = head(db_url)
-    bumped = data.replace(b'"version":1}', b'"version":2}', 1)
+    bumped = data.replace(b'"version":2}', b'"version":3}', 1)
     line = _refused(invoke(db_url, "import", "-", stdin=bumped), "error: import.bad_line: line 1:")
-    assert "format version 2" in line
+    assert "format version 3" in line
     assert head(db_url) == before
 
 
@@ -134,7 +134,7 @@ def test_import_accepts_a_command_level_db(db_url: str, tmp_path: Path, clock: F
     assert export_bytes(target) == data
     assert msgspec.json.decode(data.splitlines()[0]) == {
         "format": "jobledger-history",
-        "version": 1,
+        "version": 2,
     }
 
 

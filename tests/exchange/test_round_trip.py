@@ -8,6 +8,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from exchange_files import parts
 from exchange_helpers import build, export_bytes, head, invoke
 
 from ledger import FakeClock, JobStatus, Ledger
@@ -131,8 +132,9 @@ def test_export_file_matches_stdout_and_is_streamed_in_order(
     assert json.loads(result.stdout)["jobs"] == 8
     with open(out, "rb") as handle:
         assert handle.read() == data
-    lines = [msgspec.json.decode(line) for line in data.splitlines()]
-    assert lines[0] == {"format": "jobledger-history", "version": 1}
+    header, events, _ = parts(data)
+    lines = [msgspec.json.decode(line) for line in (header, *events)]
+    assert lines[0] == {"format": "jobledger-history", "version": 2}
     kinds = [line["kind"] for line in lines[1:]]
     assert kinds == sorted(kinds, key=lambda kind: kind != "job_type")
     types = [

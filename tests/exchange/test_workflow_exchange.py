@@ -10,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 import msgspec
+from exchange_files import parts, resealed
 from exchange_helpers import export_bytes, invoke
 
 from ledger import FakeClock, Ledger
@@ -97,7 +98,7 @@ async def test_runs_round_trip_with_the_same_views_and_bytes(
     histories, ``projections verify`` clean, and the target exports the same bytes."""
     runs = await _runs(db_url, clock)
     data = export_bytes(db_url)
-    kinds = {json.loads(line)["kind"] for line in data.splitlines()[1:]}
+    kinds = {json.loads(line)["kind"] for line in parts(data)[1]}
     assert kinds == {"job_type", "job", "workflow"}
     imported = invoke(target_url, "import", "-", stdin=data)
     assert imported.exit_code == 0, imported.stderr
@@ -124,7 +125,7 @@ async def test_a_second_import_skips_the_runs_and_another_history_is_refused(
     assert (report["runs"], report["skipped_runs"], report["events"]) == (0, 3, 0)
     lines = data.splitlines(keepends=True)
     last_run_line = max(i for i, line in enumerate(lines) if b'"kind":"workflow"' in line)
-    tampered = b"".join(lines[:last_run_line] + lines[last_run_line + 1 :])
+    tampered = resealed(b"".join(lines[:last_run_line] + lines[last_run_line + 1 :]))
     refused = invoke(target_url, "import", "-", stdin=tampered)
     assert refused.exit_code != 0
     assert "workflow run" in refused.stderr and "different history" in refused.stderr
@@ -138,7 +139,7 @@ async def test_a_filtered_export_brings_the_runs_other_step_jobs(
     gated, *_ = await _runs(db_url, clock)
     root = step_job_id(gated, "root")
     data = export_bytes(db_url, str(root))
-    streams = [msgspec.json.decode(line)["stream"] for line in data.splitlines()[1:]]
+    streams = [msgspec.json.decode(line)["stream"] for line in parts(data)[1]]
     jobs = {str(step_job_id(gated, key)) for key in ("root", "a", "c")}
     assert set(streams) - {streams[0]} == jobs | {str(gated)}  # streams[0]: the definition
     assert streams[1] == str(root) and streams[-1] == str(gated)

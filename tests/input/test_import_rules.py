@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from exchange_files import parts, seal
 from input_helpers import TOO_DEEP
 
 from jobledger_cli.main import cli
@@ -31,15 +32,19 @@ def head(url: str) -> int:
 
 
 def export_lines(url: str) -> list[dict[str, Any]]:
-    """The export of ``url`` as parsed lines (header first)."""
+    """The export of ``url`` as parsed lines (header first, no trailer: :func:`write_file`
+    writes one for the lines as edited)."""
     chunks: list[bytes] = []
     with Ledger.open(url) as ledger:
         ledger.export_history(chunks.append)
-    return [json.loads(line) for line in b"".join(chunks).splitlines()]
+    header, events, _ = parts(b"".join(chunks))
+    return [json.loads(line) for line in (header, *events)]
 
 
 def write_file(path: Path, lines: list[dict[str, Any]]) -> str:
-    path.write_text("".join(json.dumps(line, ensure_ascii=True) + "\n" for line in lines))
+    """The lines (header first) as a file, sealed with a trailer that states them."""
+    encoded = [(json.dumps(line, ensure_ascii=True) + "\n").encode() for line in lines]
+    path.write_bytes(seal(encoded[0], encoded[1:]))
     return str(path)
 
 
