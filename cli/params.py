@@ -47,14 +47,23 @@ class Seconds(click.FloatRange):
         super().__init__(min=least, max=most, min_open=open_least)
 
     def _describe_range(self) -> str:
-        low = "<" if self.min_open else "<="
-        return f"{self.min:g}{low}x<={self.max:g}"  # 0<=x<=3.1536e+09, not 3153600000.0
+        low = ">" if self.min_open else ">="
+        most = MAX_DURATION_S if self.max is None else self.max  # always set by __init__
+        return f"x{low}{self.min:g}, at most {_span(most)}"  # not x<=3153600000.0
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         seconds = super().convert(value, param, ctx)
         if math.isnan(seconds):  # compares false with both bounds, so the range lets it by
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
         return seconds
+
+
+def _span(seconds: float) -> str:
+    """A bound for people: ``100 years``, ``7 days``, else seconds."""
+    for unit, size in (("years", 365 * 86_400), ("days", 86_400)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g}s"
 
 
 def job_id(ctx: click.Context, param: click.Parameter, value: str) -> UUID:
