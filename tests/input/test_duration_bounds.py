@@ -5,6 +5,7 @@ OverflowError in every scheduler pass, so that no schedule fired."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import click
 import pytest
@@ -19,6 +20,11 @@ from ledger.core.errors import InvalidRequestError
 from ledger.core.limits import MAX_DURATION_S, MAX_LEASE_S
 from ledger.core.reaping import ReaperConfig
 from ledger.core.retention import parse_after
+from ledger.core.schedules.catch_up import PassBounds
+from ledger.maintenance.archiver import ArchiverConfig
+from ledger.maintenance.pool_reporter import PoolReporterConfig
+from ledger.maintenance.scheduler import SchedulerConfig
+from ledger.maintenance.watchdog import WatchdogConfig
 from ledger.runtime.config import PoolConfig
 
 HUGE = ["1e12", "inf", "nan", "1e309"]
@@ -136,3 +142,21 @@ def test_the_reaper_refuses_a_retry_delay_past_a_century() -> None:
     for setting in ({"retry_delay_s": 1e12}, {"interval_s": math.inf}, {"lock_timeout_s": 1e300}):
         with pytest.raises(ValueError, match=next(iter(setting))):
             ReaperConfig(**setting)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: SchedulerConfig(interval_s=1e300),
+        lambda: SchedulerConfig(bounds=PassBounds(grace_s=math.inf)),
+        lambda: ArchiverConfig(interval_s=math.nan),
+        lambda: PoolReporterConfig(interval_s=1.0, retention_s=1e300),
+        lambda: WatchdogConfig(silent_s=math.inf),
+    ],
+    ids=["scheduler", "pass-grace", "archiver", "pool-reporter", "watchdog"],
+)
+def test_each_maintenance_service_refuses_an_unbounded_setting(build: Any) -> None:
+    """The services a pool runs, built directly (as tests and embedders do), hold the same
+    bound as the pool's settings."""
+    with pytest.raises(ValueError, match="must be a number of seconds"):
+        build()

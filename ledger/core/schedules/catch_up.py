@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 
 from ledger.core.events import EnqueueRequest
+from ledger.core.limits import check_setting_seconds
 from ledger.core.schedules.errors import UnplannableScheduleError
 from ledger.core.schedules.events import CatchUp
 from ledger.core.schedules.slots import slots_between
@@ -41,6 +42,7 @@ class PassBounds(msgspec.Struct, frozen=True):
     def __post_init__(self) -> None:
         if self.grace_s < 0 or self.fire_limit < 1 or self.scan_limit < self.fire_limit:
             raise ValueError("grace_s >= 0, fire_limit >= 1 and scan_limit >= fire_limit")
+        check_setting_seconds(self.grace_s, "grace_s", zero=True)
 
 
 class Missed(msgspec.Struct, frozen=True):
