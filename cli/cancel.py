@@ -9,7 +9,7 @@ import click
 from . import params
 from .database import Settings, open_ledger
 from .errors import RefusedError
-from .render import echo_json, json_option
+from .render import echo_json, echo_line, json_option
 from .reports import per_job_report, raise_if_refused
 from ledger.api.operator_writes import Cancelled, CancelReport
 from ledger.api.shaping import plain
@@ -52,7 +52,7 @@ def cancel(settings: Settings, *, jobs: list[UUID], reason: str, as_json: bool) 
         echo_json(plain(report))
     elif len(jobs) == 1:
         [job] = report.cancelled
-        click.echo(f"cancelled {job.job_id} ({job.job_type}, {_was(job)})")
+        echo_line(f"cancelled {job.job_id} ({job.job_type}, {_was(job)})")
     else:
         click.echo(_report_text(report))
     raise_if_refused("cancel", "job(s)", len(report.cancelled), report.refused)

@@ -9,9 +9,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import click
 
+from .errors import redact
 from .progress import ProgressBars
 from .render import echo_json, json_option
-from ledger.store.config import is_postgres, open_store, sqlite_path
+from ledger.store.config import is_postgres, open_store, postgres_params, sqlite_path
 from ledger.store.schema import MIGRATION_WAIT_S
 
 # The ledger's API is imported where a command uses it, not here: every command imports this
@@ -36,8 +37,15 @@ class Settings:
 
 
 def display_url(url: str) -> str:
-    """A PostgreSQL URL without its password (in the user part or as a query parameter)."""
-    parts = urlsplit(url)
+    """A PostgreSQL URL without its password (in the user part or as a query parameter); a
+    libpq ``key=value`` string, or a URL that does not split, with ``password=`` and any
+    ``user:password@`` masked."""
+    if not url.startswith(("postgresql://", "postgres://")):
+        return redact(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # "Invalid IPv6 URL": postgres_params refuses it first, with a reason
+        return redact(url)
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, _, hostport = netloc.rpartition("@")
@@ -49,6 +57,7 @@ def display_url(url: str) -> str:
 def describe(url: str) -> str:
     """How the database at ``url`` is named in messages: backend and location, no secrets."""
     if is_postgres(url):
+        postgres_params(url)  # a malformed URL is config.invalid_url (exit 2), as it is to open
         return f"PostgreSQL database {display_url(url)}"
     return f"SQLite database {Path(sqlite_path(url)).resolve()}"
 

@@ -19,6 +19,7 @@ from .render import (
     PAYLOAD_PREVIEW,
     compact_json,
     echo_json,
+    echo_line,
     first_line,
     json_option,
     table,
@@ -82,7 +83,7 @@ def dlq(ctx: click.Context, *, job_type: str | None, as_json: bool) -> None:
     if as_json:
         echo_json([dead_letter_json(letter) for letter in letters])
     elif not letters:
-        click.echo(_no_dead_jobs(job_type))
+        echo_line(_no_dead_jobs(job_type))
     else:
         headers = [
             "JOB", "TYPE", "ORG", "SUBJECT", "DEAD AT", "FAILURE", "RUN", "ATTEMPTS", "PAYLOAD",
@@ -165,9 +166,9 @@ def requeue(
     if as_json:
         echo_json(plain(report))
     elif job is not None:
-        click.echo(f"requeued {job} (run {report.requeued[0].run_number})")
+        echo_line(f"requeued {job} (run {report.requeued[0].run_number})")
     elif not report.requeued and not report.refused:
-        click.echo(_no_dead_jobs(job_type))
+        echo_line(_no_dead_jobs(job_type))
     else:
         click.echo(_report_text(report))
     raise_if_refused("requeue", "dead job(s)", len(report.requeued), report.refused)

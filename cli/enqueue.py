@@ -8,7 +8,7 @@ import click
 
 from . import params
 from .database import Settings, open_ledger
-from .render import echo_json, json_option
+from .render import echo_json, echo_line, json_option
 from ledger.core.events import JSON, Subject, SubjectOp
 
 
@@ -39,14 +39,14 @@ def _subject(
 )
 @click.option(
     "--delay",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     metavar="SECONDS",
     help="Not before this many seconds from now.",
 )
 @click.option("--max-attempts", type=click.IntRange(min=1), help="[default: the type's]")
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=params.Seconds(0, open_least=True),
     metavar="SECONDS",
     help="Time an attempt may take  [default: the type's]",
 )
@@ -116,4 +116,4 @@ def enqueue(
         echo_json({"job_id": None, "reason": reason})
     else:
         # On stderr, so that `id=$(jobledger enqueue …)` is empty rather than a sentence.
-        click.echo(f"nothing enqueued: {reason}", err=True)
+        echo_line(f"nothing enqueued: {reason}", err=True)

@@ -21,7 +21,9 @@ from .render import first_line, printable
 from ledger.core.errors import LedgerError
 from ledger.store.config import DatabaseUrlError
 
-_URL_PASSWORD = re.compile(r"(://[^/@\s:]*):[^/@\s]*@")
+# Up to the LAST "@" before the path: a password may hold a raw "@" (libpq then takes its tail
+# for the host), and masking to the first one would leak that tail.
+_URL_PASSWORD = re.compile(r"(://[^/@\s:]*):[^/\s]*@")
 # Up to whitespace, a quote or "&": over-masking is harmless, a partial leak is not.
 _KEYWORD_PASSWORD = re.compile(r"(password=)[^&\s'\"]*", re.IGNORECASE)
 

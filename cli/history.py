@@ -90,7 +90,7 @@ def _follow(
 )
 @click.option(
     "--poll",
-    type=click.FloatRange(min=0.01),
+    type=params.Seconds(0.01),
     default=0.5,
     show_default=True,
     metavar="SECONDS",
@@ -98,7 +98,7 @@ def _follow(
 )
 @click.option(
     "--linger",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     default=1.0,
     show_default=True,
     metavar="SECONDS",
@@ -106,7 +106,7 @@ def _follow(
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     metavar="SECONDS",
     help="With --follow: stop after this long whatever the job does.",
 )

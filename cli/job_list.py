@@ -10,7 +10,7 @@ from . import params
 from .database import Settings
 from .progress import FoldingProgress
 from .reading import open_reader
-from .render import MISSING, echo_json, json_option, table, when
+from .render import MISSING, echo_json, echo_line, json_option, table, when
 from ledger.api.shaping import job_page_json
 from ledger.core.events import JobStatus
 from ledger.core.state import JobState
@@ -130,4 +130,4 @@ def jobs(
     if page.next_cursor is not None:
         click.echo(f"more: add --cursor {page.next_cursor}", err=True)
     if paused:
-        click.echo(f"paused queues (not claimed): {', '.join(paused)}", err=True)
+        echo_line(f"paused queues (not claimed): {', '.join(paused)}", err=True)

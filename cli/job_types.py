@@ -5,9 +5,10 @@ from __future__ import annotations
 import click
 import msgspec
 
+from . import params
 from .database import Settings, open_ledger
 from .reading import open_reader
-from .render import MISSING, echo_json, json_option, scalar, seconds, table
+from .render import MISSING, echo_json, echo_line, json_option, scalar, seconds, table
 from ledger.api.shaping import plain
 from ledger.core.concurrency import limits_of
 from ledger.core.errors import InvalidRequestError
@@ -95,7 +96,7 @@ def _limits_text(definition: JobDefinition) -> str:
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=params.Seconds(0, open_least=True),
     metavar="SECONDS",
     default=_DEFAULTS.default_timeout_s,
     show_default=True,
@@ -110,13 +111,13 @@ def _limits_text(definition: JobDefinition) -> str:
 )
 @click.option(
     "--backoff-base",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     metavar="SECONDS",
     help=f"First retry delay  [default: {_DEFAULTS.backoff.base_s:g}]",
 )
 @click.option(
     "--backoff-max",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     metavar="SECONDS",
     help=f"Longest retry delay  [default: {_DEFAULTS.backoff.max_s:g}]",
 )
@@ -222,7 +223,7 @@ def define(
     if as_json:
         echo_json({"change": change, **plain(after)})
     else:
-        click.echo(f"{change} {job_type}: {_summary(after)}")
+        echo_line(f"{change} {job_type}: {_summary(after)}")
 
 
 def _set_enabled(settings: Settings, job_type: str, enabled: bool, as_json: bool) -> None:
@@ -231,7 +232,7 @@ def _set_enabled(settings: Settings, job_type: str, enabled: bool, as_json: bool
     if as_json:
         echo_json(plain(after))  # the definition as `definitions --json` shows it
     else:
-        click.echo(f"{'enabled' if enabled else 'disabled'} {job_type}")
+        echo_line(f"{'enabled' if enabled else 'disabled'} {job_type}")
 
 
 @click.command()

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 import click
 
 from .errors import one_line_errors
+from .text_args import require_utf8
 from ledger.store.config import (
     DEFAULT_DATABASE,
     ENV_VAR,
@@ -99,12 +100,15 @@ class LedgerGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in COMMANDS:
-            return super().get_command(ctx, cmd_name)
+            command = super().get_command(ctx, cmd_name)
+            return None if command is None else require_utf8(command)
         module, attribute = COMMANDS[cmd_name].split(":")
         command = getattr(importlib.import_module(module, __package__), attribute)
         if not isinstance(command, click.Command):
             raise TypeError(f"{COMMANDS[cmd_name]} is not a click command")
-        return command
+        # Every string the command takes is checked as UTF-8 while it is parsed (a usage
+        # error), never sent to the database as a lone surrogate: see text_args.
+        return require_utf8(command)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         width = max(len(name) for name in COMMANDS)  # one column for every section
@@ -166,6 +170,8 @@ def cli(ctx: click.Context, db: str | None, read_db: str | None) -> None:
     """
     from .database import Settings  # not for --help: it loads the ledger's API
 
+    # --db and --read-db keep their bytes, as $JOBLEDGER_DB does: a SQLite file's name need
+    # not be UTF-8; a PostgreSQL URL that is not is refused where it is parsed.
     ctx.obj = Settings(url=resolve_url(db), read_url=resolve_read_url(read_db))
 
 

@@ -7,6 +7,7 @@ reaches, let alone writes to, the database.
 
 from __future__ import annotations
 
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +19,8 @@ import msgspec
 
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JSON
-from ledger.core.limits import MAX_JSON_DEPTH
+from ledger.core.json_text import duplicate_key, duplicate_key_message
+from ledger.core.limits import MAX_DURATION_S, MAX_JSON_DEPTH
 from ledger.core.times import EPOCH, parse_moment
 
 _JSON_KINDS = {
@@ -29,6 +31,39 @@ _JSON_KINDS = {
     bool: "a boolean",
     type(None): "null",
 }
+
+
+class Seconds(click.FloatRange):
+    """A duration option: a finite number of seconds from ``least`` (exclusive with
+    ``open_least``) to ``most``, a century by default (the ledger's own bound,
+    :data:`~ledger.core.limits.MAX_DURATION_S`). ``nan``, ``inf`` and ``1e12`` are usage
+    errors here rather than an ``OverflowError`` later, in a pass that adds them to now."""
+
+    name = "number of seconds"
+
+    def __init__(
+        self, least: float = 0.0, *, open_least: bool = False, most: float = MAX_DURATION_S
+    ) -> None:
+        super().__init__(min=least, max=most, min_open=open_least)
+
+    def _describe_range(self) -> str:
+        low = ">" if self.min_open else ">="
+        most = MAX_DURATION_S if self.max is None else self.max  # always set by __init__
+        return f"x{low}{self.min:g}, at most {_span(most)}"  # not x<=3153600000.0
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if math.isnan(seconds):  # compares false with both bounds, so the range lets it by
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        return seconds
+
+
+def _span(seconds: float) -> str:
+    """A bound for people: ``100 years``, ``7 days``, else seconds."""
+    for unit, size in (("years", 365 * 86_400), ("days", 86_400)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g}s"
 
 
 def job_id(ctx: click.Context, param: click.Parameter, value: str) -> UUID:
@@ -126,4 +161,13 @@ def payload(ctx: click.Context, param: click.Parameter, value: str) -> dict[str,
     if not isinstance(decoded, dict):
         kind = _JSON_KINDS.get(type(decoded), type(decoded).__name__)
         raise click.BadParameter(f"the payload must be a JSON object, not {kind}")
+    unique_keys(raw, origin.removesuffix(" is ") or "the payload")
     return decoded
+
+
+def unique_keys(raw: bytes | str, what: str) -> None:
+    """Refuse JSON text (already decoded) in which an object names a key twice: a usage
+    error naming the key, instead of the last value silently winning."""
+    key = duplicate_key(raw)
+    if key is not None:
+        raise click.BadParameter(duplicate_key_message(what, key))

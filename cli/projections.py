@@ -8,6 +8,7 @@ from types import FrameType
 
 import click
 
+from . import params
 from .database import Settings, open_ledger
 from .progress import ProgressBars
 from .reading import open_reader
@@ -179,7 +180,7 @@ def catch_up(settings: Settings, name: str | None, as_json: bool) -> None:
 @click.argument("name", required=False, type=TRACKED)
 @click.option(
     "--poll",
-    type=click.FloatRange(min=0.05),
+    type=params.Seconds(0.05),
     default=1.0,
     show_default=True,
     metavar="SECONDS",

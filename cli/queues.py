@@ -11,7 +11,7 @@ import click
 
 from .database import Settings, open_ledger
 from .reading import open_reader
-from .render import MISSING, echo_json, json_option, table, when
+from .render import MISSING, echo_json, echo_line, json_option, table, when
 from ledger.api.shaping import plain
 from ledger.core.queues import QueueState
 
@@ -36,7 +36,7 @@ def _set(settings: Settings, name: str, paused: bool, reason: str, as_json: bool
     if as_json:
         echo_json({"queue": name, "change": change, "paused": paused, **_state(state)})
     else:
-        click.echo(f"{change} queue {name}")
+        echo_line(f"{change} queue {name}")
 
 
 def _state(state: QueueState | None) -> dict[str, object]:

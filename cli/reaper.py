@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from . import params
 from .database import Settings, open_ledger
 from .errors import redact
 from .render import (
@@ -102,7 +103,7 @@ def report_json(report: ReapReport) -> dict[str, object]:
 )
 @click.option(
     "--retry-delay",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     default=_DEFAULTS.retry_delay_s,
     show_default=True,
     metavar="SECONDS",
@@ -110,7 +111,7 @@ def report_json(report: ReapReport) -> dict[str, object]:
 )
 @click.option(
     "--lock-timeout",
-    type=click.FloatRange(min=0.001),
+    type=params.Seconds(0.001),
     metavar="SECONDS",
     help="PostgreSQL: how long one job's reap may wait for a lock before it is deferred  "
     "[default: no limit]",

@@ -49,6 +49,13 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(_escape, text)
 
 
+def echo_line(text: str, *, err: bool = False) -> None:
+    """Print one line for people, :func:`printable`: a confirmation (``enabled T``, ``paused
+    queue Q``, ``added schedule S``) names what the user typed or the ledger stored, and a
+    name may hold a bidi override (``d\u202eevil``), which a terminal would otherwise obey."""
+    click.echo(printable(text), err=err)
+
+
 def echo_json(value: Any) -> None:
     """Print ``value`` (already builtins: :mod:`ledger.api.shaping`) as indented JSON on
     stdout."""

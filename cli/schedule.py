@@ -15,7 +15,17 @@ import click
 from . import params
 from .database import Settings, open_ledger
 from .reading import open_reader
-from .render import MISSING, compact_json, echo_json, fields, json_option, scalar, table, when
+from .render import (
+    MISSING,
+    compact_json,
+    echo_json,
+    echo_line,
+    fields,
+    json_option,
+    scalar,
+    table,
+    when,
+)
 from ledger.api.schedule_views import (
     MissedSlotsView,
     ScheduleDetail,
@@ -71,7 +81,7 @@ def schedule() -> None:
 )
 @click.option(
     "--jitter",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     default=0.0,
     show_default=True,
     metavar="SECONDS",
@@ -237,4 +247,4 @@ def _done(state: ScheduleState, past: str, as_json: bool) -> None:
         return
     coming = upcoming(state)
     tail = f"; next slot {when(coming)}" if coming is not None else ""
-    click.echo(f"{past} schedule {state.name} ({state.status.value}){tail}")
+    echo_line(f"{past} schedule {state.name} ({state.status.value}){tail}")

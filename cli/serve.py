@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 import click
 
+from . import params
 from .database import Settings, describe, open_ledger
 from ledger.api.ledger import Ledger
 from ledger.core.errors import InvalidRequestError
@@ -108,7 +109,7 @@ def login_link(host: str, port: int, code: str) -> str:
 @click.option(
     "--stream-poll",
     "stream_poll_s",
-    type=click.FloatRange(min=0.01),
+    type=params.Seconds(0.01),
     default=DEFAULT_POLL_S,
     show_default=True,
     help="Seconds between the event stream's reads of the log when nothing wakes it (on "

@@ -10,7 +10,7 @@ import click
 from .database import Settings, open_ledger
 from .errors import RefusedError
 from .reading import open_reader
-from .render import MISSING, echo_json, json_option, printable, table
+from .render import MISSING, echo_json, echo_line, json_option, printable, table
 
 
 def _detail(poll: dict[str, Any]) -> str:
@@ -108,7 +108,7 @@ def poll(settings: Settings, *, name: str, app: str | None, run_now: bool, as_js
             if as_json:
                 echo_json({"source": name, "job_id": str(job_id)})
             else:
-                click.echo(f"enqueued poll job {job_id} for source {name}")
+                echo_line(f"enqueued poll job {job_id} for source {name}")
             return
         assert spec is not None
         output = poll_output(ledger.poll_source(name, spec.list, spec.config))

@@ -6,7 +6,7 @@ import click
 
 from .database import Settings
 from .reading import open_reader
-from .render import MISSING, echo_json, json_option, table, when
+from .render import MISSING, echo_json, echo_line, json_option, table, when
 from ledger.api.shaping import plain
 from projections.rules.sync_state import SyncState
 
@@ -36,7 +36,7 @@ def sync_state(settings: Settings, *, source: str, as_json: bool) -> None:
     if as_json:
         echo_json([plain(row) for row in rows])
     elif not rows:
-        click.echo(f"no sync state for source {source!r}")
+        echo_line(f"no sync state for source {source!r}")
     else:
         headers = ["URI", "REVISION", "CONTENT HASH", "LAST SEEN", "LAST INGESTED"]
         click.echo(table(headers, [_row(row) for row in rows]))

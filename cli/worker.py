@@ -12,11 +12,13 @@ from collections.abc import Callable
 
 import click
 
+from . import params
 from .database import Settings, describe
 from .errors import CliError
 from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
+from ledger.core.limits import MAX_LEASE_S
 from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
 from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
 from ledger.runtime.config import PoolConfig, check_host_id, worker_idle_in_transaction_s
@@ -140,7 +142,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 )
 @click.option(
     "--lease",
-    type=click.FloatRange(min=1),
+    type=params.Seconds(1, most=MAX_LEASE_S),
     default=30.0,
     show_default=True,
     metavar="SECONDS",
@@ -148,7 +150,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 )
 @click.option(
     "--poll",
-    type=click.FloatRange(min=0.01),
+    type=params.Seconds(0.01),
     default=1.0,
     show_default=True,
     metavar="SECONDS",
@@ -156,7 +158,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 )
 @click.option(
     "--grace",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     default=30.0,
     show_default=True,
     metavar="SECONDS",
@@ -191,7 +193,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 # --- the pool's reaper (issue 12) ------------------------------------------------------------
 @click.option(
     "--reaper-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=params.Seconds(0, open_least=True),
     default=PoolConfig.reaper_interval_s,
     show_default=True,
     metavar="SECONDS",
@@ -199,7 +201,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 )
 @click.option(
     "--retention-interval",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     default=PoolConfig.retention_interval_s,
     show_default=True,
     metavar="SECONDS",
@@ -207,7 +209,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 )
 @click.option(
     "--reaper-retry-delay",
-    type=click.FloatRange(min=0, min_open=True),
+    type=params.Seconds(0, open_least=True),
     default=PoolConfig.reaper_retry_delay_s,
     show_default=True,
     metavar="SECONDS",
@@ -216,7 +218,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 # --- end of the pool's reaper options ---------------------------------------------------------
 @click.option(
     "--scheduler-interval",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     default=PoolConfig.scheduler_interval_s,
     show_default=True,
     metavar="SECONDS",
@@ -234,7 +236,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 )
 @click.option(
     "--breaker-cooldown",
-    type=click.FloatRange(min=0),
+    type=params.Seconds(),
     default=DEFAULT_COOLDOWN_S,
     show_default=True,
     metavar="SECONDS",
@@ -258,7 +260,7 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 )
 @click.option(
     "--report-interval",
-    type=click.FloatRange(min=0, min_open=True),
+    type=params.Seconds(0, open_least=True),
     default=PoolConfig.report_interval_s,
     show_default=True,
     metavar="SECONDS",

@@ -18,7 +18,7 @@ import msgspec
 
 from . import params
 from .database import Settings, open_ledger
-from .render import echo_json, json_option
+from .render import echo_json, echo_line, json_option
 from .workflow_views import graph, list_runs, show, timeline
 from ledger.api.shaping import plain, workflow_started_json
 from ledger.core.events import JSON
@@ -41,6 +41,7 @@ def _spec(ctx: click.Context, param: click.Parameter, value: str) -> dict[str, A
         raise click.BadParameter(f"{where} is not valid JSON ({exc})") from None
     if not isinstance(decoded, dict):
         raise click.BadParameter(f"{where} must hold a JSON object (a workflow request)")
+    params.unique_keys(raw, where)
     return decoded
 
 
@@ -52,6 +53,7 @@ def _json_value(ctx: click.Context, param: click.Parameter, value: str | None) -
         decoded: JSON = msgspec.json.decode(value)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise click.BadParameter(f"not valid JSON ({exc})") from None
+    params.unique_keys(value, "the output")
     return decoded
 
 
@@ -117,7 +119,7 @@ def complete(
     if as_json:
         echo_json(plain(state))
     else:
-        click.echo(_run_line(f"completed {step} ({status})", state))
+        echo_line(_run_line(f"completed {step} ({status})", state))
 
 
 @workflow.command()

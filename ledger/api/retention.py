@@ -24,12 +24,14 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.events import Event
+from ledger.core.limits import check_name
 from ledger.core.retention import (
     RETENTION_STREAM_ID,
     JobsArchived,
     RetentionPolicy,
     RetentionPolicySet,
     RetentionRule,
+    check_after,
     check_status,
     cutoff_us,
     fold_policy,
@@ -107,8 +109,13 @@ def set_rule(
     actor: str | None = None,
 ) -> RetentionPolicy:
     """Set (or with ``after_s`` ``None`` drop) the rule for ``job_type`` / ``status``."""
+    check_name(job_type, "job_type", optional=True)
     event = RetentionPolicySet(
-        at=now, job_type=job_type, status=check_status(status), after_s=after_s, actor=actor
+        at=now,
+        job_type=job_type,
+        status=check_status(status),
+        after_s=None if after_s is None else check_after(after_s),
+        actor=actor,
     )
     with store.unit_of_work() as uow:
         uow.serialise_appends()  # the stream's version is read, then appended after

@@ -12,9 +12,11 @@ unit of work, so that each slot makes its job exactly once however many schedule
    slot whose cursor did not move (a job enqueued by hand with the slot's key) names the job
    that holds the key instead of making a second one.
 4. A schedule whose slots cannot be read (its stored cron expression or time zone refused
-   by this release's cronsim or tzdata) is left as it is and reported in ``broken``; a
+   by this release's cronsim or tzdata) or planned (a jitter stored before it was bounded
+   that pushes ``run_at`` past the year 9999) is left as it is and reported in ``broken``; a
    schedule whose jobs enqueue refuses (the type disabled or undefined, the key held by a
-   job asked with other fields) records its slots as ``schedule_missed`` with the refusal as
+   job asked with other fields, a stored payload this release refuses) records its slots as
+   ``schedule_missed`` with the refusal as
    the reason; the other schedules fire regardless.
 5. One :meth:`~ledger.store.unit_of_work.UnitOfWork.append` of the new jobs and every
    schedule's events (``schedule_missed`` first: older slots; then a ``schedule_fired`` per
@@ -40,10 +42,12 @@ from ledger.core.errors import (
     ConcurrencyConflictError,
     DefinitionNotFoundError,
     IdempotencyConflictError,
+    InvalidRequestError,
 )
 from ledger.core.events import Event, JobDefinition, JobEvent
 from ledger.core.requests import normalise_request
 from ledger.core.schedules.catch_up import MAX_NAMED_MISSED, PassBounds, PassPlan, plan_pass
+from ledger.core.schedules.errors import UnplannableScheduleError
 from ledger.core.schedules.events import ScheduleFired, ScheduleMissed
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError
 from ledger.core.schedules.state import ScheduleState
@@ -127,8 +131,13 @@ def fire_due(
             for state in due:
                 try:
                     plan = plan_pass(state, moment, bounds)
-                except (InvalidCronError, UnknownTimeZoneError) as unreadable:
-                    # One schedule's expression must not stop every other schedule's slots.
+                except (
+                    InvalidCronError,
+                    UnknownTimeZoneError,
+                    UnplannableScheduleError,
+                ) as unreadable:
+                    # One schedule's expression (or stored jitter) must not stop every other
+                    # schedule's slots.
                     broken.append(BrokenSchedule(state.name, unreadable.message))
                     continue
                 batch.add(state, plan)
@@ -172,7 +181,11 @@ class _FireBatch:
         if plan.fires:
             try:
                 enqueued = self._plan_jobs(state, plan)
-            except (DefinitionNotFoundError, IdempotencyConflictError) as refused:
+            except (
+                DefinitionNotFoundError,
+                IdempotencyConflictError,
+                InvalidRequestError,
+            ) as refused:
                 slots = [fire.slot for fire in plan.fires]
                 named = slots[:MAX_NAMED_MISSED]
                 events.append(self._missed(state, named, len(slots), slots[-1], refused.message))

@@ -10,7 +10,6 @@ so a bad schedule is refused by its ``add``, not at its first slot. The fire tra
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import msgspec
@@ -18,7 +17,7 @@ import msgspec
 from ledger.clock import Clock
 from ledger.core.errors import DefinitionNotFoundError, InvalidRequestError
 from ledger.core.events import JSON, EnqueueRequest, Event
-from ledger.core.limits import check_name, check_reason
+from ledger.core.limits import check_name, check_reason, check_seconds
 from ledger.core.requests import normalise_request
 from ledger.core.schedules.errors import (
     ScheduleExistsError,
@@ -65,13 +64,8 @@ def check_spec(spec: ScheduleSpec) -> ScheduleSpec:
         raise InvalidRequestError(
             f"catch_up must be one of {choices}, not {spec.catch_up!r}"
         ) from None
-    if (
-        isinstance(spec.jitter_s, bool)
-        or not isinstance(spec.jitter_s, int | float)
-        or not math.isfinite(spec.jitter_s)
-        or spec.jitter_s < 0
-    ):
-        raise InvalidRequestError("jitter_s must be a finite number of seconds >= 0")
+    # Bounded like every other duration: a jitter past the year 9999 cannot be added to a slot.
+    jitter_s = check_seconds(spec.jitter_s, "jitter_s", zero=True)
     request = normalise_request(
         EnqueueRequest(
             job_type=spec.job_type,
@@ -81,7 +75,7 @@ def check_spec(spec: ScheduleSpec) -> ScheduleSpec:
             priority=spec.priority,
         )
     )
-    return msgspec.structs.replace(spec, payload=request.payload, jitter_s=float(spec.jitter_s))
+    return msgspec.structs.replace(spec, payload=request.payload, jitter_s=jitter_s)
 
 
 def add_schedule(

@@ -46,7 +46,7 @@ from ledger.core.limits import (
     check_name,
     check_reason,
     check_seconds,
-    check_text,
+    check_subject_text,
 )
 from ledger.core.requests import aware, check_failure, check_output
 from ledger.core.state import JobState, Lease
@@ -214,9 +214,7 @@ def decide_succeed(
     check_output(output)
     for value, what in ((revision, "revision"), (content_hash, "content_hash")):
         if value is not None:
-            if not isinstance(value, str):
-                raise InvalidRequestError(f"{what} must be a string")
-            check_text(value, what)
+            check_subject_text(value, what)  # stored in the subject's sync-state row
     return JobSucceeded(
         at=now,
         run_number=lease.run_number,

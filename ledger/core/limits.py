@@ -16,6 +16,8 @@ export or the other backend could not take back:
 - **Failure messages** are normalised, not refused (a worker's failure is recorded whatever
   its exception says): NUL and lone surrogates spelled as escapes, cut to
   :data:`MAX_MESSAGE_BYTES`. Reasons over that size are refused.
+- **Sync subjects**: a subject's URI and revision (and a success's content hash) are text of
+  at most :data:`MAX_SUBJECT_BYTES` as UTF-8.
 - **Durations**: positive (or non-negative) and finite, a lease at most :data:`MAX_LEASE_S`,
   any other at most :data:`MAX_DURATION_S`, so that ``now + duration`` is a storable time.
 
@@ -47,6 +49,12 @@ MAX_NAME_LENGTH = 200
 MAX_MESSAGE_BYTES = 8 * 1024
 """A failure message longer than this (as UTF-8) is cut to it; a reason longer is refused."""
 
+MAX_SUBJECT_BYTES = 1800
+"""The longest sync-subject URI or revision (and content hash), as UTF-8. The URI is indexed
+with its source id on both backends (the live-job and sync-state lookups); with the longest
+source id (200 characters, up to 800 bytes) an entry stays under PostgreSQL's btree limit of
+2704 bytes, which a longer URI broke with a store error on PostgreSQL alone (SQLite took 50 MB)."""
+
 MAX_LEASE_S = 7 * 24 * 3600.0
 """The longest lease a claim or heartbeat may take: a week."""
 
@@ -68,6 +76,17 @@ def check_text(value: str, what: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise InvalidRequestError(f"{what} contains a lone surrogate (not UTF-8)") from None
+
+
+def check_subject_text(value: object, what: str) -> None:
+    """Refuse a subject's URI or revision that is not a string, holds NUL or a lone
+    surrogate, or is over :data:`MAX_SUBJECT_BYTES` as UTF-8."""
+    if not isinstance(value, str):
+        raise InvalidRequestError(f"{what} must be a string")
+    check_text(value, what)
+    if len(value) * 4 > MAX_SUBJECT_BYTES and len(value.encode("utf-8")) > MAX_SUBJECT_BYTES:
+        size = len(value.encode("utf-8"))
+        raise InvalidRequestError(f"{what} is {size} bytes; the limit is {MAX_SUBJECT_BYTES}")
 
 
 def has_control(value: str) -> bool:
@@ -155,6 +174,18 @@ def check_seconds(
         floor = ">= 0" if zero else "> 0"
         raise InvalidRequestError(f"{what} must be a number of seconds {floor} and <= {most:g}")
     return seconds
+
+
+def check_setting_seconds(
+    value: object, what: str, *, most: float = MAX_DURATION_S, zero: bool = False
+) -> None:
+    """:func:`check_seconds` for a setting of a service (an interval, a delay, a lease, a
+    cooldown): the same bound, raised as the ``ValueError`` a bad setting is, at
+    construction, rather than as an ``OverflowError`` at the first pass that adds it to now."""
+    try:
+        check_seconds(value, what, most=most, zero=zero)
+    except InvalidRequestError as exc:
+        raise ValueError(exc.message) from None
 
 
 def _bad_scalar(value: Any, what: str) -> InvalidRequestError | None:

@@ -35,6 +35,7 @@ from ledger.core.events import (
     JobReapDeferred,
     JobRetryScheduled,
 )
+from ledger.core.limits import check_setting_seconds
 from ledger.core.state import JobState
 
 Disposition = Literal["retry_scheduled", "dead_lettered"]
@@ -61,6 +62,10 @@ class ReaperConfig:
             raise ValueError("lock_timeout_s must be positive (None: wait as long as it takes)")
         if self.interval_s <= 0:
             raise ValueError("interval_s must be positive")
+        check_setting_seconds(self.retry_delay_s, "retry_delay_s", zero=True)
+        check_setting_seconds(self.interval_s, "interval_s")
+        if self.lock_timeout_s is not None:
+            check_setting_seconds(self.lock_timeout_s, "lock_timeout_s")
 
 
 class ReapedLease(msgspec.Struct, frozen=True):

@@ -36,7 +36,7 @@ from ledger.core.limits import (
     check_name,
     check_reason,
     check_seconds,
-    check_text,
+    check_subject_text,
 )
 from ledger.core.requests import (
     INT32,
@@ -81,7 +81,7 @@ def _worker_write(event: Event) -> None:
         check_output(event.output)
         for value, what in ((event.revision, "revision"), (event.content_hash, "hash")):
             if value is not None:
-                check_text(value, what)
+                check_subject_text(value, what)
 
 
 def check_recorded(event: Event) -> None:

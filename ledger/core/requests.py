@@ -33,7 +33,7 @@ from ledger.core.limits import (
     check_name,
     check_reason,
     check_seconds,
-    check_text,
+    check_subject_text,
     encode_json,
     flat_plain,
 )
@@ -170,9 +170,9 @@ def normalise_request(request: EnqueueRequest) -> EnqueueRequest:
         check_name(request.subject.source_id, "subject.source_id")
         if not isinstance(request.subject.uri, str) or not request.subject.uri:
             raise InvalidRequestError("subject.uri must be a non-empty string")
-        check_text(request.subject.uri, "subject.uri")
+        check_subject_text(request.subject.uri, "subject.uri")
         if request.subject.revision is not None:
-            check_text(request.subject.revision, "subject.revision")
+            check_subject_text(request.subject.revision, "subject.revision")
     if request.run_at is not None:
         return msgspec.structs.replace(request, run_at=aware(request.run_at, "run_at"))
     return request

@@ -18,6 +18,7 @@ import msgspec
 
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Event
+from ledger.core.limits import MAX_DURATION_S
 from ledger.core.times import to_us
 
 RETENTION_NAMESPACE = UUID("0b9d6a2e-51c4-4f7e-9a3d-3f1e8c5b7a90")
@@ -130,13 +131,26 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 
 def parse_after(text: str) -> int:
     """``30d``, ``12h``, ``90m``, ``2w``, ``45s`` as seconds (a positive whole number of one
-    unit); anything else is ``request.invalid``."""
+    unit, at most :data:`~ledger.core.limits.MAX_DURATION_S`); anything else is
+    ``request.invalid``."""
     matched = _DURATION.match(text)
     if matched is None or int(matched.group(1)) <= 0:
         raise InvalidRequestError(
             f"--after must be a positive number and a unit of s, m, h, d or w (30d), not {text!r}"
         )
-    return int(matched.group(1)) * _UNIT_S[matched.group(2)]
+    return check_after(int(matched.group(1)) * _UNIT_S[matched.group(2)])
+
+
+def check_after(after_s: object) -> int:
+    """A rule's age: a whole number of seconds from 1 to
+    :data:`~ledger.core.limits.MAX_DURATION_S` (a century), so that ``now - age`` stays a
+    time the events and the queries can hold; else ``request.invalid``."""
+    if type(after_s) is not int or not 1 <= after_s <= MAX_DURATION_S:
+        raise InvalidRequestError(
+            f"a retention age must be a whole number of seconds from 1 to {MAX_DURATION_S:.0f} "
+            f"(100 years), not {after_s!r}"
+        )
+    return after_s
 
 
 def format_after(seconds: int) -> str:

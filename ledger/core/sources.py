@@ -40,6 +40,7 @@ import msgspec
 
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Subject, SubjectOp
+from ledger.core.limits import check_subject_text
 
 Listing = Iterable[tuple[str, str | None]]
 """A source listing: ``(uri, revision)`` pairs, ``None`` where the source gives no revision."""
@@ -124,6 +125,9 @@ def _checked(source_id: str, listing: Listing) -> list[tuple[str, str | None]]:
             raise InvalidRequestError(f"listing URIs must be non-empty strings, not {uri!r}")
         if revision is not None and not isinstance(revision, str):
             raise InvalidRequestError(f"revision of {uri!r} must be a string or None")
+        check_subject_text(uri, "a listing URI")
+        if revision is not None:
+            check_subject_text(revision, "a listing revision")
     repeated = sorted(uri for uri, count in Counter(uri for uri, _ in entries).items() if count > 1)
     if repeated:
         # Two entries for one URI leave no single answer (which revision is current?).

@@ -30,6 +30,7 @@ from ledger.http import (
     enqueue,
     errors,
     jobs,
+    json_bodies,
     metrics,
     operations,
     pages,
@@ -146,6 +147,7 @@ def build_app(
             capabilities.capabilities,
             stream.event_stream,
         ],
+        before_request=json_bodies.refuse_duplicate_keys,
     )
     static = create_static_files_router("/static", directories=[HERE / "static"])
     app = Litestar(

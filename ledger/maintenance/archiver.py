@@ -18,6 +18,7 @@ from datetime import datetime
 
 from ledger.api.ledger import Ledger
 from ledger.api.retention import BATCH, RetentionRun, run_retention
+from ledger.core.limits import check_setting_seconds
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,9 @@ class ArchiverConfig:
 
     interval_s: float = 3600.0
     batch: int = BATCH
+
+    def __post_init__(self) -> None:
+        check_setting_seconds(self.interval_s, "interval_s")
 
 
 class Archiver:

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from ledger.api.ledger import Ledger
 from ledger.api.pools import PoolReport, prune_pools, remove_pool, report_pool
+from ledger.core.limits import check_setting_seconds
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,8 @@ class PoolReporterConfig:
             raise ValueError("interval_s must be positive")
         if self.retention_s < self.interval_s:
             raise ValueError("retention_s must be at least interval_s")
+        check_setting_seconds(self.interval_s, "interval_s")
+        check_setting_seconds(self.retention_s, "retention_s")
 
 
 class PoolReporter:

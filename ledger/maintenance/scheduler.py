@@ -20,6 +20,7 @@ from datetime import datetime
 
 from ledger.api.ledger import Ledger
 from ledger.api.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport
+from ledger.core.limits import check_setting_seconds
 from ledger.core.schedules.catch_up import PassBounds
 from ledger.maintenance.runner import ServiceRunner
 
@@ -42,6 +43,7 @@ class SchedulerConfig:
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.schedules_per_round < 1 or self.max_rounds < 1:
             raise ValueError("interval_s > 0, schedules_per_round >= 1 and max_rounds >= 1")
+        check_setting_seconds(self.interval_s, "interval_s")
 
 
 class Scheduler:

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ledger.api.ledger import Ledger
+from ledger.core.limits import check_setting_seconds
 from ledger.maintenance.runner import ServiceRunner
 from ledger.store.frozen_writers import FrozenWriter
 
@@ -51,6 +52,9 @@ class WatchdogConfig:
             raise ValueError("silent_s must be >= 0")
         if self.interval_s is not None and self.interval_s <= 0:
             raise ValueError("interval_s must be positive")
+        for value, what in ((self.silent_s, "silent_s"), (self.interval_s, "interval_s")):
+            if value is not None:
+                check_setting_seconds(value, what, zero=True)
 
 
 class Watchdog:

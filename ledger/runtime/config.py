@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypedDict
 
+from ledger.core.limits import MAX_LEASE_S, check_setting_seconds
 from ledger.maintenance.archiver import ArchiverConfig
 from ledger.maintenance.pool_reporter import PoolReporterConfig
 from ledger.maintenance.reaper import ReaperConfig
@@ -123,6 +124,32 @@ class PoolConfig:
             raise ValueError("report_interval_s must be >= 0 (0: no reports)")
         if self.scheduler_interval_s < 0:
             raise ValueError("scheduler_interval_s must be >= 0 (0: no scheduler)")
+        self._check_durations()
+
+    def _check_durations(self) -> None:
+        """Every duration finite and at most a century (a lease at most a week), like the
+        ledger's own: an interval of ``1e300`` would raise ``OverflowError`` in a loop's
+        ``now + interval`` long after the pool started, not here."""
+        check_setting_seconds(self.lease_s, "lease_s", most=MAX_LEASE_S)
+        if self.heartbeat_interval_s is not None:
+            check_setting_seconds(self.heartbeat_interval_s, "heartbeat_interval_s")
+        if self.reaper_lock_timeout_s is not None:
+            check_setting_seconds(self.reaper_lock_timeout_s, "reaper_lock_timeout_s")
+        if self.watchdog_interval_s is not None:
+            check_setting_seconds(self.watchdog_interval_s, "watchdog_interval_s", zero=True)
+        check_setting_seconds(self.poll_interval_s, "poll_interval_s")
+        for name in (
+            "reaper_interval_s",
+            "reaper_retry_delay_s",
+            "scheduler_interval_s",
+            "retention_interval_s",
+            "report_interval_s",
+            "report_retention_s",
+            "completion_delay_s",
+            "turn_hold_s",
+            "breaker_cooldown_s",
+        ):
+            check_setting_seconds(getattr(self, name), name, zero=True)
 
     @classmethod
     def of(cls, config: PoolConfig | None, settings: PoolSettings) -> PoolConfig:

@@ -93,16 +93,28 @@ def _mask(quoted: re.Match[str]) -> str:
 def postgres_params(url: str) -> dict[str, str]:
     """The connection parameters of a PostgreSQL URL or libpq string, checked: the string
     parses, ``port`` is one or more ports (1-65535, comma-separated), ``connect_timeout`` a
-    number of seconds >= 0. Raises :class:`DatabaseUrlError`, never quoting the URL."""
+    number of seconds >= 0, no host name holds ``@`` (the tail of a password with a raw
+    ``@`` in it). Raises :class:`DatabaseUrlError`, never quoting the URL."""
     from psycopg import ProgrammingError  # here: opening a SQLite ledger loads no psycopg
     from psycopg.conninfo import conninfo_to_dict
 
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes in argv or the environment: libpq takes text
+        raise DatabaseUrlError("the PostgreSQL URL is not UTF-8 text") from None
     try:
         params = {key: str(value) for key, value in conninfo_to_dict(url).items()}
     except ProgrammingError as exc:
         raise DatabaseUrlError(
             f"the PostgreSQL URL does not parse: {_without_quotes(str(exc))}"
         ) from None
+    for host in params.get("host", "").split(","):
+        if "@" in host and not host.startswith("/"):
+            # libpq splits user info at the first "@": a raw "@" in the password leaves the
+            # password's tail in the host name, which every connection error then quotes.
+            raise DatabaseUrlError(
+                "the host name holds '@': write an '@' in the user or password as %40"
+            )
     for port in filter(None, params.get("port", "").split(",")):
         if not port.isdigit() or not 1 <= int(port) <= 65535:
             raise DatabaseUrlError("port must be a number from 1 to 65535")

@@ -158,7 +158,7 @@ BAD_INPUT = [
     ),
     pytest.param(
         ["enqueue", "send_email", "--delay", "-5"],
-        "error: Invalid value for '--delay': -5.0 is not in the range x>=0.",
+        "error: Invalid value for '--delay': -5.0 is not in the range x>=0, at most 100 years.",
         USAGE,
         id="negative-delay",
     ),
@@ -170,7 +170,7 @@ BAD_INPUT = [
     ),
     pytest.param(
         ["enqueue", "send_email", "--timeout", "0"],
-        "error: Invalid value for '--timeout': 0.0 is not in the range x>0.",
+        "error: Invalid value for '--timeout': 0.0 is not in the range x>0, at most 100 years.",
         USAGE,
         id="zero-timeout",
     ),

@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from input_helpers import TOO_DEEP
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from jobledger_cli.database import display_url
+from jobledger_cli.errors import redact
 from jobledger_cli.main import cli
 from ledger import Ledger
 
@@ -28,6 +31,8 @@ BAD_URLS = [
     f"postgresql://u:{SECRET}%@127.0.0.1/db",
     f"postgresql://u:{SECRET}@127.0.0.1/db?{SECRET}=1",
     f"host=127.0.0.1 password={SECRET} {SECRET}",
+    f"postgresql://u:abc@{SECRET}@127.0.0.1:5432/db",
+    f"postgresql://u:abc@{SECRET}@127.0.0.1,other:5432/db",
 ]
 
 
@@ -52,6 +57,39 @@ def test_a_malformed_database_url_is_one_line_exit_2_without_the_password(url: s
     assert done.stderr.startswith("error: config.invalid_url: "), done.stderr
     assert len(done.stderr.splitlines()) == 1, done.stderr
     assert SECRET not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("url", BAD_URLS)
+def test_init_refuses_a_malformed_url_as_every_other_command_does(url: str) -> None:
+    """``init`` names the database before opening it: a URL that does not split
+    (``Invalid IPv6 URL``) is config.invalid_url, exit 2, not a ValueError traceback."""
+    done = _run(["--db", url, "init"])
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: config.invalid_url: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert SECRET not in done.stdout + done.stderr
+
+
+def test_a_password_with_a_raw_at_sign_is_masked_to_its_end() -> None:
+    """Redaction masks up to the last "@" before the host part: a password holding a raw
+    "@" leaks no tail, in a URL quoted inside a message or one shown as the database."""
+    message = f"cannot reach postgresql://u:abc@{SECRET}@host:5432/db: timeout"
+    assert redact(message) == "cannot reach postgresql://u:***@host:5432/db: timeout"
+    assert display_url(f"postgresql://u:abc@{SECRET}@host/db") == "postgresql://u@host/db"
+    shown = display_url(f"host=127.0.0.1 user=u password={SECRET} dbname=d")
+    assert shown == "host=127.0.0.1 user=u password=*** dbname=d"
+    assert SECRET not in display_url(f"postgresql://u:{SECRET}@[127.0.0.1:5432/db")
+
+
+def test_init_on_a_libpq_string_does_not_print_its_password(empty_pg_url: str) -> None:
+    """``init`` names the database it initialised without the ``password=`` of a libpq
+    ``key=value`` string (it was printed whole)."""
+    params = conninfo_to_dict(empty_pg_url)
+    conninfo = make_conninfo(**{**params, "password": SECRET})  # trust auth: not checked
+    result = CliRunner().invoke(cli, ["--db", conninfo, "init"])
+    assert result.exit_code == 0, (result.stderr, result.exception)
+    assert result.stdout.startswith("initialised PostgreSQL database ")
+    assert SECRET not in result.stdout and "password=***" in result.stdout
 
 
 def test_a_malformed_url_in_the_environment_is_refused_the_same_way() -> None:

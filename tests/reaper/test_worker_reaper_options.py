@@ -116,5 +116,6 @@ def test_reaper_options_must_be_positive(option: str, value: str) -> None:
 def test_worker_help_shows_the_reaper_defaults() -> None:
     """--help lists both options with their defaults (30 s interval, 60 s retry delay)."""
     text = " ".join(CliRunner().invoke(cli, ["worker", "--help"]).stdout.split())
-    assert "--reaper-interval SECONDS" in text and "[default: 30.0; x>0]" in text
-    assert "--reaper-retry-delay SECONDS" in text and "[default: 60.0; x>0]" in text
+    bound = "x>0, at most 100 years"
+    assert "--reaper-interval SECONDS" in text and f"[default: 30.0; {bound}]" in text
+    assert "--reaper-retry-delay SECONDS" in text and f"[default: 60.0; {bound}]" in text

@@ -104,3 +104,39 @@ def test_a_due_row_whose_cron_became_unreadable_is_reported_broken(
         "schedule_added",
         "schedule_added",
     ]
+
+
+def _store_huge_jitter(ledger: Ledger, clock: FakeClock, name: str, jitter_s: float) -> None:
+    """``name`` redefined with a jitter ``add_schedule`` now refuses, appended as a release
+    that did not bound it would have (``schedule add --jitter 1e12`` was accepted)."""
+    with ledger.store.unit_of_work() as uow:
+        uow.serialise_appends()
+        uow.append(
+            schedule_changes=[
+                (name, [ScheduleAdded(at=clock.now(), schedule=name, cron="*/10 * * * *",
+                                      tz="UTC", job_type="t", payload={}, org=None, queue=None,
+                                      priority=None, catch_up="latest", jitter_s=jitter_s,
+                                      reason="older release")])
+            ]
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize("jitter_s", [1e14, 1e300, float("inf"), float("nan")])
+def test_a_stored_jitter_past_the_storable_times_does_not_stop_the_others(
+    defined: Ledger, clock: FakeClock, jitter_s: float
+) -> None:
+    """A schedule whose stored jitter overflows its slot's run_at is reported broken and
+    left unfired; the other schedules fire in the same pass (no OverflowError roll-back)."""
+    defined.add_schedule("good", "*/10 * * * *", "t")
+    defined.add_schedule("bad", "*/10 * * * *", "t")
+    _store_huge_jitter(defined, clock, "bad", jitter_s)
+    clock.advance(600)
+    [report] = Scheduler(defined, SchedulerConfig()).run_once()
+    assert [fired.schedule for fired in report.fired] == ["good"]
+    assert [b.schedule for b in report.broken] == ["bad"]
+    assert "jitter" in report.broken[0].error
+    assert [r.event.name for r in defined.store.history(schedule_stream_id("bad"))] == [
+        "schedule_added",
+        "schedule_added",
+    ]
+    assert defined.projections().verify().clean

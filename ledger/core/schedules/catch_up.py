@@ -22,6 +22,8 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 
 from ledger.core.events import EnqueueRequest
+from ledger.core.limits import check_setting_seconds
+from ledger.core.schedules.errors import UnplannableScheduleError
 from ledger.core.schedules.events import CatchUp
 from ledger.core.schedules.slots import slots_between
 from ledger.core.schedules.state import ScheduleState, ScheduleStatus
@@ -40,6 +42,7 @@ class PassBounds(msgspec.Struct, frozen=True):
     def __post_init__(self) -> None:
         if self.grace_s < 0 or self.fire_limit < 1 or self.scan_limit < self.fire_limit:
             raise ValueError("grace_s >= 0, fire_limit >= 1 and scan_limit >= fire_limit")
+        check_setting_seconds(self.grace_s, "grace_s", zero=True)
 
 
 class Missed(msgspec.Struct, frozen=True):
@@ -114,12 +117,23 @@ def jitter(name: str, slot: datetime, jitter_s: float) -> timedelta:
 
 def slot_request(state: ScheduleState, slot: datetime) -> EnqueueRequest:
     """The job a slot enqueues: the schedule's type, payload, org, queue and priority, run at
-    the slot plus its jitter, keyed by the slot."""
+    the slot plus its jitter, keyed by the slot.
+
+    Raises :class:`UnplannableScheduleError` when the jitter cannot be added (infinite, or
+    past the year 9999): ``add`` bounds it, but a schedule stored before it did must fail
+    alone, not end the pass of every schedule with an ``OverflowError``."""
+    try:
+        run_at = slot + jitter(state.name, slot, state.jitter_s)
+    except (OverflowError, ValueError):
+        raise UnplannableScheduleError(
+            f"its jitter of {state.jitter_s:g}s puts slot {slot.isoformat()} past the latest "
+            "storable time (re-add it with a smaller --jitter)"
+        ) from None
     return EnqueueRequest(
         job_type=state.job_type,
         payload=state.payload,
         priority=state.priority,
-        run_at=slot + jitter(state.name, slot, state.jitter_s),
+        run_at=run_at,
         org=state.org,
         queue=state.queue,
         idempotency_key=slot_key(state.name, slot),

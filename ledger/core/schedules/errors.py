@@ -22,3 +22,10 @@ class ScheduleTransitionError(LedgerError):
     """A command the schedule's status does not allow (pausing a paused one...)."""
 
     code = "schedule.invalid_transition"
+
+
+class UnplannableScheduleError(LedgerError):
+    """A stored schedule whose slots cannot be turned into jobs (its jitter pushes a slot's
+    ``run_at`` past the latest storable time): written before the jitter was bounded."""
+
+    code = "schedule.unplannable"
