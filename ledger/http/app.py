@@ -30,7 +30,6 @@ from ledger.http import (
     enqueue,
     errors,
     jobs,
-    json_bodies,
     metrics,
     operations,
     pages,
@@ -147,7 +146,6 @@ def build_app(
             capabilities.capabilities,
             stream.event_stream,
         ],
-        before_request=json_bodies.refuse_duplicate_keys,
     )
     static = create_static_files_router("/static", directories=[HERE / "static"])
     app = Litestar(
