@@ -10,6 +10,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import click
 
 from .errors import redact
+from .params import Seconds
 from .progress import ProgressBars
 from .render import echo_json, json_option
 from ledger.store.config import is_postgres, open_store, postgres_params, sqlite_path
@@ -79,7 +80,7 @@ def _refill_line(refill: migration.Refill) -> str:
 _wait_option = click.option(
     "--wait",
     "wait_s",
-    type=click.FloatRange(min=0, max=86_400),
+    type=Seconds(most=86_400),
     default=MIGRATION_WAIT_S,
     show_default=True,
     metavar="SECONDS",
