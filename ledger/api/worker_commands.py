@@ -77,6 +77,16 @@ class WorkerCommands(Reader):
             [(lease.job_id, worker_writes.heartbeat_decision(lease, lease_s)) for lease in leases]
         )
 
+    def start_many(self, leases: Iterable[Lease]) -> BatchResult:
+        """Record, in one transaction, that the handlers of ``leases`` are about to start (the
+        stage ``running``, :func:`~ledger.core.decide.decide_start`). The pool writes this
+        before it calls a handler, so a boot reap can tell an attempt whose handler ran when
+        its process died (spent as ``worker_lost``) from a claim that never started
+        (released). A lease whose fence fails is in ``rejected``: do not start its handler."""
+        return self._fenced_many(
+            [(lease.job_id, worker_writes.start_decision(lease)) for lease in leases]
+        )
+
     def progress(
         self,
         lease: Lease,

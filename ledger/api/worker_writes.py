@@ -180,6 +180,10 @@ def heartbeat_decision(lease: Lease, lease_s: LeaseLength) -> Decision:
     )
 
 
+def start_decision(lease: Lease) -> Decision:
+    return lambda state, now: decide.decide_start(state, lease, now)
+
+
 def completion_decision(completion: Completion) -> Decision:
     return lambda state, now: decide.decide_succeed(
         state,

@@ -246,13 +246,14 @@ def test_time_from_enqueue_to_first_lease() -> None:
 
 
 def test_diagnose_returns_every_finding() -> None:
-    """One call gives all seven diagnostics by name."""
+    """One call gives all eight diagnostics by name."""
     names = [f.name for f in diagnose(History().lease(0).records)]
     assert names == [
         "started_without_renewal_heartbeat",
         "recorded_started_without_renewal_heartbeat",
         "longest_heartbeat_gap_s",
         "leases_lost",
+        "workers_lost",
         "reap_deferrals",
         "retries",
         "time_to_first_lease_s",
