@@ -434,6 +434,16 @@ def decide_worker_lost(
     ]
 
 
+def start_with_lease(leased: JobLeased) -> JobStageChanged:
+    """The stage ``running`` recorded with the lease itself, in the claim's transaction, for
+    a job the claimer starts at once (a worker slot is waiting for it): the claim's commit is
+    then the start's evidence, and no second transaction is needed
+    (:func:`decide_start` does the same later, for a job that waited)."""
+    return JobStageChanged(
+        at=leased.at, run_number=leased.run_number, attempt=leased.attempt, stage=Stage.RUNNING
+    )
+
+
 def decide_start(state: JobState, lease: Lease, now: datetime) -> list[JobEvent]:
     """The pool is about to call the handler of ``lease``: record the stage ``running``
     (fenced, so a lease lost meanwhile is refused and the handler is not started). Nothing

@@ -178,6 +178,7 @@ class WorkerPool:
             io=self._io,
             turns=turns,
             on_blocked=self._completer.nudge,
+            start_every_claim=not config.exact_starts,
         )
         self._heartbeater = Heartbeater(
             ledger,

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from ledger.api.ledger import Outcome
 from ledger.clock import Clock
+from ledger.core.events import Stage
 from ledger.core.state import JobState
 from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
@@ -92,6 +93,8 @@ class WorkerSlots:
         if it must not start: the fence refused (the lease is gone) or the write failed
         (the job is then released, unstarted). Cancelled meanwhile, the job is released."""
         assert job.lease is not None
+        if job.stage == Stage.RUNNING:
+            return True  # recorded by the claim that handed it to a waiting slot
         try:
             if await self._starts.started(job):
                 return True

@@ -7,11 +7,15 @@ a slot appends the stage ``running`` (``job_stage_changed``) and waits for its c
 it calls the handler (:meth:`StartRecorder.started`). The write is fenced, so a lease lost or
 cancelled meanwhile is refused and its handler never starts.
 
-One write per job would double the pool's transactions; instead the slots that start a job
-in the same turn of the event loop share one transaction (a group commit): the first to ask
-starts a writer task, which runs on the next turn and takes every request made until then;
-requests made while it writes go into its next transaction. A database blip is retried as
-a report's write is (:func:`ledger.runtime.retrying.written`).
+A job claimed for a slot that is already waiting gets its start in the claim's own
+transaction (the producer's ``starting``; :func:`ledger.core.decide.start_with_lease`), so
+it costs no write of its own; the slot sees its stage ``running`` and goes ahead. Only a job
+that waited in the prefetch buffer needs this recorder. One write per such job would multiply
+the pool's transactions; instead the slots that start one in the same turn of the event loop
+share one transaction (a group commit): the first to ask starts a writer task, which runs on
+the next turn and takes every request made until then; requests made while it writes go into
+its next transaction. A database blip is retried as a report's write is
+(:func:`ledger.runtime.retrying.written`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from ledger.runtime.retrying import written
 from ledger.runtime.threads import ThreadLane
 
 log = logging.getLogger(__name__)
+
+GATHER_TURNS = 2
+"""Turns of the event loop a start write waits for more requests before it takes them."""
 
 
 class StartRecorder:
@@ -56,6 +63,10 @@ class StartRecorder:
 
     async def _write(self) -> None:
         try:
+            # Let the slots that are ready to run this turn ask too (each request after the
+            # first joins for free; measured: fewer, larger start transactions).
+            for _ in range(GATHER_TURNS):
+                await asyncio.sleep(0)
             while self._waiting:
                 batch, self._waiting = self._waiting, []
                 await self._write_batch(batch)
