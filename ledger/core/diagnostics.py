@@ -218,10 +218,15 @@ def recorded_started_without_renewal_heartbeat(records: Sequence[Record]) -> Fin
             return Finding(
                 name,
                 event.started_without_renewal_heartbeat,
-                f"recorded when the reaper or a boot reap failed attempt {event.attempt}",
+                f"recorded by the {_reaper_of(event)} when it failed attempt {event.attempt}",
                 [version],
             )
     return Finding(name, None, "the reaper never failed this job's lease", [])
+
+
+def _reaper_of(failed: JobFailed) -> str:
+    """Who recorded a failure's flag: the boot reap (a lost worker) or the reaper."""
+    return "boot reap" if failed.failure.kind is FailureKind.WORKER_LOST else "reaper"
 
 
 def leases_lost(records: Sequence[Record]) -> Finding:

@@ -189,7 +189,14 @@ class WorkerPool:
             io=self._io,
             on_renewed=self._renewed,
         )
-        self._starts = StartRecorder(ledger, self._io, lease_lengths)
+        self._starts = StartRecorder(
+            ledger,
+            self._io,
+            lease_lengths,
+            could_ask=lambda: (
+                config.concurrency - self._producer.in_flight - self._producer.waiting_slots
+            ),
+        )
         self._slots = WorkerSlots(
             self._producer,
             claims=self._claims,

@@ -225,6 +225,11 @@ class Producer:
         """Jobs a slot is running now."""
         return self._in_flight
 
+    @property
+    def waiting_slots(self) -> int:
+        """Slots waiting for a job (the buffer is empty for them)."""
+        return self._waiting_slots
+
     async def next_job(self) -> JobState | None:
         """The next claimed job, or ``None`` when the slot should stop."""
         self._waiting_slots += 1
