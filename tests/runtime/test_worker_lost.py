@@ -103,6 +103,7 @@ def _work(
     types: str,
     concurrency: int,
     limited: bool = False,
+    starts: str = "exact",
 ) -> int:
     """One ``jobledger worker --burst`` run on host h1; its exit code (negative: the signal
     that killed it)."""
@@ -111,6 +112,7 @@ def _work(
         env["JL_TEST_RSS_LIMIT"] = str(RSS_LIMIT)
     argv = [JOBLEDGER, "--db", url, "worker", "--app", f"{app}:registry", "--types", types]
     argv += ["--host-id", "h1", "--burst", "--lease", "5", "--concurrency", str(concurrency)]
+    argv += ["--starts", starts]
     preexec: Callable[[], None] | None = _limit_address_space if limited else None
     done = subprocess.run(
         argv,
@@ -240,4 +242,32 @@ def test_a_handler_killed_for_its_memory_spends_its_attempts(
             state = ledger.get(job_id)
             assert state is not None and (state.status, state.attempt) == (JobStatus.SUCCEEDED, 1)
     assert _workers_lost(db_url, killer)["value"] == 2
+    _assert_history_checks_clean(db_url)
+
+
+def test_with_claim_starts_a_crash_spends_the_attempts_of_buffered_jobs_too(
+    db_url: str, app: str, tmp_path: Path
+) -> None:
+    """--starts claim counts the claim as the start: the job buffered behind the killer when
+    the worker died spends an attempt as worker_lost too (and succeeds on its retry)."""
+    killer, others = _setup(db_url, "exit", max_attempts=1)
+
+    codes = _work_until_done(db_url, app, tmp_path, types="exit,t1", concurrency=1, starts="claim")
+
+    assert codes == [7, 0]
+    with Ledger.open(db_url) as ledger:
+        dead = ledger.get(killer)
+        assert dead is not None and dead.status is JobStatus.DEAD
+        lost = [
+            job_id
+            for job_id in others
+            if any(
+                isinstance(r.event, JobFailed) and r.event.failure.code == "job.worker_lost"
+                for r in ledger.history(job_id)
+            )
+        ]
+        assert len(lost) == 1  # the one claimed with the killer (one slot, prefetch 1)
+        for job_id in others:
+            state = ledger.get(job_id)
+            assert state is not None and state.status is JobStatus.SUCCEEDED
     _assert_history_checks_clean(db_url)
