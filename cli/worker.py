@@ -243,6 +243,16 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
     help="How long a job type stays unclaimed once its breaker opened.",
 )
 # --- end of the circuit breaker block ------------------------------------------------------
+@click.option(
+    "--starts",
+    type=click.Choice(["exact", "claim"]),
+    default="exact",
+    show_default=True,
+    help="exact: record each handler's start before it runs, so a crash spends the attempt "
+    "only of the jobs that were running (costs a transaction per group of prefetched "
+    "starts); claim: a claim counts as the start (no extra transaction; a crash spends the "
+    "attempt of every job the process held).",
+)
 # --- metrics and pool reports (issue 15) ------------------------------------------------------
 @click.option(
     "--metrics-port",
@@ -290,6 +300,7 @@ def worker(
     scheduler_interval: float,
     breaker_threshold: int,
     breaker_cooldown: float,
+    starts: str,
     metrics_port: int | None,
     metrics_addr: str,
     report_interval: float,
@@ -325,6 +336,7 @@ def worker(
             scheduler_interval_s=scheduler_interval,
             breaker_threshold=breaker_threshold,
             breaker_cooldown_s=breaker_cooldown,
+            exact_starts=starts == "exact",
             report_interval_s=report_interval,
             metrics=metrics_port is not None,
         )

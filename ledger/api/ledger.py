@@ -58,7 +58,7 @@ from ledger.core.events import (
 )
 from ledger.core.exchange import FileEnd
 from ledger.core.queues import QueueState
-from ledger.core.reaping import ReaperConfig, ReapReport
+from ledger.core.reaping import BootReap, ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
 from ledger.core.schedules.catch_up import PassBounds
 from ledger.core.schedules.state import ScheduleState
@@ -568,12 +568,23 @@ class Ledger(WorkerCommands):
         The pool's watchdog runs it (:mod:`ledger.maintenance.watchdog`)."""
         return self.store.end_frozen_writers(silent_s, stalled_s)
 
+    def boot_reap(
+        self, prefix: str, *, alive: Callable[[str], bool], reason: str = "released by boot reap"
+    ) -> BootReap:
+        """End the claims of workers whose id starts with ``prefix`` and for which
+        ``alive(worker_id)`` is false (the claims a crashed process of this pool left), in one
+        transaction: a claim whose handler never started is released (``reason``; attempt not
+        consumed), one whose handler had started is failed as ``worker_lost``
+        (``job.worker_lost``: attempt spent, retried after the job's backoff or dead)."""
+        return operator_writes.release_stale_claims(self.store, self.clock, prefix, alive, reason)
+
     def release_claims_with_prefix(
         self, prefix: str, *, alive: Callable[[str], bool], reason: str = "released by boot reap"
     ) -> list[JobState]:
-        """Release jobs leased by workers whose id starts with ``prefix`` and for which
-        ``alive(worker_id)`` is false: the claims a crashed process of this pool left."""
-        return operator_writes.release_stale_claims(self.store, self.clock, prefix, alive, reason)
+        """:meth:`boot_reap`, and the new states of every claim it ended (released first,
+        then those failed as ``worker_lost``)."""
+        done = self.boot_reap(prefix, alive=alive, reason=reason)
+        return [*done.released, *done.lost]
 
     def import_history(
         self,

@@ -1,6 +1,6 @@
 """Operator and recovery writes that are more than a fenced decision: cancel of many jobs
 (each refusal reported), requeue (which must respect the live-subject rule) and the boot reap
-of a crashed process's claims."""
+of a crashed process's claims (released, or failed as ``worker_lost`` if their handler ran)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.errors import JobNotFoundError
 from ledger.core.events import JobCancelled, JobStatus
+from ledger.core.reaping import BootReap, plan_boot_reap
 from ledger.core.requests import check_reason
 from ledger.core.state import JobState
 from ledger.store.store import Store
@@ -91,15 +92,23 @@ def requeue(store: Store, clock: Clock, job_id: UUID, reason: str) -> JobState:
 
 def release_stale_claims(
     store: Store, clock: Clock, prefix: str, alive: Callable[[str], bool], reason: str
-) -> list[JobState]:
-    """Release the jobs leased by workers named ``prefix…`` that ``alive`` says are gone."""
+) -> BootReap:
+    """End the claims of workers named ``prefix…`` that ``alive`` says are gone (the boot
+    reap, :func:`ledger.core.reaping.plan_boot_reap`): released if their handler never
+    started, failed as ``worker_lost`` if it had."""
     with store.unit_of_work() as uow:
         held = [
             s
             for s in uow.leased_by_prefix(prefix)
             if s.worker_id is not None and not alive(s.worker_id)
         ]
+        if not held:
+            return BootReap(released=[], lost=[])
+        started = [s.job_id for s in held if decide.handler_started(s)]
+        histories = uow.histories(started) if started else {}
         now = clock.now()
-        changes = [(s.job_id, [decide.decide_release_stale(s, now, reason)]) for s in held]
-        released = uow.append(changes)
-    return [released[s.job_id] for s in held]
+        changed = uow.append(plan_boot_reap(held, histories, now, reason))
+    return BootReap(
+        released=[changed[s.job_id] for s in held if s.job_id not in histories],
+        lost=[changed[s.job_id] for s in held if s.job_id in histories],
+    )

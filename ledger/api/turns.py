@@ -47,10 +47,12 @@ def finish_and_claim(
     types: Sequence[str] | None,
     lease_s: LeaseLength,
     queues: Sequence[str] | None = None,
+    starting: int = 0,
 ) -> TurnResult:
     """Decide ``outcomes`` (job, decision) under their jobs' row locks, lease up to ``limit``
     due jobs (of ``types`` and in ``queues``; any if ``None``; ``limit`` 0 claims nothing) to
-    ``worker_id``, and append both in one transaction (see the module docstring)."""
+    ``worker_id``, and append both in one transaction (see the module docstring); the first
+    ``starting`` claimed jobs also started (as :func:`ledger.api.worker_writes.claim`)."""
     if limit < 0:
         raise InvalidRequestError("a turn needs limit >= 0")
     queues = checked_claim(worker_id, lease_s, queues)
@@ -63,7 +65,9 @@ def finish_and_claim(
             else RatedClaim([], {})
         )
         # Outcomes first: in commit order an attempt ends before the next lease begins.
-        new_states = uow.append([*changes, *lease_changes(clock, claimed, worker_id, lease_s)])
+        new_states = uow.append(
+            [*changes, *lease_changes(clock, claimed, worker_id, lease_s, starting)]
+        )
     finished = BatchResult(
         accepted=[new_states[job_id] for job_id in dict.fromkeys(job_id for job_id, _ in changes)],
         rejected=rejected,

@@ -48,12 +48,15 @@ class WorkerCommands(Reader):
         types: Sequence[str] | None = None,
         lease_s: LeaseLength = DEFAULT_LEASE_S,
         queues: Sequence[str] | None = None,
+        starting: int = 0,
     ) -> list[JobState]:
         """Lease up to ``limit`` due pending jobs, in claim order, to ``worker_id``.
 
         ``types=None`` claims any type; an empty ``types`` claims nothing. ``queues`` likewise
         (a job enqueued without a queue is in :data:`~ledger.core.events.DEFAULT_QUEUE`,
-        ``"default"``). ``lease_s`` may map job types to their own lease lengths.
+        ``"default"``). ``lease_s`` may map job types to their own lease lengths. The first
+        ``starting`` jobs claimed are also recorded as started (stage ``running``, as
+        :meth:`start_many` would): for a caller that runs them at once.
         """
         return worker_writes.claim(
             self.store,
@@ -63,6 +66,7 @@ class WorkerCommands(Reader):
             types=types,
             lease_s=lease_s,
             queues=queues,
+            starting=starting,
         )
 
     def heartbeat(self, lease: Lease, *, lease_s: LeaseLength = DEFAULT_LEASE_S) -> JobState:
@@ -75,6 +79,16 @@ class WorkerCommands(Reader):
         """Renew many leases in one transaction (each still its own heartbeat event)."""
         return self._fenced_many(
             [(lease.job_id, worker_writes.heartbeat_decision(lease, lease_s)) for lease in leases]
+        )
+
+    def start_many(self, leases: Iterable[Lease]) -> BatchResult:
+        """Record, in one transaction, that the handlers of ``leases`` are about to start (the
+        stage ``running``, :func:`~ledger.core.decide.decide_start`). The pool writes this
+        before it calls a handler, so a boot reap can tell an attempt whose handler ran when
+        its process died (spent as ``worker_lost``) from a claim that never started
+        (released). A lease whose fence fails is in ``rejected``: do not start its handler."""
+        return self._fenced_many(
+            [(lease.job_id, worker_writes.start_decision(lease)) for lease in leases]
         )
 
     def progress(
@@ -135,11 +149,13 @@ class WorkerCommands(Reader):
         types: Sequence[str] | None = None,
         lease_s: LeaseLength = DEFAULT_LEASE_S,
         queues: Sequence[str] | None = None,
+        starting: int = 0,
     ) -> TurnResult:
         """One batch turn: record ``outcomes`` as :meth:`finish_many` does and claim up to
         ``limit`` jobs as :meth:`claim` does (``limit`` 0: none), in one transaction. A refused
         outcome is reported in ``finished.rejected`` and does not stop the claim; in commit
-        order the outcomes precede the new leases (:mod:`ledger.api.turns`)."""
+        order the outcomes precede the new leases (:mod:`ledger.api.turns`). ``starting`` as
+        for :meth:`claim`."""
         return turns.finish_and_claim(
             self.store,
             self.clock,
@@ -149,6 +165,7 @@ class WorkerCommands(Reader):
             types=types,
             lease_s=lease_s,
             queues=queues,
+            starting=starting,
         )
 
     def release(self, lease: Lease, *, reason: str = "released by worker") -> JobState:

@@ -46,9 +46,12 @@ def claim(
     types: Sequence[str] | None,
     lease_s: LeaseLength,
     queues: Sequence[str] | None = None,
+    starting: int = 0,
 ) -> list[JobState]:
     """Lease up to ``limit`` due pending jobs (of ``types`` and in ``queues``; any if
-    ``None``) to ``worker_id``; their new states in claim order."""
+    ``None``) to ``worker_id``; their new states in claim order. The first ``starting`` of
+    them also get the stage ``running`` (:func:`~ledger.core.decide.start_with_lease`): the
+    caller starts their handlers at once."""
     if limit < 1:
         raise InvalidRequestError("claim needs limit >= 1 and lease lengths > 0")
     queues = checked_claim(worker_id, lease_s, queues)
@@ -58,7 +61,7 @@ def claim(
         claimed = claim_due(uow, clock, types, limit, queues)
         if not claimed.due:
             return []
-        leased = uow.append(lease_changes(clock, claimed, worker_id, lease_s))
+        leased = uow.append(lease_changes(clock, claimed, worker_id, lease_s, starting))
     return [leased[state.job_id] for state in claimed.due]
 
 
@@ -97,25 +100,23 @@ def checked_claim(
 
 
 def lease_changes(
-    clock: Clock, claimed: RatedClaim, worker_id: str, lease_s: LeaseLength
+    clock: Clock, claimed: RatedClaim, worker_id: str, lease_s: LeaseLength, starting: int = 0
 ) -> list[tuple[UUID, Sequence[JobEvent]]]:
-    """The lease events of the claimed jobs, each limited one spending its rate's token."""
+    """The lease events of the claimed jobs, each limited one spending its rate's token;
+    the first ``starting`` also started (stage ``running``)."""
     # Stamp the events with a reading taken once the rows are ours: an event another
     # writer committed before we saw the row was stamped earlier than this (and the tokens,
     # counted at an earlier reading, can only have grown since).
     now = clock.now()
     rates = claimed.rates
-    return [
-        (
-            s.job_id,
-            [
-                decide.decide_lease(
-                    s, worker_id, lease_for(lease_s, s.job_type), now, rate=rates.get(s.job_id)
-                )
-            ],
+    changes: list[tuple[UUID, Sequence[JobEvent]]] = []
+    for index, s in enumerate(claimed.due):
+        leased = decide.decide_lease(
+            s, worker_id, lease_for(lease_s, s.job_type), now, rate=rates.get(s.job_id)
         )
-        for s in claimed.due
-    ]
+        started = [decide.start_with_lease(leased)] if index < starting else []
+        changes.append((s.job_id, [leased, *started]))
+    return changes
 
 
 def write_fenced(store: Store, clock: Clock, job_id: UUID, decision: Decision) -> JobState:
@@ -178,6 +179,10 @@ def heartbeat_decision(lease: Lease, lease_s: LeaseLength) -> Decision:
     return lambda state, now: decide.decide_heartbeat(
         state, lease, lease_for(lease_s, state.job_type), now
     )
+
+
+def start_decision(lease: Lease) -> Decision:
+    return lambda state, now: decide.decide_start(state, lease, now)
 
 
 def completion_decision(completion: Completion) -> Decision:

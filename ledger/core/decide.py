@@ -39,6 +39,7 @@ from ledger.core.events import (
     JobStatus,
     JobSucceeded,
     RateLimit,
+    Stage,
 )
 from ledger.core.limits import (
     MAX_LEASE_S,
@@ -52,6 +53,7 @@ from ledger.core.requests import aware, check_failure, check_output
 from ledger.core.state import JobState, Lease
 
 LEASE_EXPIRED_CODE = "job.lease_expired"
+WORKER_LOST_CODE = "job.worker_lost"
 
 
 # --- enqueue --------------------------------------------------------------------------------
@@ -366,8 +368,19 @@ def decide_reap(
     ]
 
 
+def handler_started(state: JobState) -> bool:
+    """Whether the current attempt's handler had started: the pool records the stage
+    ``running`` (``job_stage_changed``) before it calls a handler, and a handler may report
+    any stage of its own after; a claim alone leaves the stage ``claimed``."""
+    return state.started_at is not None or state.stage != Stage.CLAIMED
+
+
 def decide_release_stale(state: JobState, now: datetime, reason: str) -> JobReleased:
-    """Release a claim left by a dead process (boot reap): its attempt is not consumed."""
+    """Release a claim left by a dead process (boot reap): its attempt is not consumed.
+
+    The boot reap releases only claims whose handler never started
+    (:func:`ledger.core.reaping.plan_boot_reap`); this decision does not refuse a started
+    one, since histories recorded before that rule released those too and must still replay."""
     if state.status is not JobStatus.LEASED or state.worker_id is None:
         raise InvalidTransitionError(f"job {state.job_id} is {state.status}, not leased")
     return JobReleased(
@@ -377,6 +390,63 @@ def decide_release_stale(state: JobState, now: datetime, reason: str) -> JobRele
         worker_id=state.worker_id,
         reason=reason,
     )
+
+
+def decide_worker_lost(
+    state: JobState, now: datetime, *, started_without_renewal_heartbeat: bool | None = None
+) -> list[JobEvent]:
+    """Fail an attempt whose handler had started when its process died (boot reap), as
+    ``worker_lost`` (``job.worker_lost``): it spends the attempt, so a handler that kills its
+    worker every time ends dead after ``max_attempts`` instead of looping. Retried after the
+    job's own backoff at its mid-point (no random draw, so replay recomputes it exactly):
+    growing delays space out the crashes."""
+    if state.status is not JobStatus.LEASED or state.worker_id is None:
+        raise InvalidTransitionError(f"job {state.job_id} is {state.status}, not leased")
+    if not handler_started(state):
+        raise InvalidTransitionError(
+            f"job {state.job_id}'s handler never started: its claim is released, not failed"
+        )
+    failure = Failure(
+        kind=FailureKind.WORKER_LOST,
+        code=WORKER_LOST_CODE,
+        message=f"worker {state.worker_id} died while the handler ran (stage {state.stage})",
+    )
+    return [
+        JobFailed(
+            at=now,
+            run_number=state.run_number,
+            attempt=state.attempt,
+            worker_id=state.worker_id,
+            failure=failure,
+            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
+        ),
+        _failure_outcome(
+            state,
+            now,
+            failure,
+            jitter_draw=0.5,
+            not_before=None,
+            fixed_delay_s=None,
+            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
+        ),
+    ]
+
+
+def start_with_lease(leased: JobLeased) -> JobStageChanged:
+    """The stage ``running`` recorded with the lease itself, in the claim's transaction, for
+    a job the claimer starts at once (a worker slot is waiting for it): the claim's commit is
+    then the start's evidence, and no second transaction is needed
+    (:func:`decide_start` does the same later, for a job that waited)."""
+    return JobStageChanged(
+        at=leased.at, run_number=leased.run_number, attempt=leased.attempt, stage=Stage.RUNNING
+    )
+
+
+def decide_start(state: JobState, lease: Lease, now: datetime) -> list[JobEvent]:
+    """The pool is about to call the handler of ``lease``: record the stage ``running``
+    (fenced, so a lease lost meanwhile is refused and the handler is not started). Nothing
+    if the stage is ``running`` already."""
+    return decide_progress(state, lease, now, stage=Stage.RUNNING)
 
 
 def decide_cancel(state: JobState, now: datetime, reason: str) -> JobCancelled:

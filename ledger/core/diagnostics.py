@@ -26,6 +26,7 @@ from ledger.core.events import (
     JobReleased,
     JobRetryScheduled,
     JobStageChanged,
+    JobStatus,
     JobSucceeded,
     Stage,
 )
@@ -217,10 +218,15 @@ def recorded_started_without_renewal_heartbeat(records: Sequence[Record]) -> Fin
             return Finding(
                 name,
                 event.started_without_renewal_heartbeat,
-                f"recorded by the reaper when it failed attempt {event.attempt}",
+                f"recorded by the {_reaper_of(event)} when it failed attempt {event.attempt}",
                 [version],
             )
     return Finding(name, None, "the reaper never failed this job's lease", [])
+
+
+def _reaper_of(failed: JobFailed) -> str:
+    """Who recorded a failure's flag: the boot reap (a lost worker) or the reaper."""
+    return "boot reap" if failed.failure.kind is FailureKind.WORKER_LOST else "reaper"
 
 
 def leases_lost(records: Sequence[Record]) -> Finding:
@@ -232,6 +238,32 @@ def leases_lost(records: Sequence[Record]) -> Finding:
     ]
     return Finding(
         "leases_lost", len(lost), f"{len(lost)} attempt(s) lost their lease to the reaper", lost
+    )
+
+
+def workers_lost(records: Sequence[Record]) -> Finding:
+    """How many times the job's process died while its handler ran (the boot reap's
+    ``worker_lost`` failures): a job that keeps taking its worker down shows here, where
+    ``leases_lost`` (the reaper's) stays 0."""
+    lost = [
+        (version, event)
+        for version, event in _job_events(records)
+        if isinstance(event, JobFailed) and event.failure.kind is FailureKind.WORKER_LOST
+    ]
+    if not lost:
+        return Finding("workers_lost", 0, "no worker died while this job's handler ran", [])
+    state = current_state(records)
+    ended = ""
+    last = state.last_error if state is not None else None
+    if state is not None and state.status is JobStatus.DEAD and last is not None:
+        ended = f"; dead after attempt {state.attempt} of {state.max_attempts} ({last.code})"
+    times = "once" if len(lost) == 1 else f"{len(lost)} times"
+    return Finding(
+        "workers_lost",
+        len(lost),
+        f"took its worker down {times}: the process died while the handler ran "
+        f"(attempts {', '.join(str(e.attempt) for _, e in lost)}){ended}",
+        [version for version, _ in lost],
     )
 
 
@@ -297,6 +329,7 @@ FROM_HISTORY: tuple[Callable[[Sequence[Record]], Finding], ...] = (
     recorded_started_without_renewal_heartbeat,
     longest_heartbeat_gap,
     leases_lost,
+    workers_lost,
     reap_deferrals,
     retries,
     time_to_first_lease,

@@ -36,17 +36,26 @@ class JobStatus(StrEnum):
 
 
 class FailureKind(StrEnum):
-    """Why an attempt failed. Retryable kinds: retryable, timeout, lease_expired."""
+    """Why an attempt failed. Retryable kinds: retryable, timeout, lease_expired, worker_lost.
+
+    ``worker_lost``: the attempt's handler had started when its worker process died (found by
+    the boot reap of a restarted pool of the same host); the handler may have killed it."""
 
     RETRYABLE = "retryable"
     TERMINAL = "terminal"
     TIMEOUT = "timeout"
     PANICKED = "panicked"
     LEASE_EXPIRED = "lease_expired"
+    WORKER_LOST = "worker_lost"
 
     @property
     def is_retryable(self) -> bool:
-        return self in (FailureKind.RETRYABLE, FailureKind.TIMEOUT, FailureKind.LEASE_EXPIRED)
+        return self in _RETRYABLE_KINDS
+
+
+_RETRYABLE_KINDS = frozenset(
+    (FailureKind.RETRYABLE, FailureKind.TIMEOUT, FailureKind.LEASE_EXPIRED, FailureKind.WORKER_LOST)
+)
 
 
 class SubjectOp(StrEnum):

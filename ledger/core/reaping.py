@@ -9,6 +9,12 @@ fails is deferred: :func:`decide_reap_deferral` pushes its lease out by the same
 The transaction that takes the leases and appends these events is
 :func:`ledger.api.reaping.reap`; the service that runs passes on an interval is
 :class:`ledger.maintenance.reaper.Reaper`.
+
+The *boot reap* (:func:`plan_boot_reap`) is the other way a lease ends without its holder: a
+pool starting on a host finds the claims a dead process of the same pool left, lease expired
+or not. A claim whose handler never started is released (its attempt not consumed); one whose
+handler had started (:func:`ledger.core.decide.handler_started`) is failed as ``worker_lost``
+and spends its attempt, since its handler may be what killed the process.
 """
 
 from __future__ import annotations
@@ -137,6 +143,34 @@ def plan_reaps(
         )
         planned.append(PlannedReap(state, events, bare))
     return planned
+
+
+class BootReap(msgspec.Struct, frozen=True):
+    """What a boot reap did with a dead process's claims: their new states."""
+
+    released: list[JobState]
+    """Claims whose handler never started, back to pending without spending the attempt."""
+    lost: list[JobState]
+    """Attempts whose handler had started, failed as ``worker_lost``: pending again (after
+    the job's backoff) or, with their attempts used up, dead."""
+
+
+def plan_boot_reap(
+    held: Sequence[JobState],
+    histories: Mapping[UUID, Sequence[Record]],
+    now: datetime,
+    reason: str,
+) -> list[tuple[UUID, list[JobEvent]]]:
+    """Decide the end of each claim a dead process held (see the module docstring)."""
+    changes: list[tuple[UUID, list[JobEvent]]] = []
+    for state in held:
+        if decide.handler_started(state):
+            bare = bool(started_without_renewal_heartbeat(histories[state.job_id]).value)
+            events = decide.decide_worker_lost(state, now, started_without_renewal_heartbeat=bare)
+        else:
+            events = [decide.decide_release_stale(state, now, reason)]
+        changes.append((state.job_id, events))
+    return changes
 
 
 def reaped_lease(planned: PlannedReap) -> ReapedLease:

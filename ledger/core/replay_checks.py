@@ -77,6 +77,8 @@ def check_group(
             )
         if first.failure.kind is FailureKind.LEASE_EXPIRED:
             _check_reap(state, first, events[1], prefix)
+        elif first.failure.kind is FailureKind.WORKER_LOST:
+            _check_worker_lost(state, first, events[1], prefix)
         else:
             _check_worker_failure(state, first, events[1])
         return
@@ -297,6 +299,19 @@ def _check_reap(
             describe(outcome, ["attempt", "failure"]),
             1,
         )
+    compare(expected, [failed, outcome])
+
+
+def _check_worker_lost(
+    state: JobState, failed: JobFailed, outcome: JobEvent, prefix: Sequence[Record]
+) -> None:
+    """A boot reap's failure of an attempt whose handler had started: the same decision over
+    the same state, its flag derived from the same history (no random draw to bound)."""
+    flag = bool(diagnostics.started_without_renewal_heartbeat(prefix).value)
+    expected = _decided(
+        lambda: decide.decide_worker_lost(state, failed.at, started_without_renewal_heartbeat=flag),
+        [failed, outcome],
+    )
     compare(expected, [failed, outcome])
 
 

@@ -79,22 +79,30 @@ class Claims:
         self._lengths: dict[str, timedelta] = {}
         self._timeouts: dict[float, timedelta] = {}
 
-    def claim(self, limit: int, types: Sequence[str] | None = None) -> list[JobState]:
+    def claim(
+        self, limit: int, types: Sequence[str] | None = None, starting: int = 0
+    ) -> list[JobState]:
         """Up to ``limit`` due jobs of ``types`` (default: :attr:`types`; in :attr:`queues`, if
-        set), leased in one transaction (none if no type is given)."""
+        set), leased in one transaction (none if no type is given); the first ``starting``
+        recorded as started (slots are waiting for them: :mod:`ledger.runtime.starts`)."""
         wanted = self.types if types is None else list(types)
         if not wanted:
             return []
         started = perf_counter()
         jobs = self._ledger.claim(
-            self.worker_id, limit=limit, types=wanted, lease_s=self.lease_s, queues=self.queues
+            self.worker_id,
+            limit=limit,
+            types=wanted,
+            lease_s=self.lease_s,
+            queues=self.queues,
+            starting=starting,
         )
         if self._on_claimed is not None:
             self._on_claimed(perf_counter() - started, jobs)
         return self._hold(jobs)
 
     def finish_and_claim(
-        self, outcomes: Sequence[Outcome], limit: int, types: Sequence[str]
+        self, outcomes: Sequence[Outcome], limit: int, types: Sequence[str], starting: int = 0
     ) -> TurnResult:
         """Record ``outcomes`` and claim up to ``limit`` due jobs of ``types`` (in
         :attr:`queues`, if set) in one transaction (:meth:`Ledger.finish_and_claim`); the
@@ -108,6 +116,7 @@ class Claims:
             types=list(types),
             lease_s=self.lease_s,
             queues=self.queues,
+            starting=starting,
         )
         if self._on_claimed is not None:
             self._on_claimed(perf_counter() - started, turn.claimed)

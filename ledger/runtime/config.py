@@ -84,6 +84,15 @@ class PoolConfig:
     completion_delay_s: float = 0.005
     """How long the completer gathers outcomes before it writes them (at most: a pool whose
     held leases are all finished outcomes, with no room to claim, writes them at once)."""
+    exact_starts: bool = True
+    """Record each handler's start before calling it, so that a restarted pool's boot reap
+    spends the attempt only of the jobs whose handler was running when the process died
+    (``worker_lost``) and releases the rest free. A job claimed for a waiting slot gets it in
+    the claim's transaction; one that waited in the prefetch buffer costs a group-committed
+    transaction of its own before it starts (the price, for tiny handlers: bench/README.md,
+    "Handler starts"). False: every claimed job is recorded as started by its claim, at no
+    extra transaction; a crash then spends the attempt of every job the process held, the
+    buffered ones too (as River and Oban count a fetched job's attempt)."""
     batch_turns: bool = False
     """Record the gathered outcomes in the transaction of the producer's next claim (one
     commit per batch turn instead of two: :mod:`ledger.runtime.turns`). Opt-in: it halves the
@@ -244,6 +253,7 @@ class PoolSettings(TypedDict, total=False):
     metrics: bool
     completion_batch: int
     completion_delay_s: float
+    exact_starts: bool
     batch_turns: bool
     turn_hold_s: float
     breaker_threshold: int

@@ -15,6 +15,11 @@ threads of their own, every database call of the pool on another lane; neither i
 default executor. A slot never starts a handler on a lease that has already ended (a pool
 paused past its leases drops those jobs unstarted) and survives whatever its handler does.
 
+Start (:meth:`WorkerPool.start`) first ends the claims a dead process of the same pool on this
+host left (the boot reap, :meth:`Ledger.boot_reap <ledger.api.ledger.Ledger.boot_reap>`):
+released if their handler had not started, failed as ``worker_lost`` if it had (a slot records
+each start before calling the handler, :mod:`ledger.runtime.starts`).
+
 Shutdown (:meth:`WorkerPool.stop`) lets in-flight jobs finish and releases claimed jobs that
 never started. If the caller's grace runs out (``stop(grace_s=…)``, or the caller cancels
 ``stop()``), workers are cancelled and each in-flight job is released through a shielded,
@@ -57,6 +62,7 @@ from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
 from ledger.runtime.slots import WorkerSlots
 from ledger.runtime.source_poller import with_source_polls
+from ledger.runtime.starts import StartRecorder
 from ledger.runtime.threads import ThreadLane
 from ledger.runtime.turns import BatchTurns
 from ledger.runtime.wakeup import Wakeup
@@ -172,6 +178,7 @@ class WorkerPool:
             io=self._io,
             turns=turns,
             on_blocked=self._completer.nudge,
+            start_every_claim=not config.exact_starts,
         )
         self._heartbeater = Heartbeater(
             ledger,
@@ -182,11 +189,21 @@ class WorkerPool:
             io=self._io,
             on_renewed=self._renewed,
         )
+        self._starts = StartRecorder(
+            ledger,
+            self._io,
+            lease_lengths,
+            could_ask=lambda: (
+                config.concurrency - self._producer.in_flight - self._producer.waiting_slots
+            ),
+        )
         self._slots = WorkerSlots(
             self._producer,
             claims=self._claims,
             executor=self._executor,
             completer=self._completer,
+            starts=self._starts,
+            releaser=self._releaser,
             clock=ledger.clock,
             stats=self.stats,
             metrics=self.metrics,
@@ -294,13 +311,23 @@ class WorkerPool:
         if self.config.define_types:
             apply = self.config.apply_definitions
             await self._io.run(sync_definitions, self._ledger, self._registry, apply=apply)
-        released = await self._io.run(
-            self._ledger.release_claims_with_prefix,
-            self.worker_id.rpartition(":")[0] + ":",
-            alive=_pid_alive,
+        reaped = await self._io.run(
+            self._ledger.boot_reap, self.worker_id.rpartition(":")[0] + ":", alive=_pid_alive
         )
-        if released:
-            log.info("boot reap released %d claims of a dead process", len(released))
+        if reaped.released:
+            log.info(
+                "boot reap released %d unstarted claims of a dead process", len(reaped.released)
+            )
+        for lost in reaped.lost:
+            log.warning(
+                "boot reap: job %s (%s) was running when its process died: attempt %d of %d "
+                "failed as worker_lost, now %s",
+                lost.job_id,
+                lost.job_type,
+                lost.attempt,
+                lost.max_attempts,
+                lost.status,
+            )
         await self._wakeup.start()
         self._completer.start()
         self._heartbeater.start()
@@ -375,6 +402,7 @@ class WorkerPool:
         await self._releaser.wait_for_pending()
 
     async def _shut_down(self) -> None:
+        await self._starts.close()
         await self._completer.close()
         await self._heartbeater.stop()
         await self._wakeup.stop()

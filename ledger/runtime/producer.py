@@ -33,6 +33,8 @@ PREFETCH_WINDOW_S = 0.05
 PREFETCH_CAP_PER_WORKER = 10
 INITIAL_HANDLER_ESTIMATE_S = 0.05
 HANDLER_ESTIMATE_WEIGHT = 0.05
+EVERY_JOB = 2**31
+"""A claim's ``starting`` that covers every job it may claim."""
 
 
 class Producer:
@@ -54,6 +56,7 @@ class Producer:
         io: ThreadLane,
         turns: BatchTurns | None = None,
         on_blocked: Callable[[], None] | None = None,
+        start_every_claim: bool = False,
     ) -> None:
         self._claims = claims
         self._on_blocked = on_blocked
@@ -73,6 +76,10 @@ class Producer:
         self._idle = asyncio.Event()
         self._stopping = False
         self._hungry = False
+        self._waiting_slots = 0
+        self._start_every_claim = start_every_claim
+        """Record every claimed job as started by its claim (``PoolConfig.exact_starts`` off)."""
+        """Slots waiting in :meth:`next_job` for a job (the buffer is empty for them)."""
 
     @property
     def expects_turn(self) -> bool:
@@ -150,10 +157,18 @@ class Producer:
         """Up to ``room`` jobs of the types whose breaker is closed, plus one probe job of
         each half-open type while there is room (see :mod:`ledger.runtime.breaker`)."""
         free, probes = self._breaker.claimable(self._claims.types)
-        if self._turns is not None:
-            jobs, room = await self._turns.take(room, free)
+        # Jobs that slots already waiting will start at once have their start recorded in
+        # the claim's own transaction (no second write before their handlers run; see
+        # ledger.runtime.starts). Only the buffer feeds slots, so while the claim runs those
+        # slots stay waiting and take the first jobs it returns.
+        if self._start_every_claim:
+            starting = EVERY_JOB
         else:
-            jobs = await self._io.run(self._claims.claim, room, free) if free else []
+            starting = self._waiting_slots if self._buffer.empty() else 0
+        if self._turns is not None:
+            jobs, room = await self._turns.take(room, free, starting)
+        else:
+            jobs = await self._io.run(self._claims.claim, room, free, starting) if free else []
         self._set_hungry(bool(jobs) and len(jobs) >= room)
         for job_type in probes:
             if len(jobs) >= room:
@@ -210,9 +225,18 @@ class Producer:
         """Jobs a slot is running now."""
         return self._in_flight
 
+    @property
+    def waiting_slots(self) -> int:
+        """Slots waiting for a job (the buffer is empty for them)."""
+        return self._waiting_slots
+
     async def next_job(self) -> JobState | None:
         """The next claimed job, or ``None`` when the slot should stop."""
-        job = await self._buffer.get()
+        self._waiting_slots += 1
+        try:
+            job = await self._buffer.get()
+        finally:
+            self._waiting_slots -= 1
         if self._buffer.empty():
             self._wake_if_due()  # the buffer ran dry: a refill may be due before half
         return job

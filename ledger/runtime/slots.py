@@ -1,10 +1,11 @@
 """The worker slots: each takes claimed jobs from the producer and runs them one at a time.
 
 A slot never starts a handler on a lease that has ended or is about to (checked against the
-ledger's clock right before the start; see :data:`ledger.runtime.claims.START_MARGIN`), and
-nothing a job does ends the slot: the executor turns every failure around a handler into an
-outcome, and a failure to hand that outcome on is logged and leaves the lease to expire for
-the reaper.
+ledger's clock right before the start; see :data:`ledger.runtime.claims.START_MARGIN`), nor
+before the history records the start (:mod:`ledger.runtime.starts`: fenced, so a lease lost
+meanwhile is not started either), and nothing a job does ends the slot: the executor turns
+every failure around a handler into an outcome, and a failure to hand that outcome on is
+logged and leaves the lease to expire for the reaper.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from uuid import UUID
 
 from ledger.api.ledger import Outcome
 from ledger.clock import Clock
+from ledger.core.events import Stage
 from ledger.core.state import JobState
 from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
@@ -22,6 +24,8 @@ from ledger.runtime.executor import Executor
 from ledger.runtime.health import PoolStats
 from ledger.runtime.metrics import PoolMetrics, Timer
 from ledger.runtime.producer import Producer
+from ledger.runtime.releases import Releaser
+from ledger.runtime.starts import StartRecorder
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,8 @@ class WorkerSlots:
         claims: Claims,
         executor: Executor,
         completer: BatchCompleter,
+        starts: StartRecorder,
+        releaser: Releaser,
         clock: Clock,
         stats: PoolStats,
         metrics: PoolMetrics,
@@ -46,6 +52,8 @@ class WorkerSlots:
         self._producer = producer
         self._claims = claims
         self._executor = executor
+        self._starts = starts
+        self._releaser = releaser
         self._completer = completer
         self._clock = clock
         self.stats = stats
@@ -56,6 +64,8 @@ class WorkerSlots:
         while (job := await self._producer.next_job()) is not None:
             if not self._claims.start(job.job_id, self._clock.now()):
                 self._expired_before_start(job)
+                continue
+            if not await self._record_start(job):
                 continue
             started = self._producer.job_started()
             try:
@@ -77,6 +87,27 @@ class WorkerSlots:
             # Without turns it measured no faster and cost more claims (bench/README.md).
             if self._yield_between_jobs:
                 await asyncio.sleep(0)
+
+    async def _record_start(self, job: JobState) -> bool:
+        """Record the handler's start before calling it (:mod:`ledger.runtime.starts`); false
+        if it must not start: the fence refused (the lease is gone) or the write failed
+        (the job is then released, unstarted). Cancelled meanwhile, the job is released."""
+        assert job.lease is not None
+        if job.stage == Stage.RUNNING:
+            return True  # recorded by the claim that handed it to a waiting slot
+        try:
+            if await self._starts.started(job):
+                return True
+            log.warning("job %s: lease lost before its handler started; dropped", job.job_id)
+            self._claims.forget(job.job_id)
+        except asyncio.CancelledError:
+            await self._releaser.release_shielded(job.lease)
+            raise
+        except Exception:
+            log.exception("job %s: its start could not be recorded; released", job.job_id)
+            await self._releaser.release(job.lease)
+        self._producer.room_freed()
+        return False
 
     def _expired_before_start(self, job: JobState) -> None:
         """A buffered job whose lease ended, or nearly, before a slot took it (the process

@@ -42,17 +42,22 @@ class BatchTurns:
         """The most outcomes one turn records (the completer's batch size)."""
         return self._completer.max_batch
 
-    async def take(self, room: int, types: Sequence[str]) -> tuple[list[JobState], int]:
+    async def take(
+        self, room: int, types: Sequence[str], starting: int = 0
+    ) -> tuple[list[JobState], int]:
         """Record the gathered outcomes and claim up to ``room`` plus the leases they end, of
-        ``types``; the jobs claimed and the limit they were claimed with."""
+        ``types`` (the first ``starting`` recorded as started); the jobs claimed and the
+        limit they were claimed with."""
         taken = self._completer.take_for_turn() if self._completer.running else []
         limit = max(0, room + len(taken))
         if not taken:
-            jobs = await self._io.run(self._claims.claim, limit, types) if limit else []
+            jobs = await self._io.run(self._claims.claim, limit, types, starting) if limit else []
             return jobs, limit
         outcomes = [handed.outcome for handed in taken]
         try:
-            turn = await self._io.run(self._claims.finish_and_claim, outcomes, limit, types)
+            turn = await self._io.run(
+                self._claims.finish_and_claim, outcomes, limit, types, starting
+            )
         except Exception as exc:
             self._completer.give_back(taken, maybe_written=isinstance(exc, DatabaseUnusableError))
             raise

@@ -135,7 +135,9 @@ class _Walker:
             self.result.successes += 1
             self._end(event.at, "succeeded")
         elif isinstance(event, JobFailed):
-            if event.failure.kind != FailureKind.LEASE_EXPIRED:
+            # The reaper's and the boot reap's failures are not a worker's write: unfenced
+            # (the boot reap's, like its releases, may come before or after the expiry).
+            if event.failure.kind not in (FailureKind.LEASE_EXPIRED, FailureKind.WORKER_LOST):
                 self._fence(event)
             elif self.current is not None and event.at <= self.current.expires_at:
                 self._breach(event, f"reaped a live lease (expires {self.current.expires_at})")

@@ -151,6 +151,91 @@ def test_reaper_dead_letters_when_attempts_are_used_up(defined: Ledger, clock: F
     assert dead.last_error is not None and dead.last_error.kind is FailureKind.LEASE_EXPIRED
 
 
+def test_boot_reap_fails_a_started_attempt_as_worker_lost_and_releases_the_rest(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """A dead process held two claims: the one whose start was recorded spends its attempt
+    (worker_lost, retried after the job's backoff without jitter), the one still waiting is
+    released free; the history replays clean."""
+    started_id = defined.enqueue("t").job_id
+    waiting_id = defined.enqueue("t").job_id
+    started, waiting = defined.claim("pool@h:1", limit=2)
+    assert started.lease is not None and waiting.lease is not None
+    assert not defined.start_many([started.lease]).rejected
+    clock.advance(1)
+
+    reaped = defined.boot_reap("pool@h:", alive=lambda _: False)
+
+    [lost], [released] = reaped.lost, reaped.released
+    assert (lost.job_id, lost.status, lost.attempt) == (started_id, JobStatus.PENDING, 1)
+    assert lost.last_error is not None and lost.last_error.code == "job.worker_lost"
+    assert lost.last_error.kind is FailureKind.WORKER_LOST
+    assert lost.run_at == clock.now() + timedelta(seconds=10)  # base 10 s, attempt 1
+    assert (released.job_id, released.status, released.attempt) == (
+        waiting_id,
+        JobStatus.PENDING,
+        0,
+    )
+    failed = [r.event for r in defined.history(started_id) if isinstance(r.event, JobFailed)]
+    assert [f.started_without_renewal_heartbeat for f in failed] == [True]
+    for job_id in (started_id, waiting_id):
+        assert job_id is not None and defined.replay_check(job_id).findings == []
+
+
+def test_boot_reap_dead_letters_a_started_attempt_that_was_the_last(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """max_attempts 1 and the handler had started: the boot reap dead-letters the job as
+    worker_lost, its lease expired or not."""
+    job_id = defined.enqueue("t", max_attempts=1).job_id
+    [job] = defined.claim("pool@h:1", lease_s=5)
+    assert job.lease is not None
+    defined.progress(job.lease, stage="rendering")  # a handler's own stage counts as started
+    clock.advance(60)  # long past the lease
+
+    [dead] = defined.release_claims_with_prefix("pool@h:", alive=lambda _: False)
+
+    assert (dead.job_id, dead.status) == (job_id, JobStatus.DEAD)
+    assert dead.last_error is not None and dead.last_error.code == "job.worker_lost"
+    assert [type(r.event) for r in defined.history(job.job_id)][-2:] == [
+        JobFailed,
+        JobDeadLettered,
+    ]
+    assert defined.replay_check(job.job_id).findings == []
+
+
+def test_start_is_fenced(defined: Ledger, clock: FakeClock) -> None:
+    """start_many records stage running once per live lease and refuses a lease that has
+    been taken back (the pool then does not start the handler)."""
+    defined.enqueue("t")
+    [job] = defined.claim("w", lease_s=5)
+    assert job.lease is not None
+    result = defined.start_many([job.lease])
+    assert [s.stage for s in result.accepted] == ["running"] and not result.rejected
+    assert not defined.start_many([job.lease]).rejected  # again: nothing appended
+    assert len(defined.history(job.job_id)) == 3
+    clock.advance(10)
+    defined.reap_expired()
+    assert job.job_id in defined.start_many([job.lease]).rejected
+
+
+def test_claim_records_the_start_of_the_jobs_it_hands_to_waiting_slots(defined: Ledger) -> None:
+    """claim(starting=1) of two jobs: the first is leased and started in the claim's
+    transaction (a boot reap then spends its attempt), the second only leased (released free);
+    both histories replay clean."""
+    for _ in range(2):
+        defined.enqueue("t")
+    first, second = defined.claim("pool@h:1", limit=2, starting=1)
+    assert (first.stage, second.stage) == ("running", "claimed")
+
+    reaped = defined.boot_reap("pool@h:", alive=lambda _: False)
+
+    assert [s.job_id for s in reaped.lost] == [first.job_id]
+    assert [s.job_id for s in reaped.released] == [second.job_id]
+    for job in (first, second):
+        assert defined.replay_check(job.job_id).findings == []
+
+
 def test_boot_reap_releases_a_dead_process_claims_without_consuming_attempts(
     defined: Ledger,
 ) -> None:

@@ -15,7 +15,8 @@ PLAIN_SCRIPT_PRINTS = """\
 worked 1 job(s), 1 succeeded
 1  job_enqueued
 2  job_leased
-3  job_succeeded
+3  job_stage_changed
+4  job_succeeded
 status succeeded, output {'greeting': 'hello, Ada'}
 """
 
@@ -36,7 +37,8 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 def test_the_plain_script_works_its_job_and_prints_the_history(
     url_fixture: str, request: pytest.FixtureRequest
 ) -> None:
-    """On each backend the script enqueues, works and prints the three events and the output,
+    """On each backend the script enqueues, works and prints the four events (the pool's
+    start record among them) and the output,
     and the ledger it leaves verifies and replays clean."""
     from ledger import Ledger
 

@@ -115,9 +115,15 @@ def test_unknown_and_newer_events_are_refused_with_a_clear_error() -> None:
 
 
 def test_failure_kinds_classify_retryable_ones() -> None:
-    """retryable, timeout and lease_expired are retryable; terminal and panicked are not."""
+    """retryable, timeout, lease_expired and worker_lost are retryable; terminal and panicked
+    are not."""
     retryable = {k for k in FailureKind if k.is_retryable}
-    assert retryable == {FailureKind.RETRYABLE, FailureKind.TIMEOUT, FailureKind.LEASE_EXPIRED}
+    assert retryable == {
+        FailureKind.RETRYABLE,
+        FailureKind.TIMEOUT,
+        FailureKind.LEASE_EXPIRED,
+        FailureKind.WORKER_LOST,
+    }
     event = JobFailed(
         at=AT,
         run_number=1,

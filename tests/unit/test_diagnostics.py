@@ -16,6 +16,7 @@ from ledger.core.diagnostics import (
     retries,
     started_without_renewal_heartbeat,
     time_to_first_lease,
+    workers_lost,
 )
 from ledger.core.events import (
     BackoffPolicy,
@@ -92,6 +93,16 @@ class History:
     def release_stale(self, t: float) -> History:
         """As the boot reap of a restarted pool does it: the attempt is given back."""
         self.record(decide.decide_release_stale(self.state, self.at(t), "released by boot reap"))
+        return self
+
+    def worker_lost(self, t: float) -> History:
+        """As the boot reap does it for an attempt whose handler had started."""
+        flag = bool(started_without_renewal_heartbeat(self.records).value)
+        self.record(
+            *decide.decide_worker_lost(
+                self.state, self.at(t), started_without_renewal_heartbeat=flag
+            )
+        )
         return self
 
     def succeed(self, t: float) -> History:
@@ -245,14 +256,33 @@ def test_time_from_enqueue_to_first_lease() -> None:
     assert time_to_first_lease(History().records).value is None
 
 
+def test_workers_lost_counts_the_deaths_and_says_the_job_ended_dead() -> None:
+    """Three attempts started and lost with their process (max 3): workers_lost 3, citing
+    each failure, saying it took its worker down 3 times and is dead after attempt 3 of 3;
+    leases_lost stays 0."""
+    history = History()
+    request = EnqueueRequest(job_type="t", max_attempts=3)
+    enqueued = decide.decide_enqueue(history.state.job_id, request, DEFINITION, T0)
+    history.events, history.state = [enqueued], evolve(None, enqueued)
+    for t in (0, 20, 60):  # each retry due 10 s, then 20 s, after its loss
+        history.lease(t).running(t + 1).worker_lost(t + 5)
+    finding = workers_lost(history.records)
+    assert finding.value == 3 and len(finding.evidence) == 3
+    assert "took its worker down 3 times" in finding.explanation
+    assert "dead after attempt 3 of 3 (job.worker_lost)" in finding.explanation
+    assert leases_lost(history.records).value == 0
+    assert workers_lost(History().lease(0).records).value == 0
+
+
 def test_diagnose_returns_every_finding() -> None:
-    """One call gives all seven diagnostics by name."""
+    """One call gives all eight diagnostics by name."""
     names = [f.name for f in diagnose(History().lease(0).records)]
     assert names == [
         "started_without_renewal_heartbeat",
         "recorded_started_without_renewal_heartbeat",
         "longest_heartbeat_gap_s",
         "leases_lost",
+        "workers_lost",
         "reap_deferrals",
         "retries",
         "time_to_first_lease_s",

@@ -1,0 +1,126 @@
+"""Recording that a handler starts, before it starts: the boot reap's evidence.
+
+When a process dies, the pool that restarts on its host must tell the claims whose handler was
+running (the handler may be what killed it: spend the attempt, ``worker_lost``) from those
+still waiting in the prefetch buffer (release them, free). Only the history can say which, so
+a slot appends the stage ``running`` (``job_stage_changed``) and waits for its commit before
+it calls the handler (:meth:`StartRecorder.started`). The write is fenced, so a lease lost or
+cancelled meanwhile is refused and its handler never starts.
+
+A job claimed for a slot that is already waiting gets its start in the claim's own
+transaction (the producer's ``starting``; :func:`ledger.core.decide.start_with_lease`), so
+it costs no write of its own; the slot sees its stage ``running`` and goes ahead. Only a job
+that waited in the prefetch buffer needs this recorder. One write per such job would multiply
+the pool's transactions; instead the slots that start one in the same turn of the event loop
+share one transaction (a group commit): the first to ask starts a writer task, which runs on
+the next turn and takes every request made until then; requests made while it writes go into
+its next transaction. A database blip is retried as a report's write is
+(:func:`ledger.runtime.retrying.written`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import timedelta
+
+from ledger.api.leases import LeaseLength, lease_for
+from ledger.api.ledger import Ledger
+from ledger.core.state import JobState, Lease
+from ledger.runtime.retrying import written
+from ledger.runtime.threads import ThreadLane
+
+log = logging.getLogger(__name__)
+
+GATHER_MAX_S = 0.002
+"""The longest a start write waits for the other slots that may ask to join it."""
+
+
+class StartRecorder:
+    """Appends the start of many handlers per transaction; see the module docstring."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        io: ThreadLane,
+        lease_s: LeaseLength,
+        could_ask: Callable[[], int] = lambda: 0,
+    ) -> None:
+        self._ledger = ledger
+        self._io = io
+        self._lease_s = lease_s
+        self._could_ask = could_ask
+        """How many slots could ask now (neither running a handler nor waiting for a job)."""
+        self._waiting: list[tuple[JobState, asyncio.Future[bool]]] = []
+        self._asked = asyncio.Event()
+        self._writer: asyncio.Task[None] | None = None
+
+    async def started(self, job: JobState) -> bool:
+        """Record that ``job``'s handler starts and wait for the commit: true to go ahead,
+        false if the fence refused it (the lease is gone: do not start the handler). Raises
+        the database's error once retrying it is no use."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._waiting.append((job, future))
+        self._asked.set()
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write(), name="jobledger-starts")
+        return await future
+
+    async def close(self) -> None:
+        """Wait for a write in progress (the pool's I/O threads are shut down after)."""
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
+
+    async def _write(self) -> None:
+        try:
+            while self._waiting:
+                await self._gather()
+                batch, self._waiting = self._waiting, []
+                await self._write_batch(batch)
+        finally:
+            self._writer = None
+
+    async def _gather(self) -> None:
+        """Wait, at most :data:`GATHER_MAX_S`, until every slot that could ask has asked:
+        slots done with a tiny handler ask within microseconds of each other, and a write
+        per two or three of them cost ~3x the client CPU per job (bench/README.md)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + GATHER_MAX_S
+        while len(self._waiting) < self._could_ask():
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            self._asked.clear()
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._asked.wait()
+            except TimeoutError:
+                return
+
+    async def _write_batch(self, batch: list[tuple[JobState, asyncio.Future[bool]]]) -> None:
+        leases: list[Lease] = []
+        for job, _ in batch:
+            assert job.lease is not None, "only leased jobs start"
+            leases.append(job.lease)
+        shortest = timedelta(seconds=min(lease_for(self._lease_s, j.job_type) for j, _ in batch))
+
+        async def write() -> set[object]:
+            result = await self._io.run(self._ledger.start_many, leases)
+            return set(result.rejected)
+
+        try:
+            refused = await written(
+                write,
+                what=f"start of {len(batch)} job(s)",
+                clock=self._ledger.clock,
+                lease=shortest,
+            )
+        except Exception as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for job, future in batch:
+            if not future.done():  # a slot cancelled while it waited has gone
+                future.set_result(job.job_id not in refused)
