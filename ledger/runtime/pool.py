@@ -6,7 +6,10 @@ through the :class:`~ledger.runtime.executor.Executor`; a
 :class:`~ledger.runtime.completer.BatchCompleter` records the outcomes many to a transaction,
 or hands them to the producer's next claim to record in its transaction (batch turns,
 :mod:`ledger.runtime.turns`); a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every
-held lease in one transaction; a periodic reaper pass fails expired leases, and on PostgreSQL
+held lease in one transaction from a thread of its own (which also watches the event loop,
+:mod:`ledger.runtime.loop_watch`, and has the handlers of jobs cancelled under their lease
+stopped, :mod:`ledger.runtime.cancellation`); a periodic reaper pass fails expired leases, and
+on PostgreSQL
 a watchdog ends a session frozen inside a write that blocks the other writers; optionally a
 thread keeps the tracked views current. The pool itself only starts and stops these.
 
@@ -28,7 +31,7 @@ import logging
 import os
 import socket
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Unpack
 from uuid import UUID
@@ -47,11 +50,12 @@ from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
 from ledger.runtime.config import PoolConfig, PoolSettings
 from ledger.runtime.definitions import sync_definitions
-from ledger.runtime.executor import Executor
+from ledger.runtime.executor import HANDLER_CALL, Executor
 from ledger.runtime.follower_thread import FollowerThread
 from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.health import Health, PoolStats, assess
 from ledger.runtime.heartbeater import Heartbeater
+from ledger.runtime.loop_watch import LoopBlock, LoopWatch
 from ledger.runtime.metrics import PoolMetrics
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
@@ -63,6 +67,9 @@ from ledger.runtime.wakeup import Wakeup
 from ledger.store.frozen_writers import FrozenWriter
 
 log = logging.getLogger(__name__)
+
+LOOP_BLOCK_REMEMBERED = timedelta(minutes=10)
+"""How long after a blocked event loop the pool's health still names it (degraded)."""
 
 try:
     _VERSION = version("jobledger")
@@ -139,7 +146,7 @@ class WorkerPool:
             on_claimed=self.metrics.claim_finished,
         )
         self._releaser = Releaser(ledger, self._claims, self.stats, self._io)
-        self._wakeup = Wakeup(ledger)
+        self._wakeup = Wakeup(ledger, on_cancelled=self._renew_now)
         self._executor = Executor(
             ledger,
             registry,
@@ -181,7 +188,10 @@ class WorkerPool:
             on_lost=self._lease_lost,
             io=self._io,
             on_renewed=self._renewed,
+            on_cancelled=self._job_cancelled,
         )
+        self._loop_block: LoopBlock | None = None
+        self._loop_block_seen_at: datetime | None = None
         self._slots = WorkerSlots(
             self._producer,
             claims=self._claims,
@@ -281,6 +291,7 @@ class WorkerPool:
             open_breakers=self._breaker.open_types(),
             follower_problem=follower_problem,
             stuck_handler_threads=max(0, self._handler_threads.busy - self._producer.in_flight),
+            loop_block=self._loop_block_reason(),
         )
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -303,7 +314,14 @@ class WorkerPool:
             log.info("boot reap released %d claims of a dead process", len(released))
         await self._wakeup.start()
         self._completer.start()
-        self._heartbeater.start()
+        self._heartbeater.start(
+            LoopWatch(
+                asyncio.get_running_loop(),
+                handler_call=HANDLER_CALL,
+                on_blocked=self._loop_blocked,
+                on_answered=self._loop_answered,
+            )
+        )
         self._workers = [
             asyncio.create_task(self._slots.work(), name=f"jobledger-worker-{i}")
             for i in range(self.config.concurrency)
@@ -400,6 +418,47 @@ class WorkerPool:
     def _lease_lost(self, job_id: UUID) -> None:
         self._claims.forget(job_id)
         self.stats.fenced_out += 1
+
+    def _renew_now(self) -> None:
+        """Another process cancelled leased jobs: renew at once, and the fence's answer
+        says which of ours to stop."""
+        self._heartbeater.poke()
+
+    def _job_cancelled(self, job_id: UUID) -> None:
+        """The fence says ``job_id`` was cancelled under our lease: stop its handler."""
+        if self._executor.cancel(job_id):
+            self.stats.handlers_cancelled += 1
+
+    # --- what the loop watch reports ----------------------------------------------------------
+
+    def _loop_blocked(self, block: LoopBlock) -> None:
+        """On the heartbeat thread, while the loop is still blocked (leases are renewed from
+        that thread meanwhile)."""
+        self._loop_block = block
+        self._loop_block_seen_at = self._ledger.clock.now()
+        self.stats.loop_blocks += 1
+        self.stats.last_loop_block = block.describe()
+        self.metrics.loop_blocked(block.job_type)
+        log.warning(
+            "%s; leases are kept alive from the heartbeat thread meanwhile. A blocking call in "
+            "an async def handler stops every job of this pool: await it, run it with "
+            "asyncio.to_thread, or make the handler a plain def",
+            block.describe(),
+        )
+
+    def _loop_answered(self, block: LoopBlock) -> None:
+        self._loop_block = block
+        self._loop_block_seen_at = self._ledger.clock.now()
+        self.stats.last_loop_block = block.describe()
+        log.warning("%s", block.describe())
+
+    def _loop_block_reason(self) -> str | None:
+        block, seen_at = self._loop_block, self._loop_block_seen_at
+        if block is None or seen_at is None:
+            return None
+        if block.ended and self._ledger.clock.now() - seen_at > LOOP_BLOCK_REMEMBERED:
+            return None
+        return f"{block.describe()} (seen {seen_at.isoformat()})"
 
     # --- maintenance ------------------------------------------------------------------------
 

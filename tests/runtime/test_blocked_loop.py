@@ -1,0 +1,154 @@
+"""An async handler that blocks the event loop (issue 28, item 4): the other jobs' leases
+are renewed from the heartbeat thread meanwhile, so none spends an extra attempt, and the
+block is seen and the handler that caused it named in the log and the pool's report."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from ledger import EnqueueRequest, FakeClock, JobStatus, Ledger
+from ledger.api.outcomes import BatchResult
+from ledger.runtime.handlers import JobContext, Registry
+from ledger.runtime.pool import WorkerPool
+
+LEASE_S = 30.0
+OTHERS = 19
+WAIT_S = 20.0
+
+
+class Beats:
+    """Counts the pool's lease renewals (each a batched transaction), so the blocking
+    handler can wait for the heartbeat thread instead of sleeping a guessed time."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.count = 0
+        self._changed = threading.Condition()
+        renew = ledger.heartbeat_many
+
+        def counted(*args: Any, **kwargs: Any) -> BatchResult:
+            result = renew(*args, **kwargs)
+            with self._changed:
+                self.count += 1
+                self._changed.notify_all()
+            return result
+
+        ledger.heartbeat_many = counted  # type: ignore[method-assign]
+
+    def wait_past(self, seen: int) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self.count > seen, timeout=5.0)
+
+
+async def _until(condition: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.02)  # the pool's writes land on its own threads
+
+
+async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
+    db_url: str, clock: FakeClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """20 jobs held at once; one async handler blocks the loop (time.sleep) while the clock
+    moves twice past the lease: the 19 others still succeed at attempt 1 with no failure in
+    their histories, and the log and the pool's report name the blocking handler."""
+    registry = Registry()
+    started = 0
+    all_started = asyncio.Event()
+    release = asyncio.Event()
+    with Ledger.open(db_url, clock=clock, pool_size=6) as ledger:
+        beats = Beats(ledger)
+        pool: WorkerPool | None = None
+
+        @registry.handler("other")
+        async def other(ctx: JobContext) -> None:
+            nonlocal started
+            started += 1
+            if started == OTHERS:
+                all_started.set()
+            await release.wait()
+
+        @registry.handler("blocker")
+        async def blocker(ctx: JobContext) -> None:
+            await all_started.wait()
+            # The mistake: blocking calls in an async def. The loop stands still while the
+            # ledger's clock moves 60 s (twice the lease), one renewal at a time.
+            for _ in range(3):
+                seen = beats.count
+                clock.advance(LEASE_S * 2 / 3)
+                beats.wait_past(seen)  # a blocking wait: the point of the test
+            assert pool is not None
+            deadline = time.monotonic() + WAIT_S
+            while pool.stats.loop_blocks == 0 and time.monotonic() < deadline:
+                time.sleep(0.02)  # noqa: ASYNC251 - still blocking, until the watch sees it
+            release.set()
+
+        ledger.define("other")
+        ledger.define("blocker")
+        enqueued = ledger.enqueue_many([EnqueueRequest(job_type="other") for _ in range(OTHERS)])
+        other_ids = [job.job_id for job in enqueued if job.job_id is not None]
+        blocker_id = ledger.enqueue("blocker").job_id
+        assert blocker_id is not None and len(other_ids) == OTHERS
+        pool = WorkerPool(
+            ledger,
+            registry,
+            concurrency=OTHERS + 1,
+            prefetch=0,
+            lease_s=LEASE_S,
+            heartbeat_interval_s=0.05,
+            poll_interval_s=0.05,
+            reaper_interval_s=0.05,  # an expired lease would be reaped at once
+            report_interval_s=0.1,
+        )
+        caplog.set_level(logging.WARNING)
+        await pool.start()
+        try:
+            await _until(
+                lambda: all(_settled(ledger, job_id) for job_id in [*other_ids, blocker_id]),
+                "every job to settle",
+            )
+            report_reasons = await _reasons_reported(ledger, pool)
+        finally:
+            await pool.stop()
+
+        for job_id in [*other_ids, blocker_id]:
+            state = ledger.get(job_id)
+            assert state is not None
+            assert (state.status, state.attempt) == (JobStatus.SUCCEEDED, 1), job_id
+            names = [type(r.event).name for r in ledger.history(job_id)]
+            assert "job_failed" not in names, (job_id, names)
+
+        assert pool.stats.loop_blocks == 1
+        named = f"the async handler of job type 'blocker' (job {blocker_id})"
+        assert pool.stats.last_loop_block is not None and named in pool.stats.last_loop_block
+        assert "test_blocked_loop.py" in pool.stats.last_loop_block
+        assert " in blocker" in pool.stats.last_loop_block
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert any(named in w and "has been blocked" in w for w in warnings), warnings
+        assert any(named in reason for reason in report_reasons), report_reasons
+
+
+def _settled(ledger: Ledger, job_id: UUID) -> bool:
+    state = ledger.get(job_id)
+    return state is not None and state.status is not JobStatus.LEASED
+
+
+async def _reasons_reported(ledger: Ledger, pool: WorkerPool) -> list[str]:
+    """The reasons in the pool's row (``jobledger pools``) once it names a blocked loop."""
+    reasons: list[str] = []
+
+    def named() -> bool:
+        nonlocal reasons
+        reports = [r for r in ledger.pools() if r.pool_id == pool.worker_id]
+        reasons = reports[0].reasons if reports else []
+        return any("event loop" in reason for reason in reasons)
+
+    await _until(named, "the pool's report to name the block")
+    return reasons
