@@ -38,8 +38,10 @@ log = logging.getLogger(__name__)
 
 WATCH_TICK_S = 0.25
 """How often the heartbeat thread probes the event loop (between renewals, if sooner)."""
-JOIN_TIMEOUT_S = 10.0
-"""How long :meth:`Heartbeater.stop` waits for a renewal in progress to end."""
+JOIN_TIMEOUT_S = 2.0
+"""How long :meth:`Heartbeater.stop` waits for a renewal in progress to end (a database
+outage may hold one longer: the thread, a daemon, then ends on its own; its late write is
+fenced like any other)."""
 
 
 class Heartbeater:

@@ -87,7 +87,7 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
             assert pool is not None
             deadline = time.monotonic() + WAIT_S
             while pool.stats.loop_blocks == 0 and time.monotonic() < deadline:
-                time.sleep(0.02)  # noqa: ASYNC251 - still blocking, until the watch sees it
+                time.sleep(0.02)  # still blocking the loop, until the watch sees it
             release.set()
 
         ledger.define("other")
