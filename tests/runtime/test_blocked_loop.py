@@ -46,10 +46,11 @@ class Beats:
             return self._changed.wait_for(lambda: self.count > seen, timeout=5.0)
 
 
-async def _until(condition: Any, what: str) -> None:
+async def _until(condition: Any, what: Any) -> None:
+    """Wait for ``condition()``; ``what()`` says what was awaited, and how far it got."""
     deadline = time.monotonic() + WAIT_S
     while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what()}"
         await asyncio.sleep(0.02)  # the pool's writes land on its own threads
 
 
@@ -61,6 +62,7 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
     their histories, and the log and the pool's report name the blocking handler."""
     registry = Registry()
     started = 0
+    returned = 0
     all_started = asyncio.Event()
     release = asyncio.Event()
     with Ledger.open(db_url, clock=clock, pool_size=6) as ledger:
@@ -69,26 +71,31 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
 
         @registry.handler("other")
         async def other(ctx: JobContext) -> None:
-            nonlocal started
+            nonlocal started, returned
             started += 1
             if started == OTHERS:
                 all_started.set()
             await release.wait()
+            returned += 1
 
         @registry.handler("blocker")
         async def blocker(ctx: JobContext) -> None:
+            nonlocal returned
             await all_started.wait()
             # The mistake: blocking calls in an async def. The loop stands still while the
             # ledger's clock moves 60 s (twice the lease), one renewal at a time.
-            for _ in range(3):
-                seen = beats.count
-                clock.advance(LEASE_S * 2 / 3)
-                beats.wait_past(seen)  # a blocking wait: the point of the test
-            assert pool is not None
-            deadline = time.monotonic() + WAIT_S
-            while pool.stats.loop_blocks == 0 and time.monotonic() < deadline:
-                time.sleep(0.02)  # still blocking the loop, until the watch sees it
-            release.set()
+            try:
+                assert pool is not None
+                for _ in range(3):
+                    seen = beats.count
+                    clock.advance(LEASE_S * 2 / 3)
+                    beats.wait_past(seen)  # a blocking wait: the point of the test
+                deadline = time.monotonic() + WAIT_S
+                while getattr(pool.stats, "loop_blocks", 0) == 0 and time.monotonic() < deadline:
+                    time.sleep(0.02)  # still blocking the loop, until the watch sees it
+            finally:
+                release.set()
+            returned += 1
 
         ledger.define("other")
         ledger.define("blocker")
@@ -96,6 +103,7 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
         other_ids = [job.job_id for job in enqueued if job.job_id is not None]
         blocker_id = ledger.enqueue("blocker").job_id
         assert blocker_id is not None and len(other_ids) == OTHERS
+        all_ids = [*other_ids, blocker_id]
         pool = WorkerPool(
             ledger,
             registry,
@@ -111,18 +119,21 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
         await pool.start()
         try:
             await _until(
-                lambda: all(_settled(ledger, job_id) for job_id in [*other_ids, blocker_id]),
-                "every job to settle",
+                lambda: returned == OTHERS + 1 and _all_succeeded(ledger, all_ids),
+                lambda: (
+                    f"every handler to return ({returned} did) and every job to succeed "
+                    f"({ledger.counts()}; {pool.in_flight} leases held)"
+                ),
             )
             report_reasons = await _reasons_reported(ledger, pool)
         finally:
-            await pool.stop()
+            await pool.stop(grace_s=5)
 
-        for job_id in [*other_ids, blocker_id]:
+        for job_id in all_ids:
             state = ledger.get(job_id)
-            assert state is not None
-            assert (state.status, state.attempt) == (JobStatus.SUCCEEDED, 1), job_id
             names = [type(r.event).name for r in ledger.history(job_id)]
+            assert state is not None
+            assert (state.status, state.attempt) == (JobStatus.SUCCEEDED, 1), (job_id, names)
             assert "job_failed" not in names, (job_id, names)
 
         assert pool.stats.loop_blocks == 1
@@ -135,20 +146,18 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
         assert any(named in reason for reason in report_reasons), report_reasons
 
 
-def _settled(ledger: Ledger, job_id: UUID) -> bool:
-    state = ledger.get(job_id)
-    return state is not None and state.status is not JobStatus.LEASED
+def _all_succeeded(ledger: Ledger, job_ids: list[UUID]) -> bool:
+    states = ledger.get_many(job_ids)
+    return all(state.status is JobStatus.SUCCEEDED for state in states.values())
 
 
 async def _reasons_reported(ledger: Ledger, pool: WorkerPool) -> list[str]:
-    """The reasons in the pool's row (``jobledger pools``) once it names a blocked loop."""
-    reasons: list[str] = []
-
-    def named() -> bool:
-        nonlocal reasons
+    """The reasons in the pool's row (``jobledger pools``) once it names a blocked loop (or
+    as they are after a wait, for the test's assertion to show)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
         reports = [r for r in ledger.pools() if r.pool_id == pool.worker_id]
         reasons = reports[0].reasons if reports else []
-        return any("event loop" in reason for reason in reasons)
-
-    await _until(named, "the pool's report to name the block")
-    return reasons
+        if any("event loop" in reason for reason in reasons) or time.monotonic() > deadline:
+            return reasons
+        await asyncio.sleep(0.02)  # the reporter writes on its own thread

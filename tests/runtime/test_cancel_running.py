@@ -100,7 +100,7 @@ async def test_cancel_stops_a_running_async_handler_and_records_when(
                 "the next job",
             )
         finally:
-            await pool.stop()
+            await pool.stop(grace_s=5)  # a handler never stopped must fail the test, not hang it
         assert side_effects == []
         assert pool.stats.handlers_cancelled == 1
         assert _names(ledger, job_id)[-2:] == ["job_cancelled", "job_handler_stopped"]
@@ -156,7 +156,7 @@ async def test_a_sync_handler_sees_ctx_cancelled_and_its_next_progress_raises(
             await asyncio.to_thread(ledger.cancel, job_id)
             await _until(lambda: "job_handler_stopped" in _names(ledger, job_id), "the stop")
         finally:
-            await pool.stop()
+            await pool.stop(grace_s=5)  # a handler never stopped must fail the test, not hang it
         assert seen["cancelled"] is True
         raised = seen["raised"]
         assert isinstance(raised, LeaseOwnerMismatchError)
