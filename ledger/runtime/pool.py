@@ -445,6 +445,13 @@ class WorkerPool:
             "asyncio.to_thread, or make the handler a plain def",
             block.describe(),
         )
+        if self._reporter is not None:
+            # Its service waits on the blocked loop: report now, so `jobledger pools` shows
+            # the block while it lasts.
+            try:
+                self._reporter.run_once()
+            except Exception:
+                log.warning("could not report the blocked loop", exc_info=True)
 
     def _loop_answered(self, block: LoopBlock) -> None:
         self._loop_block = block

@@ -65,6 +65,7 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
     returned = 0
     all_started = asyncio.Event()
     release = asyncio.Event()
+    reasons_while_blocked: list[str] = []
     with Ledger.open(db_url, clock=clock, pool_size=6) as ledger:
         beats = Beats(ledger)
         pool: WorkerPool | None = None
@@ -93,6 +94,11 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
                 deadline = time.monotonic() + WAIT_S
                 while getattr(pool.stats, "loop_blocks", 0) == 0 and time.monotonic() < deadline:
                     time.sleep(0.02)  # still blocking the loop, until the watch sees it
+                while time.monotonic() < deadline:
+                    reasons_while_blocked[:] = _reasons(ledger, pool)
+                    if reasons_while_blocked:
+                        break
+                    time.sleep(0.02)  # the report is written from the heartbeat thread
             finally:
                 release.set()
             returned += 1
@@ -143,7 +149,10 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
         assert " in blocker" in pool.stats.last_loop_block
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert any(named in w and "has been blocked" in w for w in warnings), warnings
-        assert any(named in reason for reason in report_reasons), report_reasons
+        assert any(named in r and "was blocked" in r for r in report_reasons), report_reasons
+        assert any(
+            named in reason and "has been blocked" in reason for reason in reasons_while_blocked
+        ), reasons_while_blocked
 
 
 def _all_succeeded(ledger: Ledger, job_ids: list[UUID]) -> bool:
@@ -151,13 +160,18 @@ def _all_succeeded(ledger: Ledger, job_ids: list[UUID]) -> bool:
     return all(state.status is JobStatus.SUCCEEDED for state in states.values())
 
 
+def _reasons(ledger: Ledger, pool: WorkerPool) -> list[str]:
+    """The reasons in the pool's row (``jobledger pools``) that name a blocked loop."""
+    reports = [r for r in ledger.pools() if r.pool_id == pool.worker_id]
+    return [reason for reason in (reports[0].reasons if reports else []) if "event loop" in reason]
+
+
 async def _reasons_reported(ledger: Ledger, pool: WorkerPool) -> list[str]:
-    """The reasons in the pool's row (``jobledger pools``) once it names a blocked loop (or
-    as they are after a wait, for the test's assertion to show)."""
+    """The blocked-loop reasons in the pool's row once its reporter wrote the block's end
+    (or as they are after a wait, for the test's assertion to show)."""
     deadline = time.monotonic() + WAIT_S
     while True:
-        reports = [r for r in ledger.pools() if r.pool_id == pool.worker_id]
-        reasons = reports[0].reasons if reports else []
-        if any("event loop" in reason for reason in reasons) or time.monotonic() > deadline:
+        reasons = _reasons(ledger, pool)
+        if any("was blocked" in reason for reason in reasons) or time.monotonic() > deadline:
             return reasons
         await asyncio.sleep(0.02)  # the reporter writes on its own thread
