@@ -19,31 +19,35 @@ stopped.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 
 class HandlerCancelledError(Exception):
-    """Raised out of :meth:`Cancellation.scope` when the pool cancelled the async handler
+    """Raised out of a :class:`Cancellation`'s block when the pool cancelled the async handler
     inside it because its job was cancelled (the runtime's signal, never a handler's)."""
 
 
 class Cancellation:
-    """One running job's cancel: a flag a handler can read, and a handle on the task running
-    an async handler. Methods are called on the event loop's thread."""
+    """One running job's cancel: a flag a handler can read, and (``cancel_task``: an async
+    handler's) a handle on the task running the handler. Used as ``with cancellation:``
+    around the handler's run; a :meth:`request` then cancels the task, and that cancellation
+    comes out of the block as :class:`HandlerCancelledError`, while any other (the pool
+    stopping, the handler's timeout) passes through unchanged. A class with ``__enter__``
+    rather than a ``@contextmanager``: every job enters one. Called on the loop's thread."""
 
-    __slots__ = ("_cancelling", "_sent", "_task", "requested")
+    __slots__ = ("_cancel_task", "_cancelling", "_sent", "_task", "requested")
 
-    def __init__(self) -> None:
+    def __init__(self, *, cancel_task: bool = True) -> None:
         self.requested = False
         """The job was cancelled (``ctx.cancelled``)."""
+        self._cancel_task = cancel_task
         self._task: asyncio.Task[object] | None = None
         self._cancelling = 0
         self._sent = False
 
     def request(self) -> None:
-        """The job was cancelled: set the flag, and cancel the async handler running in
-        :meth:`scope` (unless called from that very task: it then learns by the flag)."""
+        """The job was cancelled: set the flag, and cancel the async handler running in the
+        block (unless called from that very task: it then learns by the flag)."""
         if self.requested:
             return
         self.requested = True
@@ -52,26 +56,24 @@ class Cancellation:
             self._sent = True
             task.cancel("the job was cancelled")
 
-    @contextmanager
-    def scope(self, *, cancel_task: bool) -> Iterator[None]:
-        """Where the handler runs. With ``cancel_task`` (an async handler), a
-        :meth:`request` cancels the current task, and the cancellation comes out as
-        :class:`HandlerCancelledError`; any other cancellation (the pool stopping, the
-        handler's timeout) passes through unchanged."""
+    def __enter__(self) -> None:
         if self.requested:
             raise HandlerCancelledError("the job was cancelled before its handler started")
-        task = asyncio.current_task() if cancel_task else None
-        if task is not None:
-            self._task = task
-            self._cancelling = task.cancelling()
-        try:
-            yield
-        except asyncio.CancelledError:
-            if task is not None and self._sent and task.uncancel() <= self._cancelling:
-                raise HandlerCancelledError("the job was cancelled; its handler was") from None
-            raise
-        else:
-            if task is not None and self._sent:
-                task.uncancel()  # the handler swallowed our cancellation and returned
-        finally:
-            self._task = None
+        if self._cancel_task:
+            task = self._task = asyncio.current_task()
+            if task is not None:
+                self._cancelling = task.cancelling()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        task, self._task = self._task, None
+        if task is None or not self._sent:
+            return
+        if exc_type is None:
+            task.uncancel()  # the handler swallowed our cancellation and returned
+        elif issubclass(exc_type, asyncio.CancelledError) and task.uncancel() <= self._cancelling:
+            raise HandlerCancelledError("the job was cancelled; its handler was") from None

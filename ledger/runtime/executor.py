@@ -217,7 +217,7 @@ async def run_handler(
     try:
         # asyncio.timeout, not wait_for: no extra task, so exceptions reach us unchanged.
         async with asyncio.timeout(timeout_s):
-            with context.cancellation.scope(cancel_task=spec.is_async):
+            with context.cancellation:
                 value = await _call(spec, context, lane)
     except BaseException as exc:
         if isinstance(exc, HandlerCancelledError):

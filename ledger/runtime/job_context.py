@@ -78,6 +78,9 @@ class _JobView:
     through ``read_prerequisites`` the same way.
     """
 
+    _cancels_task = False
+    """Whether a cancel of the job cancels the task running the handler (async handlers)."""
+
     def __init__(
         self,
         job: JobState,
@@ -96,7 +99,7 @@ class _JobView:
         self._loop = loop
         self._read_prerequisites = read_prerequisites
         self._prerequisites: dict[str, JSON] | None = None
-        self.cancellation = Cancellation()
+        self.cancellation = Cancellation(cancel_task=self._cancels_task)
         """How the pool stops this handler if its job is cancelled (the runtime's, not the
         handler's: read :attr:`cancelled`)."""
 
@@ -218,6 +221,8 @@ class JobContext(_JobView):
     block. ``*_blocking`` here serve threads an async handler starts itself; called on the
     event loop's thread they raise (they would deadlock it).
     """
+
+    _cancels_task = True
 
     async def heartbeat(self) -> None:
         """Renew this job's lease now (the pool also renews it periodically). Raises
