@@ -8,6 +8,7 @@ import asyncio
 import logging
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -175,3 +176,65 @@ async def _reasons_reported(ledger: Ledger, pool: WorkerPool) -> list[str]:
         if any("was blocked" in reason for reason in reasons) or time.monotonic() > deadline:
             return reasons
         await asyncio.sleep(0.02)  # the reporter writes on its own thread
+
+
+async def test_the_heartbeat_thread_renews_no_lease_past_its_jobs_timeout(
+    sqlite_url: str, clock: FakeClock
+) -> None:
+    """While a handler blocks the loop past its own timeout_s (ledger clock), the heartbeat
+    thread keeps renewing the other job's lease but never the blocking job's."""
+    registry = Registry()
+    other_started = asyncio.Event()
+    release = asyncio.Event()
+    with Ledger.open(sqlite_url, clock=clock, pool_size=4) as ledger:
+        beats = Beats(ledger)
+
+        @registry.handler("other")
+        async def other(ctx: JobContext) -> None:
+            other_started.set()
+            await release.wait()
+
+        @registry.handler("blocker")
+        async def blocker(ctx: JobContext) -> None:
+            await other_started.wait()
+            try:
+                for _ in range(2):
+                    seen = beats.count
+                    clock.advance(20)  # past the blocker's 10 s timeout at the first step
+                    beats.wait_past(seen)  # blocking the loop, as in the test above
+            finally:
+                release.set()
+
+        ledger.define("other")
+        ledger.define("blocker")
+        other_id = ledger.enqueue("other").job_id
+        blocker_id = ledger.enqueue("blocker", timeout_s=10).job_id
+        assert other_id is not None and blocker_id is not None
+        pool = WorkerPool(
+            ledger,
+            registry,
+            concurrency=2,
+            prefetch=0,
+            lease_s=LEASE_S,
+            heartbeat_interval_s=0.05,
+            poll_interval_s=0.05,
+            reaper_interval_s=0,
+        )
+        await pool.start()
+        try:
+            await _until(lambda: _all_succeeded(ledger, [other_id]), lambda: f"{ledger.counts()}")
+        finally:
+            await pool.stop(grace_s=5)
+        renewed_at = {
+            job_id: [
+                r.event.at for r in ledger.history(job_id) if r.event.name == "job_heartbeated"
+            ]
+            for job_id in (other_id, blocker_id)
+        }
+        leased_at = next(
+            r.event.at for r in ledger.history(blocker_id) if r.event.name == "job_leased"
+        )
+        assert max(renewed_at[other_id]) - leased_at >= timedelta(seconds=40)
+        assert all(at - leased_at <= timedelta(seconds=10) for at in renewed_at[blocker_id])
+        state = ledger.get(blocker_id)
+        assert state is not None and state.status is not JobStatus.SUCCEEDED  # fenced out
