@@ -18,9 +18,14 @@ import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from time import monotonic
 from types import CodeType, FrameType
 from uuid import UUID
+
+from ledger.clock import Clock
+from ledger.runtime.health import PoolStats
+from ledger.runtime.metrics import PoolMetrics
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +121,66 @@ class LoopWatch:
                 return LoopBlock(seconds, job.job_type, job.job_id, where)
             inside, frame = frame, frame.f_back
         return LoopBlock(seconds, None, None, _where(innermost))
+
+
+LOOP_BLOCK_REMEMBERED = timedelta(minutes=10)
+"""How long after a blocked spell ends the pool's health still names it (degraded)."""
+
+
+class LoopBlocks:
+    """What a pool keeps and says of its blocked loop: the log line, ``stats.loop_blocks``
+    and ``last_loop_block``, the metric, and the health reason (:meth:`reason`: while
+    blocked, then for :data:`LOOP_BLOCK_REMEMBERED` of the ledger's clock)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        stats: PoolStats,
+        metrics: PoolMetrics,
+        *,
+        report_now: Callable[[], None] | None = None,
+    ) -> None:
+        self._clock = clock
+        self._stats = stats
+        self._metrics = metrics
+        self._report_now = report_now
+        self._last: LoopBlock | None = None
+        self._seen_at: datetime | None = None
+
+    def seen(self, block: LoopBlock) -> None:
+        """The loop is blocked now (called on the heartbeat thread, which renews the
+        leases meanwhile); the pool's report is written at once (its service waits on the
+        blocked loop)."""
+        self._remember(block)
+        self._stats.loop_blocks += 1
+        self._metrics.loop_blocked(block.job_type)
+        log.warning(
+            "%s; leases are kept alive from the heartbeat thread meanwhile. A blocking call in "
+            "an async def handler stops every job of this pool: await it, run it with "
+            "asyncio.to_thread, or make the handler a plain def",
+            block.describe(),
+        )
+        if self._report_now is not None:
+            self._report_now()
+
+    def ended(self, block: LoopBlock) -> None:
+        """The blocked spell is over (on the loop), ``block.seconds`` long in all."""
+        self._remember(block)
+        log.warning("%s", block.describe())
+
+    def reason(self) -> str | None:
+        """The pool's health reason, if the loop is blocked or was lately."""
+        block, seen_at = self._last, self._seen_at
+        if block is None or seen_at is None:
+            return None
+        if block.ended and self._clock.now() - seen_at > LOOP_BLOCK_REMEMBERED:
+            return None
+        return f"{block.describe()} (seen {seen_at.isoformat()})"
+
+    def _remember(self, block: LoopBlock) -> None:
+        self._last = block
+        self._seen_at = self._clock.now()
+        self._stats.last_loop_block = block.describe()
 
 
 def _where(frame: FrameType | None) -> str:

@@ -8,10 +8,10 @@ or hands them to the producer's next claim to record in its transaction (batch t
 :mod:`ledger.runtime.turns`); a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every
 held lease in one transaction from a thread of its own (which also watches the event loop,
 :mod:`ledger.runtime.loop_watch`, and has the handlers of jobs cancelled under their lease
-stopped, :mod:`ledger.runtime.cancellation`); a periodic reaper pass fails expired leases, and
-on PostgreSQL
-a watchdog ends a session frozen inside a write that blocks the other writers; optionally a
-thread keeps the tracked views current. The pool itself only starts and stops these.
+stopped, :mod:`ledger.runtime.cancellation`); a periodic reaper pass fails expired leases,
+and on PostgreSQL a watchdog ends a session frozen inside a write that blocks the other
+writers; optionally a thread keeps the tracked views current. The pool itself only starts
+and stops these.
 
 Threads (:mod:`ledger.runtime.threads`): sync handlers run on a lane of ``concurrency``
 threads of their own, every database call of the pool on another lane; neither is asyncio's
@@ -31,7 +31,7 @@ import logging
 import os
 import socket
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Unpack
 from uuid import UUID
@@ -55,7 +55,7 @@ from ledger.runtime.follower_thread import FollowerThread
 from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.health import Health, PoolStats, assess
 from ledger.runtime.heartbeater import Heartbeater
-from ledger.runtime.loop_watch import LoopBlock, LoopWatch
+from ledger.runtime.loop_watch import LoopBlocks, LoopWatch
 from ledger.runtime.metrics import PoolMetrics
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
@@ -67,9 +67,6 @@ from ledger.runtime.wakeup import Wakeup
 from ledger.store.frozen_writers import FrozenWriter
 
 log = logging.getLogger(__name__)
-
-LOOP_BLOCK_REMEMBERED = timedelta(minutes=10)
-"""How long after a blocked event loop the pool's health still names it (degraded)."""
 
 try:
     _VERSION = version("jobledger")
@@ -190,8 +187,9 @@ class WorkerPool:
             on_renewed=self._renewed,
             on_cancelled=self._job_cancelled,
         )
-        self._loop_block: LoopBlock | None = None
-        self._loop_block_seen_at: datetime | None = None
+        self._loop_blocks = LoopBlocks(
+            ledger.clock, self.stats, self.metrics, report_now=self._report_now
+        )
         self._slots = WorkerSlots(
             self._producer,
             claims=self._claims,
@@ -291,7 +289,7 @@ class WorkerPool:
             open_breakers=self._breaker.open_types(),
             follower_problem=follower_problem,
             stuck_handler_threads=max(0, self._handler_threads.busy - self._producer.in_flight),
-            loop_block=self._loop_block_reason(),
+            loop_block=self._loop_blocks.reason(),
         )
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -318,8 +316,8 @@ class WorkerPool:
             LoopWatch(
                 asyncio.get_running_loop(),
                 handler_call=HANDLER_CALL,
-                on_blocked=self._loop_blocked,
-                on_answered=self._loop_answered,
+                on_blocked=self._loop_blocks.seen,
+                on_answered=self._loop_blocks.ended,
             )
         )
         self._workers = [
@@ -429,43 +427,15 @@ class WorkerPool:
         if self._executor.cancel(job_id):
             self.stats.handlers_cancelled += 1
 
-    # --- what the loop watch reports ----------------------------------------------------------
-
-    def _loop_blocked(self, block: LoopBlock) -> None:
-        """On the heartbeat thread, while the loop is still blocked (leases are renewed from
-        that thread meanwhile)."""
-        self._loop_block = block
-        self._loop_block_seen_at = self._ledger.clock.now()
-        self.stats.loop_blocks += 1
-        self.stats.last_loop_block = block.describe()
-        self.metrics.loop_blocked(block.job_type)
-        log.warning(
-            "%s; leases are kept alive from the heartbeat thread meanwhile. A blocking call in "
-            "an async def handler stops every job of this pool: await it, run it with "
-            "asyncio.to_thread, or make the handler a plain def",
-            block.describe(),
-        )
-        if self._reporter is not None:
-            # Its service waits on the blocked loop: report now, so `jobledger pools` shows
-            # the block while it lasts.
-            try:
-                self._reporter.run_once()
-            except Exception:
-                log.warning("could not report the blocked loop", exc_info=True)
-
-    def _loop_answered(self, block: LoopBlock) -> None:
-        self._loop_block = block
-        self._loop_block_seen_at = self._ledger.clock.now()
-        self.stats.last_loop_block = block.describe()
-        log.warning("%s", block.describe())
-
-    def _loop_block_reason(self) -> str | None:
-        block, seen_at = self._loop_block, self._loop_block_seen_at
-        if block is None or seen_at is None:
-            return None
-        if block.ended and self._ledger.clock.now() - seen_at > LOOP_BLOCK_REMEMBERED:
-            return None
-        return f"{block.describe()} (seen {seen_at.isoformat()})"
+    def _report_now(self) -> None:
+        """Write this pool's report at once (from the heartbeat thread, while the loop that
+        runs the reporter's service is blocked), so `jobledger pools` shows the block."""
+        if self._reporter is None:
+            return
+        try:
+            self._reporter.run_once()
+        except Exception:
+            log.warning("could not report the blocked loop", exc_info=True)
 
     # --- maintenance ------------------------------------------------------------------------
 
