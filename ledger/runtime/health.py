@@ -28,10 +28,9 @@ class PoolStats:
     handlers_cancelled: int = 0
     """Running handlers this pool was told to stop because their job was cancelled."""
     loop_blocks: int = 0
-    """Times the event loop was seen blocked (:mod:`ledger.runtime.loop_watch`)."""
-    last_loop_block: str | None = None
-    """What the last of them was, and who caused it (:meth:`LoopBlock.describe
-    <ledger.runtime.loop_watch.LoopBlock.describe>`)."""
+    """Times the event loop was seen blocked (:mod:`ledger.runtime.loop_watch`; the last
+    one, and who caused it: :attr:`WorkerPool.last_loop_block
+    <ledger.runtime.pool.WorkerPool.last_loop_block>`)."""
 
     def count_recorded(self, state: JobState) -> None:
         """Count one recorded outcome by the state it left the job in (a retry is ``pending``

@@ -128,8 +128,8 @@ LOOP_BLOCK_REMEMBERED = timedelta(minutes=10)
 
 
 class LoopBlocks:
-    """What a pool keeps and says of its blocked loop: the log line, ``stats.loop_blocks``
-    and ``last_loop_block``, the metric, and the health reason (:meth:`reason`: while
+    """What a pool keeps and says of its blocked loop: the log line, ``stats.loop_blocks``,
+    the last spell (:attr:`last`), the metric, and the health reason (:meth:`reason`: while
     blocked, then for :data:`LOOP_BLOCK_REMEMBERED` of the ledger's clock)."""
 
     def __init__(
@@ -168,6 +168,11 @@ class LoopBlocks:
         self._remember(block)
         log.warning("%s", block.describe())
 
+    @property
+    def last(self) -> LoopBlock | None:
+        """The last blocked spell seen (its full length once it ended)."""
+        return self._last
+
     def reason(self) -> str | None:
         """The pool's health reason, if the loop is blocked or was lately."""
         block, seen_at = self._last, self._seen_at
@@ -180,7 +185,6 @@ class LoopBlocks:
     def _remember(self, block: LoopBlock) -> None:
         self._last = block
         self._seen_at = self._clock.now()
-        self._stats.last_loop_block = block.describe()
 
 
 def _where(frame: FrameType | None) -> str:

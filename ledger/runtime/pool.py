@@ -263,6 +263,13 @@ class WorkerPool:
         return self._handler_threads.busy
 
     @property
+    def last_loop_block(self) -> str | None:
+        """The last time the event loop was seen blocked, for how long and by which handler
+        (``None``: never; :mod:`ledger.runtime.loop_watch`)."""
+        last = self._loop_blocks.last
+        return None if last is None else last.describe()
+
+    @property
     def concurrency(self) -> int:
         return self.config.concurrency
 

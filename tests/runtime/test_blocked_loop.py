@@ -145,9 +145,9 @@ async def test_a_handler_blocking_the_loop_costs_the_other_jobs_no_attempt(
 
         assert pool.stats.loop_blocks == 1
         named = f"the async handler of job type 'blocker' (job {blocker_id})"
-        assert pool.stats.last_loop_block is not None and named in pool.stats.last_loop_block
-        assert "test_blocked_loop.py" in pool.stats.last_loop_block
-        assert " in blocker" in pool.stats.last_loop_block
+        assert pool.last_loop_block is not None and named in pool.last_loop_block
+        assert "test_blocked_loop.py" in pool.last_loop_block
+        assert " in blocker" in pool.last_loop_block
         warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
         assert any(named in w and "has been blocked" in w for w in warnings), warnings
         assert any(named in r and "was blocked" in r for r in report_reasons), report_reasons
