@@ -26,6 +26,7 @@ from ledger.core.events import (
     JobDeadLettered,
     JobEnqueued,
     JobEvent,
+    JobHandlerStopped,
     JobReleased,
     JobRequeued,
     JobRetryScheduled,
@@ -50,6 +51,7 @@ _STATUS_AFTER: dict[type[Event], JobStatus] = {
     JobDeadLettered: JobStatus.DEAD,
     JobReleased: JobStatus.PENDING,
     JobCancelled: JobStatus.CANCELLED,
+    JobHandlerStopped: JobStatus.CANCELLED,
     JobRequeued: JobStatus.PENDING,
 }
 """The job events whose own kind fixes the status after them (``evolve``); every other job

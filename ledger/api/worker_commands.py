@@ -135,9 +135,14 @@ class WorkerCommands(Reader):
 
     def finish_many(self, outcomes: Sequence[Outcome]) -> BatchResult:
         """Record many successes and failures in one transaction (the batch completer's
-        write). Outcomes whose fence fails are reported in ``rejected``, nothing appended."""
+        write). Outcomes whose fence fails are reported in ``rejected``, nothing appended;
+        but an outcome of a job cancelled under its lease records ``job_handler_stopped``
+        (when and how its handler stopped), and its cancelled state is among ``accepted``."""
         return self._fenced_many(
-            [(o.lease.job_id, worker_writes.outcome_decision(o, self._jitter)) for o in outcomes]
+            [
+                (o.lease.job_id, worker_writes.worker_outcome_decision(o, self._jitter))
+                for o in outcomes
+            ]
         )
 
     def finish_and_claim(
@@ -154,12 +159,16 @@ class WorkerCommands(Reader):
         """One batch turn: record ``outcomes`` as :meth:`finish_many` does and claim up to
         ``limit`` jobs as :meth:`claim` does (``limit`` 0: none), in one transaction. A refused
         outcome is reported in ``finished.rejected`` and does not stop the claim; in commit
-        order the outcomes precede the new leases (:mod:`ledger.api.turns`). ``starting`` as
-        for :meth:`claim`."""
+        order the outcomes precede the new leases (:mod:`ledger.api.turns`). A cancelled
+        job's outcome records ``job_handler_stopped``, as in :meth:`finish_many`. ``starting``
+        as for :meth:`claim`."""
         return turns.finish_and_claim(
             self.store,
             self.clock,
-            [(o.lease.job_id, worker_writes.outcome_decision(o, self._jitter)) for o in outcomes],
+            [
+                (o.lease.job_id, worker_writes.worker_outcome_decision(o, self._jitter))
+                for o in outcomes
+            ],
             worker_id,
             limit=limit,
             types=types,

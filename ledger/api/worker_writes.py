@@ -22,8 +22,13 @@ from ledger.api.outcomes import BatchResult, Completion, Outcome
 from ledger.api.rate_room import RatedClaim, within_rate
 from ledger.clock import Clock
 from ledger.core import decide
-from ledger.core.errors import InvalidRequestError, JobNotFoundError, LedgerError
-from ledger.core.events import JobEvent
+from ledger.core.errors import (
+    InvalidRequestError,
+    JobCancelledError,
+    JobNotFoundError,
+    LedgerError,
+)
+from ledger.core.events import HandlerStop, JobEvent
 from ledger.core.requests import check_name
 from ledger.core.state import JobState, Lease, fold
 from ledger.store.store import Store
@@ -209,3 +214,32 @@ def outcome_decision(outcome: Outcome, jitter: Callable[[], float]) -> Decision:
         jitter_draw=draw,
         not_before=outcome.not_before,
     )
+
+
+CANCELLED_BY_POOL_CODE = "job.cancelled"
+"""The failure code of an attempt whose async handler the pool cancelled because its job was
+cancelled (:mod:`ledger.runtime.executor`); its stop is recorded as ``cancelled``."""
+
+
+def stop_of(outcome: Outcome) -> HandlerStop:
+    """How the handler behind ``outcome`` stopped, told from the outcome it came to."""
+    if isinstance(outcome, Completion):
+        return HandlerStop.RETURNED
+    if outcome.failure.code == CANCELLED_BY_POOL_CODE:
+        return HandlerStop.CANCELLED
+    return HandlerStop.RAISED
+
+
+def worker_outcome_decision(outcome: Outcome, jitter: Callable[[], float]) -> Decision:
+    """:func:`outcome_decision` for a pool's batch: an outcome refused because its job was
+    cancelled under its lease records when and how the handler stopped
+    (``job_handler_stopped``) instead of being refused."""
+    decided = outcome_decision(outcome, jitter)
+
+    def decision(state: JobState, now: datetime) -> Sequence[JobEvent] | JobEvent:
+        try:
+            return decided(state, now)
+        except JobCancelledError:
+            return decide.decide_handler_stopped(state, outcome.lease, now, stop_of(outcome))
+
+    return decision

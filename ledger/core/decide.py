@@ -16,6 +16,7 @@ from ledger.core.errors import (
     DefinitionNotFoundError,
     InvalidRequestError,
     InvalidTransitionError,
+    JobCancelledError,
     LeaseOwnerMismatchError,
 )
 from ledger.core.events import (
@@ -23,12 +24,14 @@ from ledger.core.events import (
     EnqueueRequest,
     Failure,
     FailureKind,
+    HandlerStop,
     JobCancelled,
     JobDeadLettered,
     JobDefinition,
     JobEnqueued,
     JobEvent,
     JobFailed,
+    JobHandlerStopped,
     JobHeartbeated,
     JobLeased,
     JobProgressed,
@@ -121,8 +124,12 @@ def decide_lease(
 
 
 def check_fence(state: JobState, lease: Lease, now: datetime) -> None:
-    """Raise LeaseOwnerMismatchError unless ``lease`` is the job's live lease at ``now``."""
+    """Raise LeaseOwnerMismatchError unless ``lease`` is the job's live lease at ``now``;
+    its :class:`JobCancelledError` form if the job was cancelled under this very lease (the
+    handler holding it should stop)."""
     if state.status is not JobStatus.LEASED:
+        if _cancelled_under(state, lease):
+            raise JobCancelledError(f"job {state.job_id} was cancelled: stop its handler")
         raise LeaseOwnerMismatchError(f"job {state.job_id} is {state.status}, not leased")
     current = (state.run_number, state.attempt, state.worker_id)
     presented = (lease.run_number, lease.attempt, lease.worker_id)
@@ -134,6 +141,35 @@ def check_fence(state: JobState, lease: Lease, now: datetime) -> None:
         )
     if state.lease_expires_at is None or now > state.lease_expires_at:
         raise LeaseOwnerMismatchError(f"the lease on job {state.job_id} has expired")
+
+
+def _cancelled_under(state: JobState, lease: Lease) -> bool:
+    """Whether ``state`` is a cancel that ended ``lease``'s attempt (a cancel keeps the
+    attempt's run, attempt and worker)."""
+    return state.status is JobStatus.CANCELLED and (
+        state.run_number,
+        state.attempt,
+        state.worker_id,
+    ) == (lease.run_number, lease.attempt, lease.worker_id)
+
+
+def decide_handler_stopped(
+    state: JobState, lease: Lease, now: datetime, how: HandlerStop
+) -> JobHandlerStopped:
+    """Record that the handler holding ``lease`` stopped after its job was cancelled under
+    it; refused (:class:`LeaseOwnerMismatchError`) for any other lease or state."""
+    if not _cancelled_under(state, lease):
+        raise LeaseOwnerMismatchError(
+            f"job {state.job_id} was not cancelled under run {lease.run_number} attempt "
+            f"{lease.attempt} worker {lease.worker_id!r}"
+        )
+    return JobHandlerStopped(
+        at=now,
+        run_number=lease.run_number,
+        attempt=lease.attempt,
+        worker_id=lease.worker_id,
+        how=how,
+    )
 
 
 def decide_heartbeat(

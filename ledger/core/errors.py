@@ -64,6 +64,15 @@ class LeaseOwnerMismatchError(LedgerError):
     code = "job.lease_owner_mismatch"
 
 
+class JobCancelledError(LeaseOwnerMismatchError):
+    """A worker write for a job that was cancelled while this worker held its lease: the
+    handler should stop. A :class:`LeaseOwnerMismatchError` (the fence refuses the write) with
+    a code of its own, so a handler or a pool can tell "stop, you were cancelled" from "your
+    lease went elsewhere"."""
+
+    code = "job.cancelled"
+
+
 class InvalidTransitionError(LedgerError):
     """An operator command that the job's current status does not allow."""
 

@@ -58,6 +58,17 @@ _RETRYABLE_KINDS = frozenset(
 )
 
 
+class HandlerStop(StrEnum):
+    """How the handler of a cancelled job's attempt stopped (:class:`JobHandlerStopped`)."""
+
+    CANCELLED = "cancelled"
+    """The pool cancelled the async handler's task."""
+    RAISED = "raised"
+    """The handler raised (its next report after the cancel raises ``job.cancelled``)."""
+    RETURNED = "returned"
+    """The handler ran to its end regardless; its outcome was not recorded."""
+
+
 class SubjectOp(StrEnum):
     """What a sync-subject job does to its ``(source_id, uri)``."""
 
@@ -401,6 +412,24 @@ class JobCancelled(JobEvent, frozen=True):
     reason: str
 
 
+class JobHandlerStopped(JobEvent, frozen=True):
+    """The handler of a cancelled job's attempt has stopped: cancelled -> cancelled.
+
+    A fact about the worker, not a transition: the job stays cancelled. Recorded in place of
+    the outcome its worker would have recorded, so the history says when (``at``) the side
+    effects of the cancelled attempt ended and how: ``cancelled`` (the pool cancelled an async
+    handler's task), ``raised`` (the handler raised, e.g. the
+    :class:`~ledger.core.errors.JobCancelledError` of its next progress report) or
+    ``returned`` (it ran to the end regardless).
+    """
+
+    name = "job_handler_stopped"
+    run_number: int
+    attempt: int
+    worker_id: str
+    how: HandlerStop
+
+
 class JobRequeued(JobEvent, frozen=True):
     """An operator starts a new run: dead | cancelled -> pending, ``run_number`` + 1."""
 
@@ -424,5 +453,6 @@ JOB_EVENTS: tuple[type[JobEvent], ...] = (
     JobCancelled,
     JobRequeued,
     JobReapDeferred,
+    JobHandlerStopped,
 )
 ALL_EVENTS: tuple[type[Event], ...] = DEFINITION_EVENTS + JOB_EVENTS

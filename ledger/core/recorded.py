@@ -19,6 +19,7 @@ from ledger.core.events import (
     JobDeadLettered,
     JobEnqueued,
     JobFailed,
+    JobHandlerStopped,
     JobHeartbeated,
     JobLeased,
     JobProgressed,
@@ -67,6 +68,8 @@ def _worker_write(event: Event) -> None:
     if isinstance(event, JobLeased | JobHeartbeated):
         check_name(event.worker_id, "worker_id")
         _lease(event.at, event.lease_expires_at)
+    elif isinstance(event, JobHandlerStopped):
+        check_name(event.worker_id, "worker_id")
     elif isinstance(event, JobStageChanged):
         check_name(event.stage, "stage")
     elif isinstance(event, JobProgressed):

@@ -31,6 +31,7 @@ from ledger.core.events import (
     JobEnqueued,
     JobEvent,
     JobFailed,
+    JobHandlerStopped,
     JobHeartbeated,
     JobLeased,
     JobProgressed,
@@ -411,6 +412,9 @@ def _check_single(state: JobState, event: JobEvent) -> None:
         return
     elif isinstance(event, JobCancelled):
         decision = lambda: decide.decide_cancel(state, at, event.reason)  # noqa: E731
+    elif isinstance(event, JobHandlerStopped):
+        stopped = Lease(state.job_id, event.run_number, event.attempt, event.worker_id)
+        decision = lambda: decide.decide_handler_stopped(state, stopped, at, event.how)  # noqa: E731
     elif isinstance(event, JobRequeued):
         decision = lambda: decide.decide_requeue(state, at, event.reason)  # noqa: E731
     else:

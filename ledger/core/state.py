@@ -27,6 +27,7 @@ from ledger.core.events import (
     JobEnqueued,
     JobEvent,
     JobFailed,
+    JobHandlerStopped,
     JobHeartbeated,
     JobLeased,
     JobProgressed,
@@ -145,6 +146,13 @@ def _require_execution(state: JobState, event: JobEvent, run_number: int, attemp
             f"{event.name} for run {run_number} attempt {attempt} on job {state.job_id} "
             f"at run {state.run_number} attempt {state.attempt}"
         )
+
+
+def _handler_stopped(state: JobState | None, event: JobHandlerStopped, version: int) -> JobState:
+    """A fact about a cancelled attempt's worker: the status and all else stay."""
+    s = _require(state, event, JobStatus.CANCELLED)
+    _require_execution(s, event, event.run_number, event.attempt)
+    return replace(s, updated_at=event.at, version=version)
 
 
 def evolve(state: JobState | None, event: JobEvent) -> JobState:
@@ -290,6 +298,8 @@ def evolve(state: JobState | None, event: JobEvent) -> JobState:
             updated_at=at,
             version=version,
         )
+    if isinstance(event, JobHandlerStopped):
+        return _handler_stopped(state, event, version)
     if isinstance(event, JobRequeued):
         s = _require(state, event, JobStatus.DEAD, JobStatus.CANCELLED)
         if event.run_number != s.run_number + 1:

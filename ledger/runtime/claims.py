@@ -146,9 +146,11 @@ class Claims:
     def renewable(self, now: datetime) -> list[Lease]:
         """The held leases the heartbeater should renew at ``now``: all but those whose
         handler has run longer than the job's own timeout (a handler that cannot be stopped
-        must not keep its lease forever: left to expire, the reaper takes it)."""
+        must not keep its lease forever: left to expire, the reaper takes it). Called on the
+        heartbeat thread while the loop claims and forgets: it reads a copy of the table
+        (one C-level copy, atomic under the GIL)."""
         renew = []
-        for job_id, held in self._held.items():
+        for job_id, held in self._held.copy().items():
             if held.finished:
                 continue
             if held.started_at is not None and now - held.started_at > held.timeout:
@@ -165,7 +167,8 @@ class Claims:
         return renew
 
     def renewed(self, states: Iterable[JobState]) -> None:
-        """Remember the new ends of renewed leases."""
+        """Remember the new ends of renewed leases (on the heartbeat thread: one attribute
+        written per lease)."""
         for state in states:
             held = self._held.get(state.job_id)
             if held is not None and state.lease_expires_at is not None:

@@ -23,15 +23,18 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
+from uuid import UUID
 
 from ledger.api.leases import lease_for
 from ledger.api.ledger import Completion, FailureReport, LeaseLength, Ledger, Outcome
+from ledger.api.worker_writes import CANCELLED_BY_POOL_CODE
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JSON, Failure, FailureKind, WorkflowLink
 from ledger.core.limits import check_code
 from ledger.core.requests import check_output
 from ledger.core.state import JobState, Lease
 from ledger.runtime.breaker import CircuitBreaker
+from ledger.runtime.cancellation import Cancellation, HandlerCancelledError
 from ledger.runtime.handlers import (
     HandlerSpec,
     JobContext,
@@ -56,6 +59,14 @@ NOT_REGISTERED_CODE = "job.handler_not_registered"
 INVALID_OUTPUT_CODE = "job.invalid_output"
 INVALID_CODE_CODE = "job.invalid_failure_code"
 """Stands in for a code a handler's PermanentError/TransientError gave that cannot be stored."""
+
+_CANCELLED_BY_POOL = Failure(
+    kind=FailureKind.TERMINAL,
+    code=CANCELLED_BY_POOL_CODE,
+    message="the job was cancelled while its handler ran: the pool cancelled the handler",
+)
+"""What an async handler the pool cancelled comes to; never recorded as a failure (its job is
+cancelled: the outcome becomes ``job_handler_stopped``, how ``cancelled``)."""
 
 
 def describe(exc: BaseException) -> str:
@@ -206,8 +217,11 @@ async def run_handler(
     try:
         # asyncio.timeout, not wait_for: no extra task, so exceptions reach us unchanged.
         async with asyncio.timeout(timeout_s):
-            value = await _call(spec, context, lane)
+            with context.cancellation:
+                value = await _call(spec, context, lane)
     except BaseException as exc:
+        if isinstance(exc, HandlerCancelledError):
+            return Verdict(failure=_CANCELLED_BY_POOL, raised=exc)
         if isinstance(exc, asyncio.CancelledError) and not _being_cancelled():
             # The handler's own CancelledError (an awaited task cancelled elsewhere), not
             # the pool stopping this slot: a crash of the handler.
@@ -236,6 +250,11 @@ async def _call(spec: HandlerSpec, context: HandlerContext, threads: ThreadLane)
     if spec.is_async:
         return await spec.function(context)  # type: ignore[arg-type]
     return await threads.run(spec.function, context)  # type: ignore[arg-type]
+
+
+HANDLER_CALL = _call.__code__
+"""The code of the frame that calls a handler (its ``context`` local names the job): what
+:class:`~ledger.runtime.loop_watch.LoopWatch` looks for on a blocked loop's stack."""
 
 
 class Executor:
@@ -272,6 +291,17 @@ class Executor:
         """Per job type, how long a report's write is retried (its lease's length)."""
         self._readers: dict[str, ReadPrerequisites] = {}
         """Per job type, the prerequisites' reader its contexts get (it needs no lease)."""
+        self._running: dict[UUID, Cancellation] = {}
+        """The jobs whose handler runs now, and how to stop each (:meth:`cancel`)."""
+
+    def cancel(self, job_id: UUID) -> bool:
+        """Stop ``job_id``'s running handler because its job was cancelled
+        (:mod:`ledger.runtime.cancellation`); false if none of this pool's runs it."""
+        cancellation = self._running.get(job_id)
+        if cancellation is None:
+            return False
+        cancellation.request()
+        return True
 
     async def execute(self, job: JobState) -> Outcome:
         """Run ``job``'s handler (the job's own ``timeout_s``) and return its outcome."""
@@ -287,7 +317,7 @@ class Executor:
             return FailureReport(lease, missing)
         try:
             with run_span(job) as span:
-                verdict = await self._run(spec, job, lease)
+                verdict, cancelled = await self._run(spec, job, lease)
                 record_outcome(span, verdict.failure)
         except asyncio.CancelledError:
             await self._releaser.release_shielded(lease)
@@ -296,16 +326,27 @@ class Executor:
             raise
         except BaseException as exc:  # the machinery around the handler failed
             verdict = Verdict(failure=panic(exc, "worker machinery failed: "), raised=exc)
+            cancelled = False
+        if cancelled:
+            # Says nothing of the job type's downstream: the breaker is not told.
+            log.info("job %s was cancelled while running: its handler stopped", job.job_id)
+            return verdict.outcome(lease)
         if verdict.failure is not None and verdict.failure.kind is FailureKind.PANICKED:
             log.error("job %s panicked: %s", job.job_id, verdict.failure.message)
         self._inform_breaker(job.job_type, verdict)
         return verdict.outcome(lease)
 
-    async def _run(self, spec: HandlerSpec, job: JobState, lease: Lease) -> Verdict:
+    async def _run(self, spec: HandlerSpec, job: JobState, lease: Lease) -> tuple[Verdict, bool]:
+        """The handler's verdict, and whether its job was cancelled while it ran."""
         report = self._reporter(lease, job.job_type)
         reads = self._prerequisite_reader(job.job_type)
         context = context_for(spec, job, lease, report, self.resources, read_prerequisites=reads)
-        return await run_handler(spec, context, job.timeout_s, self._handler_threads)
+        self._running[job.job_id] = context.cancellation
+        try:
+            verdict = await run_handler(spec, context, job.timeout_s, self._handler_threads)
+        finally:
+            self._running.pop(job.job_id, None)
+        return verdict, context.cancellation.requested
 
     def _inform_breaker(self, job_type: str, verdict: Verdict) -> None:
         """Retryable failures count against the type's downstream, a success clears the

@@ -25,6 +25,12 @@ class PoolStats:
     frozen_writers_ended: int = 0
     """Database sessions this pool's watchdog ended: frozen inside a write, they blocked
     other writers (PostgreSQL; :mod:`ledger.maintenance.watchdog`)."""
+    handlers_cancelled: int = 0
+    """Running handlers this pool was told to stop because their job was cancelled."""
+    loop_blocks: int = 0
+    """Times the event loop was seen blocked (:mod:`ledger.runtime.loop_watch`; the last
+    one, and who caused it: :attr:`WorkerPool.last_loop_block
+    <ledger.runtime.pool.WorkerPool.last_loop_block>`)."""
 
     def count_recorded(self, state: JobState) -> None:
         """Count one recorded outcome by the state it left the job in (a retry is ``pending``
@@ -53,11 +59,14 @@ def assess(
     open_breakers: dict[str, datetime],
     follower_problem: str | None,
     stuck_handler_threads: int = 0,
+    loop_block: str | None = None,
 ) -> Health:
     """``ok``, or ``degraded`` with every reason: dead worker slots (only while started), an
     open breaker (per type), sync handlers still running after their job ended, a failing or
-    stopped projection follower."""
+    stopped projection follower, an event loop blocked now or lately (``loop_block``)."""
     reasons = []
+    if loop_block is not None:
+        reasons.append(loop_block)
     if started and live_workers < concurrency:
         reasons.append(f"{live_workers} of {concurrency} workers alive")
     for job_type, until in open_breakers.items():

@@ -19,8 +19,10 @@ from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
+from ledger.core.errors import JobCancelledError
 from ledger.core.events import JSON, Subject, WorkflowLink
 from ledger.core.state import JobState, Lease
+from ledger.runtime.cancellation import Cancellation
 
 T = TypeVar("T")
 
@@ -76,6 +78,9 @@ class _JobView:
     through ``read_prerequisites`` the same way.
     """
 
+    _cancels_task = False
+    """Whether a cancel of the job cancels the task running the handler (async handlers)."""
+
     def __init__(
         self,
         job: JobState,
@@ -94,6 +99,32 @@ class _JobView:
         self._loop = loop
         self._read_prerequisites = read_prerequisites
         self._prerequisites: dict[str, JSON] | None = None
+        self.cancellation = Cancellation(cancel_task=self._cancels_task)
+        """How the pool stops this handler if its job is cancelled (the runtime's, not the
+        handler's: read :attr:`cancelled`)."""
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the pool knows this job was cancelled while its handler runs (within
+        one heartbeat interval of the cancel; at once on PostgreSQL). A handler should then
+        stop: its outcome will not be recorded, and its next ``progress()`` or
+        ``heartbeat()`` raises :class:`~ledger.core.errors.JobCancelledError`. An async
+        handler's task is cancelled as well."""
+        return self.cancellation.requested
+
+    async def _reported(self, kind: str, fields: dict[str, Any]) -> None:
+        """Write one report, unless the job is known to be cancelled (then, and when the
+        fence says so, :class:`JobCancelledError`)."""
+        self._raise_if_cancelled()
+        try:
+            await self._report(kind, fields)
+        except JobCancelledError:
+            self.cancellation.requested = True
+            raise
+
+    def _raise_if_cancelled(self) -> None:
+        if self.cancellation.requested:
+            raise JobCancelledError(f"job {self.id} was cancelled: stop its handler")
 
     @property
     def id(self) -> UUID:
@@ -148,7 +179,8 @@ class _JobView:
 
     def _report_and_wait(self, kind: str, fields: dict[str, Any]) -> None:
         """Run one report on the loop from another thread and wait until it is written."""
-        self._wait_on_loop(kind, lambda: self._report(kind, fields))
+        self._raise_if_cancelled()  # no trip to the loop to learn it
+        self._wait_on_loop(kind, lambda: self._reported(kind, fields))
 
     def _prerequisite_outputs_and_wait(self) -> dict[str, JSON]:
         if self.job.workflow is None:
@@ -190,9 +222,12 @@ class JobContext(_JobView):
     event loop's thread they raise (they would deadlock it).
     """
 
+    _cancels_task = True
+
     async def heartbeat(self) -> None:
-        """Renew this job's lease now (the pool also renews it periodically)."""
-        await self._report("heartbeat", {})
+        """Renew this job's lease now (the pool also renews it periodically). Raises
+        :class:`~ledger.core.errors.JobCancelledError` once the job was cancelled."""
+        await self._reported("heartbeat", {})
 
     async def progress(
         self,
@@ -202,8 +237,9 @@ class JobContext(_JobView):
         stage: str | None = None,
         checkpoint: JSON | None = None,
     ) -> None:
-        """Record progress, a stage and/or a checkpoint. Does not renew the lease."""
-        await self._report("progress", _progress_fields(done, total, stage, checkpoint))
+        """Record progress, a stage and/or a checkpoint. Does not renew the lease. Raises
+        :class:`~ledger.core.errors.JobCancelledError` once the job was cancelled."""
+        await self._reported("progress", _progress_fields(done, total, stage, checkpoint))
 
     def heartbeat_blocking(self) -> None:
         """:meth:`heartbeat` from a thread other than the event loop's, waiting for it."""
@@ -235,7 +271,9 @@ class JobContext(_JobView):
 class SyncJobContext(_JobView):
     """The context of a plain ``def`` handler (run on a handler thread): ``ctx.progress(...)``
     and ``ctx.heartbeat()`` write and return once written (or raise, e.g.
-    :class:`~ledger.core.errors.LeaseOwnerMismatchError` when the lease is gone).
+    :class:`~ledger.core.errors.LeaseOwnerMismatchError` when the lease is gone, its
+    :class:`~ledger.core.errors.JobCancelledError` form once the job was cancelled: a
+    long sync handler should report progress or check ``ctx.cancelled`` between steps).
 
     The write runs on the pool's I/O threads, never on the handler threads, so handlers
     waiting for their writes cannot starve them. ``*_blocking`` are the same methods under

@@ -121,6 +121,13 @@ class PoolMetrics:
         self.lease_renewals = Counter(
             "jobledger_lease_renewals", "Leases this pool's heartbeats renewed.", registry=r
         )
+        self.loop_blocks = Counter(
+            "jobledger_event_loop_blocks",
+            "Times this pool's event loop was seen blocked, by the job type of the async "
+            "handler that blocked it ('' if none did).",
+            ["type"],
+            registry=r,
+        )
         self.reaped = Counter(
             "jobledger_reaper_reaped_jobs",
             "Expired leases this pool's reaper failed, by what became of the job.",
@@ -173,6 +180,11 @@ class PoolMetrics:
     def leases_renewed(self, states: list[JobState]) -> None:
         if self.enabled:
             self.lease_renewals.inc(len(states))
+
+    def loop_blocked(self, job_type: str | None) -> None:
+        """The event loop was seen blocked (called on the heartbeat thread)."""
+        if self.enabled:
+            self.loop_blocks.labels(job_type or "").inc()
 
     def reaper_passed(self, report: ReapReport) -> None:
         if not self.enabled:

@@ -6,9 +6,12 @@ through the :class:`~ledger.runtime.executor.Executor`; a
 :class:`~ledger.runtime.completer.BatchCompleter` records the outcomes many to a transaction,
 or hands them to the producer's next claim to record in its transaction (batch turns,
 :mod:`ledger.runtime.turns`); a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every
-held lease in one transaction; a periodic reaper pass fails expired leases, and on PostgreSQL
-a watchdog ends a session frozen inside a write that blocks the other writers; optionally a
-thread keeps the tracked views current. The pool itself only starts and stops these.
+held lease in one transaction from a thread of its own (which also watches the event loop,
+:mod:`ledger.runtime.loop_watch`, and has the handlers of jobs cancelled under their lease
+stopped, :mod:`ledger.runtime.cancellation`); a periodic reaper pass fails expired leases,
+and on PostgreSQL a watchdog ends a session frozen inside a write that blocks the other
+writers; optionally a thread keeps the tracked views current. The pool itself only starts
+and stops these.
 
 Threads (:mod:`ledger.runtime.threads`): sync handlers run on a lane of ``concurrency``
 threads of their own, every database call of the pool on another lane; neither is asyncio's
@@ -52,11 +55,12 @@ from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
 from ledger.runtime.config import PoolConfig, PoolSettings
 from ledger.runtime.definitions import sync_definitions
-from ledger.runtime.executor import Executor
+from ledger.runtime.executor import HANDLER_CALL, Executor
 from ledger.runtime.follower_thread import FollowerThread
 from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.health import Health, PoolStats, assess
 from ledger.runtime.heartbeater import Heartbeater
+from ledger.runtime.loop_watch import LoopBlocks, LoopWatch
 from ledger.runtime.metrics import PoolMetrics
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
@@ -145,7 +149,7 @@ class WorkerPool:
             on_claimed=self.metrics.claim_finished,
         )
         self._releaser = Releaser(ledger, self._claims, self.stats, self._io)
-        self._wakeup = Wakeup(ledger)
+        self._wakeup = Wakeup(ledger, on_cancelled=self._renew_now)
         self._executor = Executor(
             ledger,
             registry,
@@ -188,6 +192,10 @@ class WorkerPool:
             on_lost=self._lease_lost,
             io=self._io,
             on_renewed=self._renewed,
+            on_cancelled=self._job_cancelled,
+        )
+        self._loop_blocks = LoopBlocks(
+            ledger.clock, self.stats, self.metrics, report_now=self._report_now
         )
         self._starts = StartRecorder(
             ledger,
@@ -272,6 +280,13 @@ class WorkerPool:
         return self._handler_threads.busy
 
     @property
+    def last_loop_block(self) -> str | None:
+        """The last time the event loop was seen blocked, for how long and by which handler
+        (``None``: never; :mod:`ledger.runtime.loop_watch`)."""
+        last = self._loop_blocks.last
+        return None if last is None else last.describe()
+
+    @property
     def concurrency(self) -> int:
         return self.config.concurrency
 
@@ -298,6 +313,7 @@ class WorkerPool:
             open_breakers=self._breaker.open_types(),
             follower_problem=follower_problem,
             stuck_handler_threads=max(0, self._handler_threads.busy - self._producer.in_flight),
+            loop_block=self._loop_blocks.reason(),
         )
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -330,7 +346,14 @@ class WorkerPool:
             )
         await self._wakeup.start()
         self._completer.start()
-        self._heartbeater.start()
+        self._heartbeater.start(
+            LoopWatch(
+                asyncio.get_running_loop(),
+                handler_call=HANDLER_CALL,
+                on_blocked=self._loop_blocks.seen,
+                on_answered=self._loop_blocks.ended,
+            )
+        )
         self._workers = [
             asyncio.create_task(self._slots.work(), name=f"jobledger-worker-{i}")
             for i in range(self.config.concurrency)
@@ -428,6 +451,26 @@ class WorkerPool:
     def _lease_lost(self, job_id: UUID) -> None:
         self._claims.forget(job_id)
         self.stats.fenced_out += 1
+
+    def _renew_now(self) -> None:
+        """Another process cancelled leased jobs: renew at once, and the fence's answer
+        says which of ours to stop."""
+        self._heartbeater.poke()
+
+    def _job_cancelled(self, job_id: UUID) -> None:
+        """The fence says ``job_id`` was cancelled under our lease: stop its handler."""
+        if self._executor.cancel(job_id):
+            self.stats.handlers_cancelled += 1
+
+    def _report_now(self) -> None:
+        """Write this pool's report at once (from the heartbeat thread, while the loop that
+        runs the reporter's service is blocked), so `jobledger pools` shows the block."""
+        if self._reporter is None:
+            return
+        try:
+            self._reporter.run_once()
+        except Exception:
+            log.warning("could not report the blocked loop", exc_info=True)
 
     # --- maintenance ------------------------------------------------------------------------
 

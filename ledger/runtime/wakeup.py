@@ -5,21 +5,27 @@ PostgreSQL send ``NOTIFY jl_jobs_available`` once per transaction, which other p
 hear through the store's LISTEN facility (its async face,
 :meth:`~ledger.store.store.Store.listen_async`). The idle poll interval remains the fallback —
 and the only cross-process path where the store has no notifications (SQLite).
+
+The same LISTEN hears a commit that cancelled leased jobs (the payload
+:data:`~ledger.store.notifications.CANCELLED_PAYLOAD`): ``on_cancelled`` is called, and the
+pool renews its leases at once to learn from the fence which of its handlers to stop.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from ledger.api.ledger import Ledger
-from ledger.store.notifications import AsyncListening, Topic
+from ledger.store.notifications import CANCELLED_PAYLOAD, AsyncListening, Topic
 
 
 class Wakeup:
     """An asyncio wake-up flag for the pool's idle claim loop."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, on_cancelled: Callable[[], None] | None = None) -> None:
         self._ledger = ledger
+        self._on_cancelled = on_cancelled
         self._event = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listening: AsyncListening | None = None
@@ -32,7 +38,9 @@ class Wakeup:
         self._ledger.on_jobs_available(self._from_any_thread)
         store = self._ledger.store
         if store.has_notifications:
-            self._listening = await store.listen_async(Topic.JOBS_AVAILABLE, self._event.set)
+            self._listening = await store.listen_async(
+                Topic.JOBS_AVAILABLE, self._event.set, self._heard
+            )
 
     async def stop(self) -> None:
         self._ledger.remove_listener(self._from_any_thread)
@@ -53,6 +61,10 @@ class Wakeup:
         finally:
             self._event.clear()
         return True
+
+    def _heard(self, payload: str) -> None:
+        if payload == CANCELLED_PAYLOAD and self._on_cancelled is not None:
+            self._on_cancelled()
 
     def _from_any_thread(self) -> None:
         loop = self._loop

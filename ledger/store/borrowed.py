@@ -55,8 +55,13 @@ class BorrowedStore(Store):
     def listen(self, topic: Topic, on_notify: Callable[[], None]) -> Listening:
         return self.owner.listen(topic, on_notify)
 
-    async def listen_async(self, topic: Topic, on_notify: Callable[[], None]) -> AsyncListening:
-        return await self.owner.listen_async(topic, on_notify)
+    async def listen_async(
+        self,
+        topic: Topic,
+        on_notify: Callable[[], None],
+        on_payload: Callable[[str], None] | None = None,
+    ) -> AsyncListening:
+        return await self.owner.listen_async(topic, on_notify, on_payload)
 
     def close(self) -> None:
         """Nothing to close: the connection is the application's, the owner the ledger's."""

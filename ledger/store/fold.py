@@ -16,11 +16,13 @@ from uuid import UUID
 
 from ledger.core.events import (
     Event,
+    JobCancelled,
     JobEnqueued,
     JobEvent,
     JobReleased,
     JobRequeued,
     JobRetryScheduled,
+    JobStatus,
 )
 from ledger.core.policy import Change, RunEvents, Trigger
 from ledger.core.queues import QueueState, evolve_queue, queue_stream_id
@@ -69,6 +71,8 @@ class AppendFold:
     states: dict[UUID, JobState] = field(default_factory=dict)
     view_writes: list[ViewWrite] = field(default_factory=list)
     makes_claimable: bool = False
+    cancels_leased: bool = False
+    """A job was cancelled while leased: its worker should stop its handler."""
     triggers: list[Trigger] | None = None
     """Each job event with the state after it, for the policies (``None``: there are none)."""
     trigger_types: tuple[type[JobEvent], ...] | None = None
@@ -108,6 +112,8 @@ class AppendFold:
             if state is None:
                 state = self.loaded(job_id)
             for job_event in job_events:
+                if type(job_event) is JobCancelled and state is not None:
+                    self.cancels_leased |= state.status is JobStatus.LEASED
                 state = evolve(state, job_event)
                 self.records.append((job_id, state.version, job_event))
                 self.view_writes += view_writes(job_event, state)

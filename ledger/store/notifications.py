@@ -8,7 +8,10 @@ Two topics, each a PostgreSQL channel:
   may come before the event is *final* for a tailing reader (an older transaction still in
   flight): the reader reads what is final and comes back at its next wake-up or poll.
 - :attr:`Topic.JOBS_AVAILABLE` (``jl_jobs_available``): only commits that may have made jobs
-  claimable, once per transaction. Idle workers wait on it.
+  claimable, once per transaction. Idle workers wait on it. A commit that cancelled leased
+  jobs sends one more, with the payload :data:`CANCELLED_PAYLOAD`: pools then renew their
+  leases at once, and the fence's answer tells them which handlers to stop (one channel and
+  one LISTEN loop for both).
 
 A backend says whether it has notifications at all (:attr:`Store.has_notifications
 <ledger.store.store.Store.has_notifications>`; SQLite has none: callers poll). Where it has,
@@ -30,6 +33,11 @@ class Topic(enum.Enum):
 
     EVENTS_APPENDED = "jl_events"
     JOBS_AVAILABLE = "jl_jobs_available"
+
+
+CANCELLED_PAYLOAD = "cancelled"
+"""The payload of a :attr:`Topic.JOBS_AVAILABLE` notification sent by a commit that cancelled
+leased jobs (``jobs_cancelled_notify``)."""
 
 
 class Listening(Protocol):

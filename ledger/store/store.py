@@ -230,9 +230,16 @@ class Store(ABC):
         first failed, or a few seconds passed). Only where :attr:`has_notifications`."""
         raise NotImplementedError(f"{self.backend} has no notifications: poll")
 
-    async def listen_async(self, topic: Topic, on_notify: Callable[[], None]) -> AsyncListening:
+    async def listen_async(
+        self,
+        topic: Topic,
+        on_notify: Callable[[], None],
+        on_payload: Callable[[str], None] | None = None,
+    ) -> AsyncListening:
         """:meth:`listen` as a task of the running event loop (``on_notify`` is called in
-        the loop). Only where :attr:`has_notifications`."""
+        the loop; then ``on_payload(payload)`` for a notification that carries one, such as
+        :data:`~ledger.store.notifications.CANCELLED_PAYLOAD`). Only where
+        :attr:`has_notifications`."""
         raise NotImplementedError(f"{self.backend} has no notifications: poll")
 
     # --- reads ------------------------------------------------------------------------------

@@ -82,6 +82,7 @@ class UnitOfWork(RunReads, ABC):
         self._runs: dict[UUID, LoadedRun] = {}
         self._run_locks: set[UUID] = set()
         self.jobs_became_available = False
+        self.leased_jobs_cancelled = False
         self.rate_limited: set[UUID] = set()
         """The jobs the last :meth:`claimable` found whose type is rate limited."""
 
@@ -132,6 +133,11 @@ class UnitOfWork(RunReads, ABC):
     @abstractmethod
     def _notify_jobs_available(self) -> None:
         """Tell other processes, at commit, that jobs may be claimable."""
+
+    @abstractmethod
+    def _notify_jobs_cancelled(self) -> None:
+        """Tell other processes, at commit, that leased jobs were cancelled (their pools
+        stop the handlers)."""
 
     @abstractmethod
     def serialise_appends(self) -> None:
@@ -277,6 +283,7 @@ class UnitOfWork(RunReads, ABC):
             "_runs": dict(self._runs),
             "_run_locks": set(self._run_locks),
             "jobs_became_available": self.jobs_became_available,
+            "leased_jobs_cancelled": self.leased_jobs_cancelled,
         }
 
     def _restore(self, saved: dict[str, Any]) -> None:
@@ -419,9 +426,7 @@ class UnitOfWork(RunReads, ABC):
             self._write_queue_rows(fold.states, first_positions)
             if fold.view_writes:
                 self._execute_writes(fold.view_writes)
-            if fold.makes_claimable and not self.jobs_became_available:
-                self._notify_jobs_available()
-                self.jobs_became_available = True
+            self._notify(fold)
             if new_definitions:
                 self._write_definition_rows(new_definitions)
             if fold.runs:
@@ -443,6 +448,16 @@ class UnitOfWork(RunReads, ABC):
                     self._notify_jobs_available()  # a resumed queue's jobs are claimable
                     self.jobs_became_available = True
         return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
+
+    def _notify(self, fold: AppendFold) -> None:
+        """Tell other processes, once per transaction each, that jobs may be claimable and
+        that leased jobs were cancelled."""
+        if fold.makes_claimable and not self.jobs_became_available:
+            self._notify_jobs_available()
+            self.jobs_became_available = True
+        if fold.cancels_leased and not self.leased_jobs_cancelled:
+            self._notify_jobs_cancelled()
+            self.leased_jobs_cancelled = True
 
     def _loaded_state(self, job_id: UUID) -> JobState | None:
         loaded = self._jobs.get(job_id)

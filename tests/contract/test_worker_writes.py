@@ -138,7 +138,9 @@ def test_batch_heartbeat_renews_every_live_lease_and_reports_the_lost_ones(
     result = defined.heartbeat_many(leases, lease_s=10)
     assert {s.job_id for s in result.accepted} == {leases[0].job_id, leases[2].job_id}
     assert list(result.rejected) == [leases[1].job_id]
-    assert result.rejected[leases[1].job_id].code == "job.lease_owner_mismatch"
+    # A cancel under the lease: the fence's refusal in its own form (job.cancelled).
+    assert isinstance(result.rejected[leases[1].job_id], LeaseOwnerMismatchError)
+    assert result.rejected[leases[1].job_id].code == "job.cancelled"
     assert defined.store.head_position() == before + 2
     for state in result.accepted:
         assert state.lease_expires_at == clock.now() + timedelta(seconds=10)

@@ -92,7 +92,9 @@ async def test_a_fenced_out_completion_appends_nothing(sync_ledger: Ledger) -> N
     sync_ledger.enqueue_many([EnqueueRequest(job_type="t") for _ in range(2)])
     jobs = sync_ledger.claim("w", limit=2)
     leases = [job.lease for job in jobs if job.lease is not None]
-    sync_ledger.cancel(leases[1].job_id)
+    # Released, not cancelled: a cancelled job's outcome records job_handler_stopped
+    # (tests/runtime/test_cancel_running.py).
+    sync_ledger.release(leases[1])
     before = sync_ledger.store.head_position()
     completer = BatchCompleter(sync_ledger)
     completer.start()

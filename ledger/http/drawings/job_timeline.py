@@ -53,6 +53,7 @@ KINDS = {
     "job_reap_deferred": "defer",
     "job_released": "release",
     "job_cancelled": "cancel",
+    "job_handler_stopped": "cancel",
     "job_requeued": "requeue",
 }
 """Each event's mark kind (its CSS class); a failure the reaper recorded is ``reap``."""

@@ -29,10 +29,15 @@ log = logging.getLogger("jobledger.listen")
 
 
 async def listen_loop(
-    conninfo: str, topic: Topic, on_notify: Callable[[], None], on_ready: Callable[[], None]
+    conninfo: str,
+    topic: Topic,
+    on_notify: Callable[[], None],
+    on_ready: Callable[[], None],
+    on_payload: Callable[[str], None] | None = None,
 ) -> None:
     """Listen on ``topic``'s channel until cancelled; ``on_ready()`` after each attempt to
-    start listening, whether it succeeded or failed."""
+    start listening, whether it succeeded or failed; ``on_payload(payload)`` too, after
+    ``on_notify()``, for a notification that carries one."""
     channel = topic.value
     while True:
         try:
@@ -40,8 +45,10 @@ async def listen_loop(
                 await conn.execute(SQL("LISTEN {}").format(Identifier(channel)))
                 on_ready()
                 on_notify()  # a reconnect may have missed notifications: look once
-                async for _ in conn.notifies():
+                async for notify in conn.notifies():
                     on_notify()
+                    if on_payload is not None and notify.payload:
+                        on_payload(notify.payload)
         except psycopg.Error as exc:
             log.warning("LISTEN %s failed (%s); polling until reconnected", channel, exc)
             on_ready()
@@ -51,10 +58,17 @@ async def listen_loop(
 class TaskListening:
     """The async face: the loop as a task of the running event loop."""
 
-    def __init__(self, conninfo: str, topic: Topic, on_notify: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        conninfo: str,
+        topic: Topic,
+        on_notify: Callable[[], None],
+        on_payload: Callable[[str], None] | None = None,
+    ) -> None:
         self._ready = asyncio.Event()
         self._task = asyncio.create_task(
-            listen_loop(conninfo, topic, on_notify, self._ready.set), name="jobledger-listen"
+            listen_loop(conninfo, topic, on_notify, self._ready.set, on_payload),
+            name="jobledger-listen",
         )
 
     async def started(self) -> TaskListening:

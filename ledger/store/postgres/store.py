@@ -209,8 +209,13 @@ class PostgresStore(Store):
     def listen(self, topic: Topic, on_notify: Callable[[], None]) -> ThreadListening:
         return ThreadListening(self.conninfo, topic, on_notify)
 
-    async def listen_async(self, topic: Topic, on_notify: Callable[[], None]) -> TaskListening:
-        return await TaskListening(self.conninfo, topic, on_notify).started()
+    async def listen_async(
+        self,
+        topic: Topic,
+        on_notify: Callable[[], None],
+        on_payload: Callable[[str], None] | None = None,
+    ) -> TaskListening:
+        return await TaskListening(self.conninfo, topic, on_notify, on_payload).started()
 
     # --- schema changes (init, migrate, rebuilds) ---------------------------------------------
 

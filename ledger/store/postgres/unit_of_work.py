@@ -159,6 +159,9 @@ class PostgresUnitOfWork(UnitOfWork):
     def _notify_jobs_available(self) -> None:
         self._cursor.execute(self._sql["jobs_available_notify"])
 
+    def _notify_jobs_cancelled(self) -> None:
+        self._cursor.execute(self._sql["jobs_cancelled_notify"])
+
     def _fetch_events(self, keys: Any) -> list[tuple[UUID, int, str, bytes]]:
         self._cursor.execute(self._sql["events_of_streams"], {"originator_ids": keys})
         return [

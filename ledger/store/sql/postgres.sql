@@ -644,6 +644,12 @@ FOR UPDATE SKIP LOCKED
 -- Wake idle workers in other processes; delivered at commit, once per transaction.
 NOTIFY jl_jobs_available
 
+-- name: jobs_cancelled_notify
+-- Tell pools in other processes, on the same channel, that leased jobs were cancelled: each
+-- renews its leases at once and stops the handlers the fence says were cancelled. Once per
+-- transaction; the payload tells it from a plain wake-up.
+NOTIFY jl_jobs_available, 'cancelled'
+
 -- name: rate_buckets_spend
 -- A rate-charged lease spends one token: tat = max(tat, at) + interval, or at + interval
 -- when the policy changed (a changed rate starts afresh) (primary key). bigint casts: psycopg

@@ -90,6 +90,9 @@ class SQLiteUnitOfWork(UnitOfWork):
     def _notify_jobs_available(self) -> None:
         """Nothing to send: SQLite has no notifications; other processes poll."""
 
+    def _notify_jobs_cancelled(self) -> None:
+        """Nothing to send: pools learn of a cancel from their next heartbeat's answer."""
+
     def _fetch_events(self, keys: Any) -> list[tuple[UUID, int, str, bytes]]:
         self._cursor.execute(self._sql["events_of_streams"], {"originator_ids": keys})
         return [
