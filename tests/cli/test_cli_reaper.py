@@ -26,6 +26,7 @@ FINDINGS = [
     "recorded_started_without_renewal_heartbeat",
     "longest_heartbeat_gap_s",
     "leases_lost",
+    "workers_lost",
     "reap_deferrals",
     "retries",
     "time_to_first_lease_s",
