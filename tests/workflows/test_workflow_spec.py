@@ -8,6 +8,7 @@ from uuid import uuid4
 
 import msgspec
 import pytest
+from exchange_files import seal
 from workflow_helpers import DEFINITIONS, T0, Driver, ext, job, request
 
 from ledger.core.codec import DEFAULT_CODEC, topic_of
@@ -238,7 +239,7 @@ def test_a_run_stream_is_read_whole_and_folded() -> None:
         topic, state = DEFAULT_CODEC.encode(event)
         fields = stored_fields(DEFAULT_CODEC, topic, state)
         lines.append(event_line(run_id, StreamKind.WORKFLOW, version, topic, fields))
-    [stream] = read_streams(lines, DEFAULT_CODEC, job_type_stream_id)
+    [stream] = read_streams(_sealed(lines), DEFAULT_CODEC, job_type_stream_id)
     assert (stream.kind, stream.stream_id, len(stream.records)) == (
         StreamKind.WORKFLOW,
         run_id,
@@ -252,7 +253,13 @@ def test_a_run_stream_is_read_whole_and_folded() -> None:
         run_id, StreamKind.WORKFLOW, len(lines), topic, stored_fields(DEFAULT_CODEC, topic, state)
     )
     with pytest.raises(ImportBadLineError, match=rf"line {len(lines) + 1}: "):
-        list(read_streams([*lines, bad], DEFAULT_CODEC, job_type_stream_id))
+        list(read_streams(_sealed([*lines, bad]), DEFAULT_CODEC, job_type_stream_id))
+
+
+def _sealed(lines: list[bytes]) -> list[bytes]:
+    """``lines`` (a header, then events) ending in the trailer that states them, as every
+    export does since format 2."""
+    return seal(lines[0], lines[1:]).splitlines(keepends=True)
 
 
 def test_a_request_or_append_larger_than_the_spec_bound_is_refused(
