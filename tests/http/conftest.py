@@ -61,13 +61,21 @@ def spawn_serve(
     db_url: str, port: int, *options: str, output: IO[bytes] | None = None
 ) -> subprocess.Popen[bytes]:
     """``jobledger --db DB serve --port PORT OPTIONS`` in a process of its own, its stdout
-    and stderr into ``output`` (else nowhere)."""
+    and stderr into ``output`` (else nowhere). Ctrl-C is given its default disposition, as in
+    a terminal: a suite started in the background by a non-interactive shell ignores SIGINT,
+    and a child inheriting that would finish a Ctrl-C'd shutdown with 0 instead of 130."""
     command = ["--db", db_url, "serve", "--port", str(port), *options]
     return subprocess.Popen(
-        [sys.executable, "-m", "jobledger_cli.main", *command],
+        [sys.executable, "-c", _WITH_CTRL_C, *command],
         stdout=output or subprocess.DEVNULL,
         stderr=output or subprocess.DEVNULL,
     )
+
+
+_WITH_CTRL_C = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'jobledger'; runpy.run_module('jobledger_cli.main', run_name='__main__')"
+)
 
 
 @pytest.fixture
