@@ -383,25 +383,7 @@ def decide_reap(
         message=f"lease held by {state.worker_id} expired at "
         f"{state.lease_expires_at.isoformat() if state.lease_expires_at else '?'}",
     )
-    return [
-        JobFailed(
-            at=now,
-            run_number=state.run_number,
-            attempt=state.attempt,
-            worker_id=state.worker_id,
-            failure=failure,
-            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
-        ),
-        _failure_outcome(
-            state,
-            now,
-            failure,
-            jitter_draw=0.5,
-            not_before=None,
-            fixed_delay_s=retry_delay_s,
-            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
-        ),
-    ]
+    return _lost_attempt(state, now, failure, retry_delay_s, started_without_renewal_heartbeat)
 
 
 def handler_started(state: JobState) -> bool:
@@ -447,6 +429,20 @@ def decide_worker_lost(
         code=WORKER_LOST_CODE,
         message=f"worker {state.worker_id} died while the handler ran (stage {state.stage})",
     )
+    return _lost_attempt(state, now, failure, None, started_without_renewal_heartbeat)
+
+
+def _lost_attempt(
+    state: JobState,
+    now: datetime,
+    failure: Failure,
+    fixed_delay_s: float | None,
+    started_without_renewal_heartbeat: bool | None,
+) -> list[JobEvent]:
+    """An attempt its worker can no longer end (its lease expired, its process died): the
+    failure, then a retry or a dead letter, with no random draw so that replay recomputes
+    the delay exactly (``fixed_delay_s``, else the job's backoff at its mid-point)."""
+    assert state.worker_id is not None
     return [
         JobFailed(
             at=now,
@@ -462,7 +458,7 @@ def decide_worker_lost(
             failure,
             jitter_draw=0.5,
             not_before=None,
-            fixed_delay_s=None,
+            fixed_delay_s=fixed_delay_s,
             started_without_renewal_heartbeat=started_without_renewal_heartbeat,
         ),
     ]
