@@ -339,9 +339,10 @@ class Reader:
         """How many events of the history the audit view has yet to apply (0 once caught
         up): on a replica, what the primary's catch-up had not applied when it was read."""
         from projections.rules.audit import PROJECTION as AUDIT
+        from projections.rules.stream_events import TailPosition
 
         with self.store.read_snapshot() as tables:
-            return tables.head() - tables.tracking().get(AUDIT.name, 0)
+            return tables.count_after(tables.tail_positions().get(AUDIT.name, TailPosition()))
 
     def stats(
         self, now: datetime | None = None, *, catch_up: bool = True, org: str | None = None

@@ -189,6 +189,14 @@ class ReadSnapshot:
         params = {"transaction_id": at.transaction_id, "position": at.position}
         return [int(row["position"]) for row in self.fetch("events_positions_after", params)]
 
+    def count_after(self, at: TailPosition) -> int:
+        """How many events this transaction sees after ``at`` in tail order, final or not: a
+        tracked view's lag (never ``head - at.position``, which stays above 0 on PostgreSQL
+        when the last event in tail order is not the newest id)."""
+        params = {"transaction_id": at.transaction_id, "position": at.position}
+        [row] = self.fetch("events_count_after", params)
+        return int(row["n"])
+
     def count_since(self, mark: str) -> int:
         """How many events :meth:`events_since` would return."""
         [row] = self.fetch("events_since_count", {"since": mark})

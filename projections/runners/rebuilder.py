@@ -337,13 +337,15 @@ class Rebuilder:
         with self.store.read_snapshot() as tables:
             meta = tables.meta()
             head = tables.head()
-            positions = tables.tracking()
+            at = tables.tail_positions()
+            lags = {name: tables.count_after(position) for name, position in at.items()}
         statuses = []
         stale_projections = stale(meta)
         for p in PROJECTIONS:
             recorded = recorded_version(meta, p)
             # inline: written with the events; tracked: where its runner got to
-            position = positions.get(p.name, 0) if p.mode == "tracked" else head
+            tracked = p.mode == "tracked"
+            position = at.get(p.name, TailPosition()).position if tracked else head
             statuses.append(
                 ProjectionStatus(
                     name=p.name,
@@ -353,7 +355,7 @@ class Rebuilder:
                     recorded_version=recorded,
                     stale=p in stale_projections,
                     position=position,
-                    lag=head - position,
+                    lag=lags.get(p.name, head) if tracked else 0,
                 )
             )
         return statuses

@@ -18,6 +18,7 @@ import msgspec
 from ledger.core.times import from_us, to_us
 from ledger.store.store import Store
 from projections.rules.audit import PROJECTION as AUDIT
+from projections.rules.stream_events import TailPosition
 
 WINDOWS_S = (300, 3600)
 """Throughput windows: the last 5 minutes and the last hour."""
@@ -77,7 +78,7 @@ def summarise(
     oldest_due_us: int | None,
     run_times_us: Iterable[tuple[str, int]],
     audit_position: int,
-    head: int,
+    audit_lag: int,
     schedules: Iterable[tuple[str, int]] = (),
     next_schedule: tuple[str, int] | None = None,
 ) -> Stats:
@@ -112,7 +113,7 @@ def summarise(
         ],
         run_time_window_s=RUN_TIME_WINDOW_S,
         audit_position=audit_position,
-        audit_lag=head - audit_position,
+        audit_lag=audit_lag,
         schedules=dict(sorted(schedules)),
         next_schedule=None if next_schedule is None else next_schedule[0],
         next_schedule_slot=None if next_schedule is None else from_us(next_schedule[1]),
@@ -125,8 +126,8 @@ def collect(store: Store, now: datetime, *, org: str | None = None) -> Stats:
     now_us = to_us(now)
     suffix, scope = ("", {}) if org is None else ("_of_org", {"org": org})
     with store.read_snapshot() as tables:
-        head = tables.head()
-        position = tables.tracking().get(AUDIT.name, 0)
+        at = tables.tail_positions().get(AUDIT.name, TailPosition())
+        lag = tables.count_after(at)
         counts = [
             (row["status"], row["job_type"], int(row["n"]))
             for row in tables.fetch("queue_counts_by_type" + suffix, scope)
@@ -163,8 +164,8 @@ def collect(store: Store, now: datetime, *, org: str | None = None) -> Stats:
         windows=windows,
         oldest_due_us=oldest_us,
         run_times_us=run_times,
-        audit_position=position,
-        head=head,
+        audit_position=at.position,
+        audit_lag=lag,
         schedules=schedules,
         next_schedule=coming[0] if coming else None,
     )

@@ -223,3 +223,28 @@ def test_cli_status_catch_up_and_stats(db_url: str) -> None:
     text = run("stats").stdout
     assert "audit position" in text and "5 min" in text
     assert json.loads(run("projections", "catch-up", "--json").stdout)[0]["applied"] == 0
+
+
+def test_lag_reaches_zero_when_the_last_event_in_tail_order_is_not_the_newest(
+    pg_url: str,
+) -> None:
+    """A transaction that took its id first and appended last puts its (newer) events before
+    a later transaction's in tail order: once both are applied, the audit view's recorded
+    position is the older id, below the head. The lag counts the events it has yet to
+    apply, so it is 0 (it was ``head - position``: 1 for ever, and a follower test that
+    waited for the position to reach the head stalled)."""
+    import psycopg
+
+    with Ledger.open(pg_url, auto_define=True) as ledger:
+        with psycopg.connect(pg_url) as app:
+            app.execute("SELECT pg_current_xact_id()")  # the app's transaction id comes first
+            ledger.enqueue("t")  # committed by a later transaction, with the lower id
+            ledger.using(app).enqueue("t")  # the newest id, from the older transaction
+            app.commit()
+        head = ledger.store.head_position()
+        stats = ledger.stats()
+        [status] = [s for s in ledger.projections().status() if s.name == AUDIT.name]
+        assert stats.audit_position == status.position < head
+        assert (stats.audit_lag, status.lag, ledger.audit_lag()) == (0, 0, 0)
+        [(rows,)] = raw(pg_url, "SELECT count(*) FROM jl_audit")
+        assert rows == 2

@@ -824,6 +824,14 @@ LIMIT %(limit)s
 SELECT notification_id AS position FROM jl_events
 WHERE (transaction_id, notification_id) > (%(transaction_id)s::text::xid8, %(position)s)
 
+-- name: events_count_after
+-- How many events follow a tail position in tail order, final or not (jl_events_transaction_idx):
+-- a tracked view's lag. Not the head's id minus the position's: a transaction that took its
+-- id early and appended late puts its events before a later one's in tail order, so the view's
+-- last applied event need not be the newest id (the difference would never reach 0).
+SELECT count(*) AS n FROM jl_events
+WHERE (transaction_id, notification_id) > (%(transaction_id)s::text::xid8, %(position)s)
+
 -- name: events_head
 -- The newest notification id this transaction sees (0: none).
 SELECT coalesce(max(notification_id), 0) AS head FROM jl_events

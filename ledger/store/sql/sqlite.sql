@@ -734,6 +734,11 @@ LIMIT :limit
 -- The ids of the events after a tail position (jl_events rowid).
 SELECT rowid AS position FROM jl_events WHERE rowid > :position
 
+-- name: events_count_after
+-- How many events follow a tail position (jl_events rowid; one writer at a time, so tail order
+-- is id order): a tracked view's lag.
+SELECT count(*) AS n FROM jl_events WHERE rowid > :position
+
 -- name: events_head
 -- The newest notification id this transaction sees (0: none).
 SELECT coalesce(max(rowid), 0) AS head FROM jl_events
