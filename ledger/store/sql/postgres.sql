@@ -383,7 +383,9 @@ orgs (org) AS (
 -- queue asked for, each joined to its own walk, so the walk is an equality on
 -- jl_queue_claim_queue_idx and the index gives the order. `= ANY(queues)` instead would walk
 -- jl_queue_claim_idx past every other queue's job: 8.8 ms over 20,000 pending jobs of another
--- queue, 0.14 ms so. The names must be distinct (the store dedupes them).
+-- queue, 0.14 ms so (measured before the fair order; since each walk is also an org's, the
+-- planner has walked jl_queue_claim_org_idx instead, the queue a filter: docs/operations.md,
+-- "Claim order"). The names must be distinct (the store dedupes them).
 unnest(%(queues)s::text[]) AS wanted (name)
 CROSS JOIN
 
