@@ -361,178 +361,102 @@ WHERE job_id = ANY(%(job_ids)s)
 ORDER BY job_id
 FOR UPDATE
 
+-- name: fragment_claim_orgs
+-- Org fairness (a recursive common table expression, included by queue_claim): the orgs
+-- with pending jobs ('' is no org), found by a loose index scan of jl_queue_claim_org_idx,
+-- one probe per org, instead of a scan of every pending job. The claim walks each org's
+-- jobs and merges the walks round-robin, so one org's backlog cannot starve another's
+-- (docs/operations.md, "Claim order").
+orgs (org) AS (
+    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
+    UNION ALL
+    SELECT (
+        SELECT coalesce(q.org, '') FROM jl_queue AS q
+        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+        ORDER BY 1 LIMIT 1
+    )
+    FROM orgs WHERE orgs.org IS NOT NULL
+)
+
+-- name: fragment_claim_queue_names
+-- Queue filter, the names (queue_claim's variants with queues; a FROM item): one row per
+-- queue asked for, each joined to its own walk, so the walk is an equality on
+-- jl_queue_claim_queue_idx and the index gives the order. `= ANY(queues)` instead would walk
+-- jl_queue_claim_idx past every other queue's job: 8.8 ms over 20,000 pending jobs of another
+-- queue, 0.14 ms so (measured before the fair order; since each walk is also an org's, the
+-- planner has walked jl_queue_claim_org_idx instead, the queue a filter: docs/operations.md,
+-- "Claim order"). The names must be distinct (the store dedupes them).
+unnest(%(queues)s::text[]) AS wanted (name)
+CROSS JOIN
+
+-- name: fragment_claim_queue_filter
+-- Queue filter, the walk's condition (queue_claim's variants with queues): a job of the
+-- queue named by its wanted row ('default' is no queue; ledger.core.events.DEFAULT_QUEUE).
+AND coalesce(queue, 'default') = wanted.name
+
+-- name: fragment_claim_type_filter
+-- Type filter (queue_claim's variants with types): a job of one of the types asked for, a
+-- filter on each org's walk of jl_queue_claim_org_idx (or of each queue's walk of
+-- jl_queue_claim_queue_idx); a worker without a type list gets the variant without it.
+AND job_type = ANY(%(types)s)
+
+-- name: fragment_claim_left_out
+-- What the claim's limits refused (queue_claim): rows of full_types, of the (type, org) pairs
+-- full_orgs (type, U+001F, org) and taken are left out, so a claim whose limits refused some
+-- candidates asks again without them. Empty lists when the claim asks first.
+AND job_type <> ALL(%(full_types)s::text[])
+AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
+AND job_id <> ALL(%(taken)s::uuid[])
+
+-- name: fragment_claim_not_paused
+-- Pause (queue_claim): a job whose queue is paused stays pending (jl_queue_states' primary
+-- key; only paused rows match). Checked in each walk, so a paused queue's jobs are neither
+-- locked nor counted against the limit.
+AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+
+-- name: fragment_claim_rate_token
+-- Rate (queue_claim): a job whose rate key has no token yet stays pending (jl_rate_buckets'
+-- primary key). A bucket holds jobs back only while it matches its type's current rate (one
+-- left from an earlier rate does not); a per-org rate's bucket is the job's org's. The jobs
+-- of a limited type that pass still count against their bucket (ledger.api.rate_room, told
+-- by the row's rate_limited).
+AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                JOIN jl_definitions d ON d.job_type = b.job_type
+                WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
+                  AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                  AND b.interval_us = d.rate_interval_us
+                  AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
+
 -- name: queue_claim
+-- variants: types, queues
 -- Due pending jobs in fair claim order (docs/operations.md, "Claim order"): each org's jobs
 -- in claim order (priority DESC, run_at, enqueue order), taken round-robin across orgs (every
 -- org's first job, then every org's second...), skipping rows another claimer holds. The
--- orgs with pending jobs are found by a loose index scan of jl_queue_claim_org_idx (one probe
--- per org), each org's jobs by an ordered walk of it (a LATERAL per org, each an equality).
--- An org's walk may lock up to limit rows the merge then drops; they are free at commit.
--- Each row carries its type's definition (the claim's limits, no second query). Rows of
--- full_types, of the (type, org) pairs full_orgs (type, U+001F, org) and taken are left out
--- (a claim whose limits refused some candidates asks again without them).
-WITH RECURSIVE orgs (org) AS (
-    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
-    UNION ALL
-    SELECT (
-        SELECT coalesce(q.org, '') FROM jl_queue AS q
-        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
-        ORDER BY 1 LIMIT 1
-    )
-    FROM orgs WHERE orgs.org IS NOT NULL
-)
+-- orgs come from fragment_claim_orgs; each org's jobs (each queue's, with queues) by an
+-- ordered walk of jl_queue_claim_org_idx (jl_queue_claim_queue_idx), a LATERAL per org (per
+-- queue and org), each an equality. A walk may lock up to limit rows the merge then drops;
+-- they are free at commit. Each row carries its type's definition (the claim's limits, no
+-- second query). Composed from the fragment_claim_* fragments above: four variants, one per
+-- filter set (queries.py), each planned for its own filters.
+WITH RECURSIVE
+-- include: fragment_claim_orgs
 SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
     d.stream_version AS definition_version,
     d.rate_limit IS NOT NULL AS rate_limited
-FROM orgs
+FROM
+    -- include if queues: fragment_claim_queue_names
+    orgs
 CROSS JOIN LATERAL (
     SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
     FROM jl_queue
-    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(org, '') = orgs.org
-      AND job_type <> ALL(%(full_types)s::text[])
-      AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
-      AND job_id <> ALL(%(taken)s::uuid[])
-      AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
-                      WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
-      AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
-                      JOIN jl_definitions d ON d.job_type = b.job_type
-                      WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
-                        AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
-                        AND b.interval_us = d.rate_interval_us
-                        AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
-    ORDER BY priority DESC, run_at, enqueue_seq
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-) AS c
-LEFT JOIN jl_definitions AS d ON d.job_type = c.job_type
-ORDER BY
-    row_number() OVER (PARTITION BY c.org ORDER BY c.priority DESC, c.run_at, c.enqueue_seq),
-    c.priority DESC, c.run_at, c.enqueue_seq
-LIMIT %(limit)s
-
--- name: queue_claim_types
--- As queue_claim, for some job types only (jl_queue_claim_org_idx, filtered).
-WITH RECURSIVE orgs (org) AS (
-    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
-    UNION ALL
-    SELECT (
-        SELECT coalesce(q.org, '') FROM jl_queue AS q
-        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
-        ORDER BY 1 LIMIT 1
-    )
-    FROM orgs WHERE orgs.org IS NOT NULL
-)
-SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
-    d.stream_version AS definition_version,
-    d.rate_limit IS NOT NULL AS rate_limited
-FROM orgs
-CROSS JOIN LATERAL (
-    SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
-    FROM jl_queue
-    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(org, '') = orgs.org
-      AND job_type = ANY(%(types)s)
-      AND job_type <> ALL(%(full_types)s::text[])
-      AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
-      AND job_id <> ALL(%(taken)s::uuid[])
-      AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
-                      WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
-      AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
-                      JOIN jl_definitions d ON d.job_type = b.job_type
-                      WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
-                        AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
-                        AND b.interval_us = d.rate_interval_us
-                        AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
-    ORDER BY priority DESC, run_at, enqueue_seq
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-) AS c
-LEFT JOIN jl_definitions AS d ON d.job_type = c.job_type
-ORDER BY
-    row_number() OVER (PARTITION BY c.org ORDER BY c.priority DESC, c.run_at, c.enqueue_seq),
-    c.priority DESC, c.run_at, c.enqueue_seq
-LIMIT %(limit)s
-
--- name: queue_claim_queues
--- As queue_claim, for some queues only ('default' is no queue): per queue and org an ordered
--- walk of jl_queue_claim_queue_idx (a LATERAL per name, so each is an equality and the index
--- gives the order; the org filtered), merged. `= ANY(queues)` instead would walk
--- jl_queue_claim_idx past every other queue's job: 8.8 ms over 20,000 pending jobs of another
--- queue, 0.14 ms so. The names must be distinct (the store dedupes them).
-WITH RECURSIVE orgs (org) AS (
-    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
-    UNION ALL
-    SELECT (
-        SELECT coalesce(q.org, '') FROM jl_queue AS q
-        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
-        ORDER BY 1 LIMIT 1
-    )
-    FROM orgs WHERE orgs.org IS NOT NULL
-)
-SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
-    d.stream_version AS definition_version,
-    d.rate_limit IS NOT NULL AS rate_limited
-FROM unnest(%(queues)s::text[]) AS wanted (name)
-CROSS JOIN orgs
-CROSS JOIN LATERAL (
-    SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
-    FROM jl_queue
-    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(queue, 'default') = wanted.name
+    WHERE status = 'pending' AND run_at <= %(now)s
+      -- include if queues: fragment_claim_queue_filter
       AND coalesce(org, '') = orgs.org
-      AND job_type <> ALL(%(full_types)s::text[])
-      AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
-      AND job_id <> ALL(%(taken)s::uuid[])
-      AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
-                      WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
-      AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
-                      JOIN jl_definitions d ON d.job_type = b.job_type
-                      WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
-                        AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
-                        AND b.interval_us = d.rate_interval_us
-                        AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
-    ORDER BY priority DESC, run_at, enqueue_seq
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-) AS c
-LEFT JOIN jl_definitions AS d ON d.job_type = c.job_type
-ORDER BY
-    row_number() OVER (PARTITION BY c.org ORDER BY c.priority DESC, c.run_at, c.enqueue_seq),
-    c.priority DESC, c.run_at, c.enqueue_seq
-LIMIT %(limit)s
-
--- name: queue_claim_types_queues
--- As queue_claim_queues, for some job types only (jl_queue_claim_queue_idx, filtered).
-WITH RECURSIVE orgs (org) AS (
-    (SELECT coalesce(org, '') FROM jl_queue WHERE status = 'pending' ORDER BY 1 LIMIT 1)
-    UNION ALL
-    SELECT (
-        SELECT coalesce(q.org, '') FROM jl_queue AS q
-        WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
-        ORDER BY 1 LIMIT 1
-    )
-    FROM orgs WHERE orgs.org IS NOT NULL
-)
-SELECT c.job_id, c.enqueue_seq, c.state, d.state AS definition,
-    d.stream_version AS definition_version,
-    d.rate_limit IS NOT NULL AS rate_limited
-FROM unnest(%(queues)s::text[]) AS wanted (name)
-CROSS JOIN orgs
-CROSS JOIN LATERAL (
-    SELECT job_id, enqueue_seq, state, job_type, coalesce(org, '') AS org, priority, run_at
-    FROM jl_queue
-    WHERE status = 'pending' AND run_at <= %(now)s AND coalesce(queue, 'default') = wanted.name
-      AND coalesce(org, '') = orgs.org
-      AND job_type = ANY(%(types)s)
-      AND job_type <> ALL(%(full_types)s::text[])
-      AND (job_type || chr(31) || coalesce(org, '')) <> ALL(%(full_orgs)s::text[])
-      AND job_id <> ALL(%(taken)s::uuid[])
-      AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
-                      WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
-      AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
-                      JOIN jl_definitions d ON d.job_type = b.job_type
-                      WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
-                        AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
-                        AND b.interval_us = d.rate_interval_us
-                        AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
+      -- include if types: fragment_claim_type_filter
+      -- include: fragment_claim_left_out
+      -- include: fragment_claim_not_paused
+      -- include: fragment_claim_rate_token
     ORDER BY priority DESC, run_at, enqueue_seq
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED

@@ -329,179 +329,101 @@ SELECT job_id, enqueue_seq, state FROM jl_queue
 WHERE job_id IN (SELECT value FROM json_each(:job_ids))
 ORDER BY job_id
 
+-- name: fragment_claim_orgs
+-- Org fairness (a recursive common table expression, included by queue_claim): the orgs
+-- with pending jobs ('' is no org), found by a loose index scan of jl_queue_claim_org_idx,
+-- one probe per org, instead of a scan of every pending job. The claim walks each org's
+-- jobs and merges the walks round-robin, so one org's backlog cannot starve another's
+-- (docs/operations.md, "Claim order").
+orgs (org) AS (
+    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
+            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
+    UNION ALL
+    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
+            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
+            ORDER BY coalesce(q.org, '') LIMIT 1)
+    FROM orgs WHERE orgs.org IS NOT NULL
+)
+
+-- name: fragment_claim_walk_by_org
+-- The walk's index without a queue filter (queue_claim's variants without queues): each
+-- org's jobs in claim order, an equality on jl_queue_claim_org_idx. Named, not left to the
+-- planner: without statistics SQLite would walk jl_queue_claim_idx past other orgs' jobs.
+INDEXED BY jl_queue_claim_org_idx
+
+-- name: fragment_claim_walk_by_queue
+-- Queue filter, the walk's index (queue_claim's variants with queues): jl_queue_claim_queue_idx,
+-- the org filtered, so one org's claims by queue do not walk other queues' jobs (with several
+-- orgs, a walk passes the other orgs' jobs of its queues). Named: without statistics SQLite
+-- would walk jl_queue_claim_idx past other queues' jobs.
+INDEXED BY jl_queue_claim_queue_idx
+
+-- name: fragment_claim_queue_filter
+-- Queue filter, the walk's condition (queue_claim's variants with queues): a job of one of the
+-- queues asked for ('default' is no queue; ledger.core.events.DEFAULT_QUEUE).
+AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
+
+-- name: fragment_claim_type_filter
+-- Type filter (queue_claim's variants with types): a job of one of the types asked for, a
+-- filter on each org's walk; a worker without a type list gets the variant without it.
+AND job_type IN (SELECT value FROM json_each(:types))
+
+-- name: fragment_claim_left_out
+-- What the claim's limits refused (queue_claim): rows of full_types, of the (type, org) pairs
+-- full_orgs (type, U+001F, org) and taken are left out, so a claim whose limits refused some
+-- candidates asks again without them. Each list is tested only when not empty (an empty
+-- json_each per org cost more than the walk itself).
+AND (:full_types = '[]'
+     OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
+AND (:full_orgs = '[]'
+     OR (job_type || char(31) || coalesce(org, ''))
+        NOT IN (SELECT value FROM json_each(:full_orgs)))
+AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
+
+-- name: fragment_claim_not_paused
+-- Pause (queue_claim): a job whose queue is paused stays pending (jl_queue_states' primary
+-- key; only paused rows match). Checked in each walk, so a paused queue's jobs are not
+-- counted against the limit.
+AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
+                WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
+
+-- name: fragment_claim_rate_token
+-- Rate (queue_claim): a job whose rate key has no token yet stays pending (jl_rate_buckets'
+-- primary key). A bucket holds jobs back only while it matches its type's current rate (one
+-- left from an earlier rate does not); a per-org rate's bucket is the job's org's. The jobs
+-- of a limited type that pass still count against their bucket (ledger.api.rate_room, told
+-- by the row's rate_limited).
+AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
+                JOIN jl_definitions d ON d.job_type = b.job_type
+                WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
+                  AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
+                  AND b.interval_us = d.rate_interval_us
+                  AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
+
 -- name: queue_claim
+-- variants: types, queues
 -- Due pending jobs in fair claim order (docs/operations.md, "Claim order"): each org's jobs
 -- in claim order (priority DESC, run_at, enqueue order), taken round-robin across orgs (every
--- org's first job, then every org's second...). The orgs with pending jobs are found by a
--- loose index scan of jl_queue_claim_org_idx (one probe per org), each org's jobs by an
--- ordered walk of it, gathered as a JSON array (SQLite has no LATERAL; an IN (subquery) per
--- org measured 4x slower). Each row carries its type's definition (the claim's limits, no
--- second query). Rows of full_types, of the (type, org) pairs full_orgs (type, U+001F, org)
--- and taken are left out; each list is tested only when not empty (an empty json_each per
--- org cost more than the walk itself). INDEXED BY, +run_at: as queue_claim_queues was.
-WITH RECURSIVE orgs (org) AS (
-    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
-            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
-    UNION ALL
-    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
-            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
-            ORDER BY coalesce(q.org, '') LIMIT 1)
-    FROM orgs WHERE orgs.org IS NOT NULL
-),
-picked AS (
+-- org's first job, then every org's second...). The orgs come from fragment_claim_orgs; each
+-- org's jobs by an ordered walk of the index its fragment names, gathered as a JSON array
+-- (SQLite has no LATERAL; an IN (subquery) per org measured 4x slower); +run_at stops a
+-- skip-scan of the index. Each row carries its type's definition (the claim's limits, no
+-- second query). Composed from the fragment_claim_* fragments above: four variants, one per
+-- filter set (queries.py), each planned for its own filters.
+WITH RECURSIVE
+-- include: fragment_claim_orgs
+, picked AS (
     SELECT j.key AS rank, j.value AS job_id FROM orgs, json_each((
         SELECT json_group_array(job_id) FROM (
-            SELECT job_id FROM jl_queue INDEXED BY jl_queue_claim_org_idx
+            SELECT job_id FROM jl_queue
+            -- include unless queues: fragment_claim_walk_by_org
+            -- include if queues: fragment_claim_walk_by_queue
             WHERE status = 'pending' AND +run_at <= :now AND coalesce(org, '') = orgs.org
-              AND (:full_types = '[]'
-                   OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
-              AND (:full_orgs = '[]'
-                   OR (job_type || char(31) || coalesce(org, ''))
-                      NOT IN (SELECT value FROM json_each(:full_orgs)))
-              AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
-              AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
-                              WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
-              AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
-                              JOIN jl_definitions d ON d.job_type = b.job_type
-                              WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
-                                AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
-                                AND b.interval_us = d.rate_interval_us
-                                AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
-            ORDER BY priority DESC, run_at, enqueue_seq
-            LIMIT :limit
-        )
-    )) AS j
-)
-SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
-    d.stream_version AS definition_version,
-    d.rate_limit IS NOT NULL AS rate_limited
-FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
-LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
-ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
-LIMIT :limit
-
--- name: queue_claim_types
--- As queue_claim, for some job types only (jl_queue_claim_org_idx, filtered).
-WITH RECURSIVE orgs (org) AS (
-    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
-            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
-    UNION ALL
-    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
-            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
-            ORDER BY coalesce(q.org, '') LIMIT 1)
-    FROM orgs WHERE orgs.org IS NOT NULL
-),
-picked AS (
-    SELECT j.key AS rank, j.value AS job_id FROM orgs, json_each((
-        SELECT json_group_array(job_id) FROM (
-            SELECT job_id FROM jl_queue INDEXED BY jl_queue_claim_org_idx
-            WHERE status = 'pending' AND +run_at <= :now AND coalesce(org, '') = orgs.org
-              AND job_type IN (SELECT value FROM json_each(:types))
-              AND (:full_types = '[]'
-                   OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
-              AND (:full_orgs = '[]'
-                   OR (job_type || char(31) || coalesce(org, ''))
-                      NOT IN (SELECT value FROM json_each(:full_orgs)))
-              AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
-              AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
-                              WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
-              AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
-                              JOIN jl_definitions d ON d.job_type = b.job_type
-                              WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
-                                AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
-                                AND b.interval_us = d.rate_interval_us
-                                AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
-            ORDER BY priority DESC, run_at, enqueue_seq
-            LIMIT :limit
-        )
-    )) AS j
-)
-SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
-    d.stream_version AS definition_version,
-    d.rate_limit IS NOT NULL AS rate_limited
-FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
-LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
-ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
-LIMIT :limit
-
--- name: queue_claim_queues
--- As queue_claim, for some queues only ('default' is no queue): each org's walk is of
--- jl_queue_claim_queue_idx, the org filtered (so one org's claims by queue do not walk other
--- queues' jobs; with several orgs, a walk passes the other orgs' jobs of its queues).
-WITH RECURSIVE orgs (org) AS (
-    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
-            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
-    UNION ALL
-    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
-            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
-            ORDER BY coalesce(q.org, '') LIMIT 1)
-    FROM orgs WHERE orgs.org IS NOT NULL
-),
-picked AS (
-    SELECT j.key AS rank, j.value AS job_id FROM orgs, json_each((
-        SELECT json_group_array(job_id) FROM (
-            SELECT job_id FROM jl_queue INDEXED BY jl_queue_claim_queue_idx
-            WHERE status = 'pending' AND +run_at <= :now AND coalesce(org, '') = orgs.org
-              AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
-              AND (:full_types = '[]'
-                   OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
-              AND (:full_orgs = '[]'
-                   OR (job_type || char(31) || coalesce(org, ''))
-                      NOT IN (SELECT value FROM json_each(:full_orgs)))
-              AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
-              AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
-                              WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
-              AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
-                              JOIN jl_definitions d ON d.job_type = b.job_type
-                              WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
-                                AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
-                                AND b.interval_us = d.rate_interval_us
-                                AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
-            ORDER BY priority DESC, run_at, enqueue_seq
-            LIMIT :limit
-        )
-    )) AS j
-)
-SELECT q.job_id, q.enqueue_seq, q.state, d.state AS definition,
-    d.stream_version AS definition_version,
-    d.rate_limit IS NOT NULL AS rate_limited
-FROM picked JOIN jl_queue AS q ON q.job_id = picked.job_id
-LEFT JOIN jl_definitions AS d ON d.job_type = q.job_type
-ORDER BY picked.rank, q.priority DESC, q.run_at, q.enqueue_seq
-LIMIT :limit
-
--- name: queue_claim_types_queues
--- As queue_claim_queues, for some job types only (jl_queue_claim_queue_idx, filtered).
-WITH RECURSIVE orgs (org) AS (
-    SELECT (SELECT coalesce(org, '') FROM jl_queue INDEXED BY jl_queue_claim_org_idx
-            WHERE status = 'pending' ORDER BY coalesce(org, '') LIMIT 1)
-    UNION ALL
-    SELECT (SELECT coalesce(q.org, '') FROM jl_queue AS q INDEXED BY jl_queue_claim_org_idx
-            WHERE q.status = 'pending' AND coalesce(q.org, '') > orgs.org
-            ORDER BY coalesce(q.org, '') LIMIT 1)
-    FROM orgs WHERE orgs.org IS NOT NULL
-),
-picked AS (
-    SELECT j.key AS rank, j.value AS job_id FROM orgs, json_each((
-        SELECT json_group_array(job_id) FROM (
-            SELECT job_id FROM jl_queue INDEXED BY jl_queue_claim_queue_idx
-            WHERE status = 'pending' AND +run_at <= :now AND coalesce(org, '') = orgs.org
-              AND coalesce(queue, 'default') IN (SELECT value FROM json_each(:queues))
-              AND job_type IN (SELECT value FROM json_each(:types))
-              AND (:full_types = '[]'
-                   OR job_type NOT IN (SELECT value FROM json_each(:full_types)))
-              AND (:full_orgs = '[]'
-                   OR (job_type || char(31) || coalesce(org, ''))
-                      NOT IN (SELECT value FROM json_each(:full_orgs)))
-              AND (:taken = '[]' OR job_id NOT IN (SELECT value FROM json_each(:taken)))
-              AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
-                              WHERE p.paused AND p.queue = coalesce(jl_queue.queue, 'default'))
-              AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
-                              JOIN jl_definitions d ON d.job_type = b.job_type
-                              WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now
-                                AND b.scope = d.rate_scope AND b.rate_limit = d.rate_limit
-                                AND b.interval_us = d.rate_interval_us
-                                AND (b.scope = 'type' OR b.org = coalesce(jl_queue.org, '')))
+              -- include if queues: fragment_claim_queue_filter
+              -- include if types: fragment_claim_type_filter
+              -- include: fragment_claim_left_out
+              -- include: fragment_claim_not_paused
+              -- include: fragment_claim_rate_token
             ORDER BY priority DESC, run_at, enqueue_seq
             LIMIT :limit
         )
