@@ -9,12 +9,14 @@ import os
 import signal
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import click
 
 from . import params
 from .database import Settings, describe
 from .errors import CliError
+from .option_groups import option_group
 from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import plain
@@ -41,6 +43,83 @@ def _host_id(value: str | None) -> str | None:
         return check_host_id(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class PoolOptions:
+    """The options that become the pool's settings (:class:`PoolConfig`), as given."""
+
+    concurrency: int
+    types: str | None
+    queues: str | None
+    lease: float
+    poll: float
+    follow_projections: bool
+    apply_definitions: bool
+    host_id: str | None
+    reaper_interval: float
+    reaper_retry_delay: float
+    retention_interval: float
+    scheduler_interval: float
+    breaker_threshold: int
+    breaker_cooldown: float
+    starts: str
+    report_interval: float
+
+    def selected_types(self, registry: Registry) -> list[str] | None:
+        """``--types`` as a list (``None``: every type ``registry`` serves); a type it has no
+        handler for is a usage error."""
+        types = self.types
+        selected = [t.strip() for t in types.split(",") if t.strip()] if types else None
+        served = {*registry.job_types(), *([SOURCE_POLL_JOB_TYPE] if registry.sources() else [])}
+        unknown = sorted(set(selected or []) - served)
+        if unknown:
+            raise click.BadParameter(f"no handler registered for {unknown}", param_hint="--types")
+        return selected
+
+    def queue_names(self) -> list[str] | None:
+        """``--queues`` as a list (``None``: every queue); naming none is a usage error."""
+        queues = self.queues
+        queue_names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
+        if queues is not None and not queue_names:
+            raise click.BadParameter("name at least one queue", param_hint="--queues")
+        return queue_names
+
+    def config(
+        self, *, types: list[str] | None, queues: list[str] | None, metrics: bool
+    ) -> PoolConfig:
+        """The pool's settings: these options, the parsed ``types`` and ``queues``, and
+        whether the pool feeds its metrics."""
+        return PoolConfig(
+            concurrency=self.concurrency,
+            types=types,
+            queues=queues,
+            lease_s=self.lease,
+            poll_interval_s=self.poll,
+            follow_projections=self.follow_projections,
+            apply_definitions=self.apply_definitions,
+            host=self.host_id,
+            reaper_interval_s=self.reaper_interval,
+            reaper_retry_delay_s=self.reaper_retry_delay,
+            retention_interval_s=self.retention_interval,
+            scheduler_interval_s=self.scheduler_interval,
+            breaker_threshold=self.breaker_threshold,
+            breaker_cooldown_s=self.breaker_cooldown,
+            exact_starts=self.starts == "exact",
+            report_interval_s=self.report_interval,
+            metrics=metrics,
+        )
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How this process runs the pool: until a signal stops it (with ``grace``) or, with
+    ``burst``, until nothing is due; and where it serves its metrics, if anywhere."""
+
+    grace: float
+    burst: bool
+    metrics_port: int | None
+    metrics_addr: str
 
 
 def load_registry(app: str) -> Registry:
@@ -280,75 +359,31 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
 # --- end of metrics and pool reports ----------------------------------------------------------
 @json_option
 @click.pass_obj
+@option_group("pool_options", PoolOptions)
+@option_group("run", RunOptions)
 def worker(
-    settings: Settings,
-    *,
-    app: str,
-    concurrency: int,
-    types: str | None,
-    queues: str | None,
-    lease: float,
-    poll: float,
-    grace: float,
-    burst: bool,
-    follow_projections: bool,
-    apply_definitions: bool,
-    host_id: str | None,
-    reaper_interval: float,
-    reaper_retry_delay: float,
-    retention_interval: float,
-    scheduler_interval: float,
-    breaker_threshold: int,
-    breaker_cooldown: float,
-    starts: str,
-    metrics_port: int | None,
-    metrics_addr: str,
-    report_interval: float,
-    as_json: bool,
+    settings: Settings, *, app: str, pool_options: PoolOptions, run: RunOptions, as_json: bool
 ) -> None:
     """Run workers for the handlers registered in MODULE:ATTR."""
     registry = load_registry(app)
-    selected = [t.strip() for t in types.split(",") if t.strip()] if types else None
-    served = {*registry.job_types(), *([SOURCE_POLL_JOB_TYPE] if registry.sources() else [])}
-    unknown = sorted(set(selected or []) - served)
-    if unknown:
-        raise click.BadParameter(f"no handler registered for {unknown}", param_hint="--types")
-    queue_names = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
-    if queues is not None and not queue_names:
-        raise click.BadParameter("name at least one queue", param_hint="--queues")
+    selected = pool_options.selected_types(registry)
+    queue_names = pool_options.queue_names()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    idle_s = worker_idle_in_transaction_s(lease)
+    idle_s = worker_idle_in_transaction_s(pool_options.lease)
     with Ledger.open(settings.url, pool_size=4, idle_in_transaction_s=idle_s) as ledger:
-        pool = WorkerPool(
-            ledger,
-            registry,
-            concurrency=concurrency,
-            types=selected,
-            queues=queue_names,
-            lease_s=lease,
-            poll_interval_s=poll,
-            follow_projections=follow_projections,
-            apply_definitions=apply_definitions,
-            host=host_id,
-            reaper_interval_s=reaper_interval,
-            reaper_retry_delay_s=reaper_retry_delay,
-            retention_interval_s=retention_interval,
-            scheduler_interval_s=scheduler_interval,
-            breaker_threshold=breaker_threshold,
-            breaker_cooldown_s=breaker_cooldown,
-            exact_starts=starts == "exact",
-            report_interval_s=report_interval,
-            metrics=metrics_port is not None,
-        )
+        metrics = run.metrics_port is not None
+        config = pool_options.config(types=selected, queues=queue_names, metrics=metrics)
+        pool = WorkerPool(ledger, registry, config)
         in_queues = f" in queues {', '.join(queue_names)}" if queue_names else ""
         click.echo(
-            f"{pool.worker_id}: {concurrency} workers for {', '.join(pool.types)}{in_queues} "
-            f"on {describe(settings.url)}",
+            f"{pool.worker_id}: {pool_options.concurrency} workers for "
+            f"{', '.join(pool.types)}{in_queues} on {describe(settings.url)}",
             err=True,
         )
-        stop_metrics = _serve_metrics(pool, ledger, metrics_port, metrics_addr)
+        stop_metrics = _serve_metrics(pool, ledger, run.metrics_port, run.metrics_addr)
         try:
-            stats = asyncio.run(pool.run_until_idle() if burst else _serve(pool, grace))
+            serving = pool.run_until_idle() if run.burst else _serve(pool, run.grace)
+            stats = asyncio.run(serving)
         finally:
             if stop_metrics is not None:
                 stop_metrics()
@@ -359,7 +394,7 @@ def worker(
             f"claimed {stats.claimed}, succeeded {stats.succeeded}, retried {stats.retried}, "
             f"dead {stats.dead}, released {stats.released}, lost leases {stats.fenced_out}"
         )
-    dead = stats.dead if burst else 0
+    dead = stats.dead if run.burst else 0
     _abandon_hung_handlers(pool, dead)
     if dead:
         raise DeadJobsError(f"{dead} job(s) ended dead")

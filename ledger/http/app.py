@@ -13,6 +13,7 @@ from litestar import Litestar, Request, Router, get
 from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.exceptions import HTTPException, ValidationException
+from litestar.handlers import HTTPRouteHandler
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
@@ -20,6 +21,7 @@ from litestar.plugins.jinja import JinjaTemplateEngine
 from litestar.response import Response
 from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
+from litestar.types import Middleware
 
 from ledger.api.event_feed import EventFeed
 from ledger.api.ledger import Ledger
@@ -75,6 +77,38 @@ def templates() -> TemplateConfig[JinjaTemplateEngine]:
     return TemplateConfig(instance=JinjaTemplateEngine.from_environment(environment))
 
 
+API_ROUTES = (
+    jobs.list_jobs,
+    jobs.show_job,
+    jobs.retry_job,
+    jobs.cancel_job,
+    reads.dead_letters,
+    reads.stats,
+    reads.audit,
+    reads.definitions,
+    reads.workflows,
+    reads.workflow,
+    writes.requeue_dead_letter,
+    writes.complete_step,
+    writes.cancel_workflow,
+    enqueue.enqueue_job,
+    enqueue.enqueue_jobs,
+    operations.enable_type,
+    operations.disable_type,
+    operations.requeue_dead_letters,
+    queues.pause_queue,
+    queues.resume_queue,
+    sources.sources,
+    sources.source,
+    projections.projections,
+    projections.start_verify,
+    projections.verify_result,
+    capabilities.capabilities,
+    stream.event_stream,
+)
+"""The routes under :data:`API_PREFIX`, in the order the OpenAPI document lists them."""
+
+
 def build_app(
     ledger: Ledger,
     *,
@@ -88,82 +122,21 @@ def build_app(
     ``allowed_hosts`` are the names the server answers to besides ``localhost`` and IP
     addresses (:mod:`ledger.http.hosts`)."""
     signer = sessions or Sessions()
-
-    def provide_ledger() -> Ledger:
-        return ledger
-
-    def provide_sessions() -> Sessions:
-        return signer
-
     tasks = VerifyTasks(lambda: verify_report_json(ledger.projections().verify()), ledger.clock.now)
-
-    def provide_verify_tasks() -> VerifyTasks:
-        return tasks
-
     hub = EventHub(EventFeed(ledger), poll_s=stream_poll_s)
-
-    def provide_event_hub() -> EventHub:
-        return hub
 
     def close_hub() -> None:
         # Litestar passes the app to a hook that takes an argument: this one takes none.
         hub.close()
 
-    @get("/health", sync_to_thread=True)
-    def health(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
-        """``ok`` or ``degraded`` (no token needed); the reasons and details (views, pools)
-        with a token of no org."""
-        return health_of(ledger, details=sees_every_org(bearer_token(ledger, request)))
-
-    api = Router(
-        API_PREFIX,
-        route_handlers=[
-            jobs.list_jobs,
-            jobs.show_job,
-            jobs.retry_job,
-            jobs.cancel_job,
-            reads.dead_letters,
-            reads.stats,
-            reads.audit,
-            reads.definitions,
-            reads.workflows,
-            reads.workflow,
-            writes.requeue_dead_letter,
-            writes.complete_step,
-            writes.cancel_workflow,
-            enqueue.enqueue_job,
-            enqueue.enqueue_jobs,
-            operations.enable_type,
-            operations.disable_type,
-            operations.requeue_dead_letters,
-            queues.pause_queue,
-            queues.resume_queue,
-            sources.sources,
-            sources.source,
-            projections.projections,
-            projections.start_verify,
-            projections.verify_result,
-            capabilities.capabilities,
-            stream.event_stream,
-        ],
-    )
+    api = Router(API_PREFIX, route_handlers=list(API_ROUTES))
     static = create_static_files_router("/static", directories=[HERE / "static"])
     app = Litestar(
-        route_handlers=[health, metrics.metrics, api, pages.router(), static],
-        dependencies={
-            "ledger": Provide(provide_ledger, sync_to_thread=False),
-            "caller": Provide(caller_of, sync_to_thread=False),
-            "verify_tasks": Provide(provide_verify_tasks, sync_to_thread=False),
-            "sessions": Provide(provide_sessions, sync_to_thread=False),
-            "event_hub": Provide(provide_event_hub, sync_to_thread=False),
-        },
+        route_handlers=[health_route(ledger), metrics.metrics, api, pages.router(), static],
+        dependencies=route_dependencies(ledger, signer, tasks, hub),
         state=State({"event_hub": hub}),
         on_shutdown=[close_hub],
-        middleware=[
-            DefineMiddleware(HostCheck, allowed=AllowedHosts(allowed_hosts)),
-            SecurityHeaders,
-            DefineMiddleware(TokenAuthentication, reader=ledger, sessions=signer),
-        ],
+        middleware=middleware_stack(ledger, signer, allowed_hosts),
         request_class=LedgerRequest,
         template_config=templates(),
         exception_handlers={
@@ -181,3 +154,55 @@ def build_app(
     # The pages open an EventSource only when the stream is served (docs/http.md, "Live").
     app.state.live_stream = any(route.path == STREAM_PATH for route in app.routes)
     return app
+
+
+def health_route(ledger: Ledger) -> HTTPRouteHandler:
+    """``GET /health`` over ``ledger``, outside :data:`API_PREFIX`."""
+
+    @get("/health", sync_to_thread=True)
+    def health(request: Request[Any, Any, Any]) -> Response[dict[str, Any]]:
+        """``ok`` or ``degraded`` (no token needed); the reasons and details (views, pools)
+        with a token of no org."""
+        return health_of(ledger, details=sees_every_org(bearer_token(ledger, request)))
+
+    return health
+
+
+def route_dependencies(
+    ledger: Ledger, sessions: Sessions, verify_tasks: VerifyTasks, event_hub: EventHub
+) -> dict[str, Provide]:
+    """What the route handlers take by name: the one open ledger, the caller (from the
+    request's token or session), the background verifications, the dashboard's sessions and
+    the live stream's follower."""
+
+    def provide_ledger() -> Ledger:
+        return ledger
+
+    def provide_sessions() -> Sessions:
+        return sessions
+
+    def provide_verify_tasks() -> VerifyTasks:
+        return verify_tasks
+
+    def provide_event_hub() -> EventHub:
+        return event_hub
+
+    return {
+        "ledger": Provide(provide_ledger, sync_to_thread=False),
+        "caller": Provide(caller_of, sync_to_thread=False),
+        "verify_tasks": Provide(provide_verify_tasks, sync_to_thread=False),
+        "sessions": Provide(provide_sessions, sync_to_thread=False),
+        "event_hub": Provide(provide_event_hub, sync_to_thread=False),
+    }
+
+
+def middleware_stack(
+    ledger: Ledger, sessions: Sessions, allowed_hosts: Collection[str]
+) -> list[Middleware]:
+    """Outermost first: the Host check, the security headers, then the token (or session)
+    authentication."""
+    return [
+        DefineMiddleware(HostCheck, allowed=AllowedHosts(allowed_hosts)),
+        SecurityHeaders,
+        DefineMiddleware(TokenAuthentication, reader=ledger, sessions=sessions),
+    ]
