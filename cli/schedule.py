@@ -26,18 +26,18 @@ from .render import (
     table,
     when,
 )
-from ledger.api.schedule_views import (
+from ledger.core.events import JSON
+from ledger.core.schedules.errors import ScheduleNotFoundError
+from ledger.core.schedules.events import CatchUp
+from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, check_cron, zone
+from ledger.core.schedules.state import ScheduleState
+from ledger.schedules.schedule_views import (
     MissedSlotsView,
     ScheduleDetail,
     schedule_detail,
     schedule_detail_json,
     schedule_json,
 )
-from ledger.core.events import JSON
-from ledger.core.schedules.errors import ScheduleNotFoundError
-from ledger.core.schedules.events import CatchUp
-from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, check_cron, zone
-from ledger.core.schedules.state import ScheduleState
 from projections.rules.schedules import upcoming
 
 

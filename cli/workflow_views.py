@@ -16,12 +16,12 @@ from .database import Settings
 from .reading import open_reader
 from .render import MISSING, compact_json, echo_json, fields, json_option, table, when
 from ledger.api.shaping import run_page_json, workflow_json, workflow_timeline_json
-from ledger.api.workflow_graph import FORMATS, draw
-from ledger.api.workflow_views import RUN, TimelineEntry
 from ledger.core.codec import Record
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.core.workflows.status import RunStatus
 from ledger.store.workflow_reads import RunView, StepView
+from ledger.workflows.workflow_graph import FORMATS, draw
+from ledger.workflows.workflow_views import RUN, TimelineEntry
 
 MAX_LIMIT = 10_000
 DEFAULT_LIMIT = 50

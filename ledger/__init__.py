@@ -18,9 +18,9 @@ _EXPORTS: dict[str, str] = {
     "AuditQuery": "projections.rules.audit_query",
     "AuditRow": "projections.rules.audit_query",
     "BackoffPolicy": "ledger.core.events",
-    "BatchResult": "ledger.api.outcomes",
+    "BatchResult": "ledger.jobs.outcomes",
     "Clock": "ledger.clock",
-    "Completion": "ledger.api.outcomes",
+    "Completion": "ledger.jobs.outcomes",
     "ConcurrencyConflictError": "ledger.core.errors",
     "DatabaseBusyError": "ledger.core.errors",
     "DatabaseNotInitialisedError": "ledger.core.errors",
@@ -34,7 +34,7 @@ _EXPORTS: dict[str, str] = {
     "ExternalStep": "ledger.core.workflows.spec",
     "Failure": "ledger.core.events",
     "FailureKind": "ledger.core.events",
-    "FailureReport": "ledger.api.outcomes",
+    "FailureReport": "ledger.jobs.outcomes",
     "FakeClock": "ledger.clock",
     "Health": "ledger.runtime.health",
     "IdempotencyConflictError": "ledger.core.errors",
@@ -79,7 +79,7 @@ _EXPORTS: dict[str, str] = {
     "TypedJob": "ledger.runtime.typed_jobs",
     "UnknownEventError": "ledger.core.errors",
     "WorkerPool": "ledger.runtime.pool",
-    "WorkflowHandle": "ledger.api.workflow_handle",
+    "WorkflowHandle": "ledger.workflows.workflow_handle",
     "WorkflowNotFoundError": "ledger.core.workflows.errors",
     "WorkflowRequest": "ledger.core.workflows.spec",
 }
@@ -174,9 +174,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.api.async_ledger import AsyncLedger
     from ledger.api.job_handle import Enqueued, EnqueueOutcome
     from ledger.api.ledger import Ledger
-    from ledger.api.outcomes import BatchResult, Completion, FailureReport
     from ledger.api.reader import Reader
-    from ledger.api.workflow_handle import WorkflowHandle
     from ledger.clock import Clock, FakeClock, SystemClock
     from ledger.core.codec import Record
     from ledger.core.errors import (
@@ -215,6 +213,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.core.state import IllegalTransitionError, JobState, Lease
     from ledger.core.workflows.errors import WorkflowNotFoundError
     from ledger.core.workflows.spec import Dependency, ExternalStep, JobStep, WorkflowRequest
+    from ledger.jobs.outcomes import BatchResult, Completion, FailureReport
     from ledger.runtime.config import PoolConfig
     from ledger.runtime.handlers import (
         JobContext,
@@ -228,5 +227,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.runtime.pool import WorkerPool
     from ledger.runtime.typed_jobs import EnqueueOptions, KeywordJob, TypedJob
     from ledger.store.replica import ReplicaLag
+    from ledger.workflows.workflow_handle import WorkflowHandle
     from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow
     from projections.rules.job_list import JobPage, ListedJob

@@ -8,8 +8,8 @@ jobs it concerns, ask a pure decision in :mod:`ledger.core` for the events, and
 :meth:`~ledger.store.unit_of_work.UnitOfWork.append` them, which folds them into the views in the
 same
 transaction. The transactions live beside the classes, one module per kind
-(:mod:`~ledger.api.enqueueing`, :mod:`~ledger.api.worker_writes`,
-:mod:`~ledger.api.operator_writes`, :mod:`~ledger.api.definitions`, :mod:`~ledger.api.reaping`);
+(:mod:`~ledger.jobs.enqueueing`, :mod:`~ledger.jobs.worker_writes`,
+:mod:`~ledger.jobs.operator_writes`, :mod:`~ledger.jobs.definitions`, :mod:`~ledger.jobs.reaping`);
 the classes bind them to one store, clock, jitter source and id factory.
 """
 
@@ -24,26 +24,9 @@ from uuid import UUID, uuid4
 
 import msgspec
 
-from ledger.api import (
-    definitions,
-    operator_writes,
-    queues,
-    schedules,
-    source_polls,
-    tokens,
-    workflows,
-)
-from ledger.api.enqueueing import enqueue_batch, sync_listing
 from ledger.api.job_handle import Enqueued, handles_of
-from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.opening import open_ready_store
-from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
-from ledger.api.reaping import reap
-from ledger.api.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport, fire_due
-from ledger.api.turns import TurnResult
 from ledger.api.worker_commands import WorkerCommands
-from ledger.api.workflow_handle import WorkflowHandle
-from ledger.api.workflows import WorkflowStarted
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.enqueue_plan import EnqueuePlan
@@ -74,9 +57,23 @@ from ledger.core.state import JobState
 from ledger.core.tokens import TokenState
 from ledger.core.workflows.spec import StepRequest, WorkflowRequest
 from ledger.core.workflows.state import RunState
+from ledger.jobs import definitions, operator_writes
+from ledger.jobs.enqueueing import enqueue_batch, sync_listing
+from ledger.jobs.leases import DEFAULT_LEASE_S, LeaseLength
+from ledger.jobs.outcomes import BatchResult, Completion, FailureReport, Outcome
+from ledger.jobs.reaping import reap
+from ledger.jobs.turns import TurnResult
+from ledger.limits import queues
+from ledger.schedules import schedule_writes as schedules
+from ledger.schedules.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport, fire_due
+from ledger.sources import source_polls
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
 from ledger.store.store import Store
+from ledger.tokens import token_writes as tokens
+from ledger.workflows import workflow_writes as workflows
+from ledger.workflows.workflow_handle import WorkflowHandle
+from ledger.workflows.workflow_writes import WorkflowStarted
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -328,7 +325,7 @@ class Ledger(WorkerCommands):
         *,
         poll_job_id: UUID | None = None,
     ) -> SourcePoll:
-        """Poll ``source`` once with ``lister`` (see :mod:`ledger.api.source_polls`): skipped
+        """Poll ``source`` once with ``lister`` (see :mod:`ledger.sources.source_polls`): skipped
         while its breaker is open; else the listing diffed against the sync state and its
         changes enqueued as ``config.job_type`` jobs in the commit that appends
         ``source_polled``; a lister that raises is ``source_poll_failed`` (and, at the
@@ -497,7 +494,7 @@ class Ledger(WorkerCommands):
         """One scheduler pass at ``now`` (the clock's by default): each due slot of up to
         ``limit`` schedules fired (a job, keyed by the slot) or missed by its catch-up
         policy, in one transaction; safe in any number of processes at once
-        (:mod:`ledger.api.schedule_firing`)."""
+        (:mod:`ledger.schedules.schedule_firing`)."""
         return fire_due(
             self.store,
             self.clock,
@@ -540,7 +537,7 @@ class Ledger(WorkerCommands):
         self, config: ReaperConfig | None = None, *, now: datetime | None = None
     ) -> ReapReport:
         """One reaper pass: fail the expired leases, defer (as an event) those whose reap
-        fails (see :mod:`ledger.api.reaping`). ``now``: the pass's time (the clock's by
+        fails (see :mod:`ledger.jobs.reaping`). ``now``: the pass's time (the clock's by
         default)."""
         return reap(self.store, self.clock, config or ReaperConfig(), now=now)
 

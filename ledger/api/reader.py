@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 
     from ledger.api import blocking
     from ledger.api.pools import LedgerHealth, PoolReport
-    from ledger.api.queues import QueueSummary
-    from ledger.api.workflow_views import TimelineEntry, WorkflowGraph
     from ledger.core.blockers import Blocker
     from ledger.core.codec import Record
     from ledger.core.concurrency import LimitUse
@@ -44,11 +42,13 @@ if TYPE_CHECKING:
     from ledger.core.replay_findings import JobReplay
     from ledger.core.source_polls.state import SourcePollState
     from ledger.core.tokens import TokenState
+    from ledger.limits.queues import QueueSummary
     from ledger.store.exporter import ExportProgress, ExportReport, Write
     from ledger.store.replica import ReplicaLag
     from ledger.store.store import Store
     from ledger.store.tail import HistoryFollower
     from ledger.store.workflow_reads import RunPage, RunView, StepView
+    from ledger.workflows.workflow_views import TimelineEntry, WorkflowGraph
     from projections.rules.audit_query import AuditPage, AuditQuery
     from projections.rules.dead_letters import DeadLetter
     from projections.rules.rate_buckets import RateBucket
@@ -259,9 +259,9 @@ class Reader:
         self, *, org: str | None = None, source_id: str | None = None
     ) -> list[dict[str, Any]]:
         """:meth:`sources` with each source's last poll and breaker (JSON-ready; see
-        :func:`ledger.api.source_views.source_views`); polled sources with no sync state
+        :func:`ledger.sources.source_views.source_views`); polled sources with no sync state
         yet are included unless ``org`` scopes the read."""
-        from ledger.api.source_views import source_views
+        from ledger.sources.source_views import source_views
 
         polls = self.source_polls()
         if source_id is not None:
@@ -357,11 +357,11 @@ class Reader:
             self._catch_up_audit()
         return collect(self.store, now or self.clock.now(), org=org)
 
-    # --- concurrency limits (ledger/api/limit_reads.py) -----------------------------------
+    # --- concurrency limits (ledger/limits/limit_reads.py) -----------------------------------
 
     def concurrency_limits(self) -> list[LimitUse]:
         """Every concurrency limit and the live leases it counts now (``jobledger stats``)."""
-        from ledger.api import limit_reads
+        from ledger.limits import limit_reads
 
         return limit_reads.concurrency_limits(self.store)
 
@@ -451,8 +451,8 @@ class Reader:
     def workflow_timeline(self, run_id: UUID) -> list[TimelineEntry]:
         """Every event of a run's stream and of its steps' jobs' streams in the log's order,
         read in one snapshot (empty: no such run)."""
-        from ledger.api.workflow_views import TimelineEntry
         from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
+        from ledger.workflows.workflow_views import TimelineEntry
 
         with self.store.read_snapshot() as tables:
             run_records = tables.histories([run_id])[run_id]
@@ -468,7 +468,7 @@ class Reader:
 
     def workflow_graph(self, run_id: UUID) -> WorkflowGraph | None:
         """A run's steps with their statuses and its dependencies (``None``: no such run)."""
-        from ledger.api.workflow_views import graph_of
+        from ledger.workflows.workflow_views import graph_of
 
         records = self.workflow_history(run_id)
         if not records:
@@ -488,7 +488,7 @@ class Reader:
     def authenticate(self, presented: str) -> TokenState | None:
         """The active token a bearer text is (``None``: unknown, revoked or wrong secret),
         compared in constant time on the secret's hash."""
-        from ledger.api import tokens
+        from ledger.tokens import token_writes as tokens
 
         return tokens.authenticate(self.store, presented)
 
@@ -508,7 +508,8 @@ class Reader:
         of tokens, its type's circuit breaker open in a live pool, its type disabled, its
         concurrency limits reached (:mod:`ledger.core.blockers`). Empty for a job that is
         not pending, or pending with nothing holding it back."""
-        from ledger.api import blocking, limit_reads
+        from ledger.api import blocking
+        from ledger.limits import limit_reads
 
         state = job if isinstance(job, JobState) else self.get(job)
         if state is None or state.status is not JobStatus.PENDING:
@@ -527,7 +528,7 @@ class Reader:
     def queues(self) -> list[QueueSummary]:
         """Every queue with live jobs or a pause history, by name: pending and leased counts
         and whether (by whom, why) it is paused."""
-        from ledger.api.queues import queue_summaries
+        from ledger.limits.queues import queue_summaries
 
         return queue_summaries(self.store)
 

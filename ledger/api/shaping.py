@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from ledger.api.pools import LedgerHealth, PoolHealth
-    from ledger.api.workflow_views import TimelineEntry
-    from ledger.api.workflows import WorkflowStarted
     from ledger.core.blockers import Blocker
     from ledger.core.codec import Record
     from ledger.core.diagnostics import Finding
@@ -35,6 +33,8 @@ if TYPE_CHECKING:
     from ledger.core.state import JobState
     from ledger.core.tokens import TokenState
     from ledger.store.workflow_reads import RunPage, RunView, StepView
+    from ledger.workflows.workflow_views import TimelineEntry
+    from ledger.workflows.workflow_writes import WorkflowStarted
     from projections.rules.audit_query import AuditRow
     from projections.rules.catalog import Projection
     from projections.rules.dead_letters import DeadLetter

@@ -1,7 +1,7 @@
 """The scheduler service: fires the due slots of the cron schedules on an interval.
 
 One pass is :meth:`Ledger.fire_due <ledger.api.ledger.Ledger.fire_due>` (the transaction is
-:mod:`ledger.api.schedule_firing`), repeated while a pass read as many due schedules as it may
+:mod:`ledger.schedules.schedule_firing`), repeated while a pass read as many due schedules as it may
 and fired something, up to ``max_rounds``; so a backlog of many schedules drains in one
 service pass and a quiet ledger costs one indexed read per interval. Any number of processes
 may run it: the fire transaction holds the append lock while it reads the due schedules, so
@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ledger.api.ledger import Ledger
-from ledger.api.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport
 from ledger.core.limits import check_setting_seconds
 from ledger.core.schedules.catch_up import PassBounds
 from ledger.maintenance.runner import ServiceRunner
+from ledger.schedules.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflows"))
 from store_helpers import assert_history_holds, ext, job, spec
 
 from ledger import Ledger
-from ledger.api.outcomes import Completion
 from ledger.clock import SystemClock
+from ledger.jobs.outcomes import Completion
 from ledger.testing import FakeClock
 
 GATED = spec(

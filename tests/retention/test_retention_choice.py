@@ -6,8 +6,8 @@ from __future__ import annotations
 from retention_helpers import PAST
 
 from ledger import FakeClock, Ledger
-from ledger.api.outcomes import Completion
-from ledger.api.retention import choose, policy_of, set_rule
+from ledger.jobs.outcomes import Completion
+from ledger.retention.retention_runs import choose, policy_of, set_rule
 
 STEP = {"kind": "job", "key": "root", "job_type": "t", "payload": {}, "depends_on": []}
 

@@ -10,12 +10,12 @@ import psycopg
 import pytest
 
 from ledger import Ledger
-from ledger.api.schedule_views import schedule_detail
 from ledger.clock import FakeClock
 from ledger.core.schedules.events import ScheduleAdded
 from ledger.core.schedules.state import schedule_stream_id
 from ledger.maintenance.scheduler import Scheduler, SchedulerConfig
 from ledger.runtime.config import PoolConfig
+from ledger.schedules.schedule_views import schedule_detail
 
 
 def test_one_pass_fires_every_due_schedule_in_rounds(defined: Ledger, clock: FakeClock) -> None:
