@@ -112,7 +112,7 @@ def add(
     """Add schedule NAME (with --replace: redefine it; its slots start afresh)."""
     with open_ledger(settings.url) as ledger:
         try:
-            state = ledger.add_schedule(
+            state = ledger.schedules.add(
                 name,
                 cron,
                 job_type,

@@ -1,6 +1,7 @@
 """The scheduler service: fires the due slots of the cron schedules on an interval.
 
-One pass is :meth:`Ledger.fire_due <ledger.api.ledger.Ledger.fire_due>` (the transaction is
+One pass is :meth:`ScheduleCommands.fire_due
+<ledger.schedules.schedule_commands.ScheduleCommands.fire_due>` (the transaction is
 :mod:`ledger.schedules.schedule_firing`), repeated while a pass read as many due schedules as it may
 and fired something, up to ``max_rounds``; so a backlog of many schedules drains in one
 service pass and a quiet ledger costs one indexed read per interval. Any number of processes
@@ -71,7 +72,7 @@ class Scheduler:
         more is due or ``max_rounds``; each round's report."""
         reports: list[FireReport] = []
         for _ in range(self.config.max_rounds):
-            report = self._ledger.fire_due(
+            report = self._ledger.schedules.fire_due(
                 now, bounds=self.config.bounds, limit=self.config.schedules_per_round
             )
             reports.append(report)

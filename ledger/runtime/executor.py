@@ -378,7 +378,7 @@ class Executor:
 
         async def read_prerequisites(link: WorkflowLink) -> dict[str, JSON]:
             async def read() -> dict[str, JSON]:
-                handle = self._ledger.workflow(link.run_id)
+                handle = self._ledger.workflows.handle(link.run_id)
                 return await self._io.run(handle.prerequisite_outputs, link.step_key)
 
             what = f"prerequisites of step {link.step_key!r} of run {link.run_id}"

@@ -96,9 +96,9 @@ def test_add_schedule_refuses_a_jitter_past_a_century(ledger: Ledger, jitter_s: 
     ledger.define("t")
     before = ledger.store.head_position()
     with pytest.raises(InvalidRequestError, match="jitter_s must be a number of seconds"):
-        ledger.add_schedule("s", "* * * * *", "t", jitter_s=jitter_s)
+        ledger.schedules.add("s", "* * * * *", "t", jitter_s=jitter_s)
     assert ledger.store.head_position() == before
-    ledger.add_schedule("s", "* * * * *", "t", jitter_s=MAX_DURATION_S)  # the bound itself
+    ledger.schedules.add("s", "* * * * *", "t", jitter_s=MAX_DURATION_S)  # the bound itself
 
 
 @pytest.mark.parametrize("after_s", [10**20, int(MAX_DURATION_S) + 1, 0, -5, 2.5, True])
