@@ -3,11 +3,11 @@ the static files; the dashboard's session cookie on its pages and on the event s
 roles' guard, and the org a token's reads and writes are held to.
 
 A missing, malformed, unknown, revoked or wrong token is one 401 with ``WWW-Authenticate:
-Bearer`` (the answer never tells which). The secret is checked by the reader
-(:meth:`~ledger.api.reader.Reader.tokens.authenticate`: the hash compared in constant time); a
-session cookie by :class:`~ledger.http.sessions.Sessions` (a logged-out one is refused), then
-its token read again (a revoked token's session ends at once). ``request.auth`` is the
-:class:`Credential`: the event stream checks it again while it runs.
+Bearer`` (the answer never tells which). The secret is checked by the reader's tokens
+(:meth:`~ledger.tokens.token_reader.TokenReader.authenticate`: the hash compared in constant
+time); a session cookie by :class:`~ledger.http.sessions.Sessions` (a logged-out one is
+refused), then its token read again (a revoked token's session ends at once).
+``request.auth`` is the :class:`Credential`: the event stream checks it again while it runs.
 
 CSRF: a browser sends the cookie with any request to this origin, a cross-site form's
 included (SameSite=Strict stops that in today's browsers; this does not rely on it). So a

@@ -1,4 +1,4 @@
-"""Sync state, dead-job pruning and ``Ledger.sync_source`` on both backends.
+"""Sync state, dead-job pruning and ``ledger.sources.sync`` on both backends.
 
 Complements ``test_views.py`` (which pins the single-result cases) with multi-step histories,
 per-subject isolation, and the source diff enqueued end to end.
