@@ -1,16 +1,20 @@
-"""The ledger's Python API: :class:`Ledger`, the reads and every command over one database.
+"""The ledger's Python API: :class:`Ledger`, the reads and the job commands over one
+database, and the feature namespaces it hands out.
 
-The class is layered: :class:`~ledger.api.reader.Reader` (every read), then
-:class:`~ledger.api.worker_commands.WorkerCommands` (the claim and the lease-fenced writes),
-then :class:`Ledger` (job types, enqueue, source sync, operators' commands, the reaper pass,
-import, and opening/closing the store). Each command is one unit of work: read (and lock) the
-jobs it concerns, ask a pure decision in :mod:`ledger.core` for the events, and
-:meth:`~ledger.store.unit_of_work.UnitOfWork.append` them, which folds them into the views in the
-same
-transaction. The transactions live beside the classes, one module per kind
+The class is layered: :class:`~ledger.api.reader.Reader` (the job reads, the views' reads),
+then :class:`~ledger.api.worker_commands.WorkerCommands` (the claim and the lease-fenced
+writes), then :class:`Ledger` (job types, enqueue, operators' commands, the reaper pass,
+import, and opening/closing the store). Each feature's commands are its namespace
+(``ledger.workflows``, ``ledger.schedules``, ``ledger.sources``, ``ledger.tokens``,
+``ledger.retention``, ``ledger.limits``: :mod:`ledger.api.ledger_namespaces`); the methods they
+replaced are deprecated aliases (:mod:`ledger.api.deprecated`). Each command is one unit of
+work: read (and lock) the jobs it concerns, ask a pure decision in :mod:`ledger.core` for the
+events, and :meth:`~ledger.store.unit_of_work.UnitOfWork.append` them, which folds them into
+the views in the same transaction. The transactions live below, one module per kind
 (:mod:`~ledger.jobs.enqueueing`, :mod:`~ledger.jobs.worker_writes`,
-:mod:`~ledger.jobs.operator_writes`, :mod:`~ledger.jobs.definitions`, :mod:`~ledger.jobs.reaping`);
-the classes bind them to one store, clock, jitter source and id factory.
+:mod:`~ledger.jobs.operator_writes`, :mod:`~ledger.jobs.definitions`,
+:mod:`~ledger.jobs.reaping`); the classes bind them to one store, clock, jitter source and id
+factory.
 """
 
 from __future__ import annotations
@@ -73,9 +77,9 @@ _Limit = TypeVar("_Limit", int, str)
 
 
 class Ledger(DeprecatedLedgerMethods, LedgerNamespaces, WorkerCommands):
-    """An open ledger: the reads, a worker's writes (:class:`WorkerCommands`) and the
-    producers' and operators' commands. Thread-safe: every call is its own transaction on a
-    pooled connection."""
+    """An open ledger: the reads, a worker's writes (:class:`WorkerCommands`), the producers'
+    and operators' job commands, and each feature's namespace (``ledger.workflows``...).
+    Thread-safe: every call is its own transaction on a pooled connection."""
 
     def __init__(
         self,
