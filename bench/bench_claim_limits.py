@@ -41,7 +41,7 @@ import psycopg
 from scratch import scratch_database
 
 from ledger import EnqueueRequest, Ledger
-from ledger.api.outcomes import Completion, Outcome
+from ledger.jobs.outcomes import Completion, Outcome
 from ledger.store.queries import load
 
 BEFORE_FAIR = {

@@ -184,8 +184,8 @@ def sampled_jobs(ledger: Ledger, n: int) -> list[str]:
 def measure(url: str, requests: int, clients: int, seconds: float) -> dict[str, Any]:
     with Ledger.open(url) as ledger:
         events = ledger.store.head_position()
-        admin = ledger.create_token(org=None, role="admin", label="bench_http").secret
-        reader = ledger.create_token(org="org-3", role="read", label="bench_http").secret
+        admin = ledger.tokens.create(org=None, role="admin", label="bench_http").secret
+        reader = ledger.tokens.create(org="org-3", role="read", label="bench_http").secret
         ids = sampled_jobs(ledger, SAMPLED_JOBS)
     served = Served(url)
     try:

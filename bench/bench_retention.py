@@ -28,9 +28,9 @@ import psycopg
 from scratch import scratch_database
 
 from ledger import EnqueueRequest, FakeClock, Ledger
-from ledger.api.outcomes import Completion
 from ledger.api.reader import Reader
-from ledger.api.retention import choose, policy_of, run_retention, set_rule
+from ledger.jobs.outcomes import Completion
+from ledger.retention.retention_runs import choose, policy_of, run_retention, set_rule
 from ledger.store.postgres.store import PostgresStore
 
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"

@@ -69,7 +69,7 @@ def step_end_ms(ledger: Ledger, width: int, sample: int) -> tuple[float, float]:
     """Mean ms of one parallel step's end (claim excluded), one per transaction: wall time,
     and this process's CPU time (the client's share, which the host's load disturbs less)."""
     sample = min(sample, width)
-    run = ledger.start_workflow(fan(width, sink=False)).run_id
+    run = ledger.workflows.submit(fan(width, sink=False)).run_id
     [root] = ledger.claim("bench", lease_s=600)
     assert root.lease is not None
     ledger.succeed(root.lease)
@@ -81,11 +81,11 @@ def step_end_ms(ledger: Ledger, width: int, sample: int) -> tuple[float, float]:
         ledger.succeed(state.lease)
         times.append(time.perf_counter() - started)
         cpu.append(time.process_time() - started_cpu)
-    assert sum(1 for step in ledger.workflow(run).steps() if step.status == "succeeded") == (
-        sample + 1
-    )
-    if not ledger.workflow(run).status().is_finished:
-        ledger.cancel_workflow(run, "measured")  # its other jobs must not be claimed next
+    assert sum(
+        1 for step in ledger.workflows.handle(run).steps() if step.status == "succeeded"
+    ) == (sample + 1)
+    if not ledger.workflows.handle(run).status().is_finished:
+        ledger.workflows.cancel(run, "measured")  # its other jobs must not be claimed next
     return statistics.mean(times) * 1e3, statistics.mean(cpu) * 1e3
 
 
@@ -114,10 +114,10 @@ async def end_to_end(ledger: Ledger, width: int, concurrency: int) -> tuple[floa
     with the store's policies off: what the default workflow policy costs plain jobs),
     each worked by a WorkerPool until idle."""
     started = time.perf_counter()
-    run = ledger.start_workflow(fan(width, sink=True)).run_id
+    run = ledger.workflows.submit(fan(width, sink=True)).run_id
     await run_until_idle(ledger, registry(), concurrency=concurrency, poll_interval_s=POLL[0])
     steps_s = (width + 2) / (time.perf_counter() - started)
-    assert str(ledger.workflow(run).status()) == "succeeded"
+    assert str(ledger.workflows.handle(run).status()) == "succeeded"
     jobs_s = await plain_jobs_s(ledger, width + 2, concurrency)
     policies = ledger.store.policies
     ledger.store.policies = ()

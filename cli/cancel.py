@@ -11,8 +11,8 @@ from .database import Settings, open_ledger
 from .errors import RefusedError
 from .render import echo_json, echo_line, json_option
 from .reports import per_job_report, raise_if_refused
-from ledger.api.operator_writes import Cancelled, CancelReport
 from ledger.api.shaping import plain
+from ledger.jobs.operator_writes import Cancelled, CancelReport
 
 DEFAULT_REASON = "cancelled by operator"
 

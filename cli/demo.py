@@ -177,7 +177,7 @@ def demo(settings: Settings, *, count: int, concurrency: int, seed: int, as_json
         before = ledger.store.head_position()
         started = time.perf_counter()
         ids = [e.job_id for e in ledger.enqueue_many(demo_requests(count, rng)) if e.created]
-        run_id = ledger.start_workflow(demo_workflow.request()).run_id
+        run_id = ledger.workflows.submit(demo_workflow.request()).run_id
         if not as_json:
             click.echo(f"enqueued {len(ids)} jobs in {describe(settings.url)}", err=True)
             click.echo(f"started workflow {demo_workflow.WORKFLOW_TYPE} run {run_id}", err=True)

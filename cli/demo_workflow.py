@@ -77,12 +77,12 @@ def request() -> dict[str, Any]:
 
 def approve_when_waiting(ledger: Ledger, run_id: UUID) -> bool:
     """Complete the gate if it is waiting; whether the run has finished."""
-    steps = {step.key: step for step in ledger.workflow(run_id).steps()}
+    steps = {step.key: step for step in ledger.workflows.handle(run_id).steps()}
     if steps[GATE].status is StepStatus.WAITING_FOR_EXTERNAL:
-        ledger.complete_step(
+        ledger.workflows.complete_step(
             run_id, GATE, True, output={"approved_by": "demo"}, reason="the demo approves"
         )
-    return ledger.workflow(run_id).status().is_finished
+    return ledger.workflows.handle(run_id).status().is_finished
 
 
 @dataclass
@@ -94,5 +94,5 @@ class WorkflowSummary:
 
 
 def summarise(ledger: Ledger, run_id: UUID) -> WorkflowSummary:
-    view = ledger.workflow(run_id).view()
+    view = ledger.workflows.handle(run_id).view()
     return WorkflowSummary(str(run_id), view.status.value, view.step_count, view.result)

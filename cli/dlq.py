@@ -27,10 +27,10 @@ from .render import (
 )
 from .reports import per_job_report, raise_if_refused
 from ledger.api.ledger import Ledger
-from ledger.api.operator_writes import Refusal
 from ledger.api.shaping import dead_letter_json, plain
 from ledger.core.errors import LedgerError
 from ledger.core.events import Subject
+from ledger.jobs.operator_writes import Refusal
 from projections.rules.dead_letters import DeadLetter
 
 DEFAULT_REASON = "requeued by operator"

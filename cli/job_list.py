@@ -120,7 +120,7 @@ def jobs(
                 progress=FoldingProgress(),
             )
         # The queues paused now (a listing "as at" a time shows them too: they are now's).
-        paused = [q.queue for q in reader.queues() if q.paused]
+        paused = [q.queue for q in reader.limits.queues() if q.paused]
     if as_json:
         echo_json(source.tagged({**job_page_json(page, moment), "paused_queues": paused}))
         return

@@ -26,12 +26,12 @@ def queue() -> None:
 
 def _set(settings: Settings, name: str, paused: bool, reason: str, as_json: bool) -> None:
     with open_ledger(settings.url) as ledger:
-        before = next((q for q in ledger.queues() if q.queue == name), None)
+        before = next((q for q in ledger.limits.queues() if q.queue == name), None)
         was_paused = before is not None and before.paused
         if paused:
-            state = ledger.pause_queue(name, reason=reason, actor=_ACTOR)
+            state = ledger.limits.pause_queue(name, reason=reason, actor=_ACTOR)
         else:
-            state = ledger.resume_queue(name, reason=reason, actor=_ACTOR)
+            state = ledger.limits.resume_queue(name, reason=reason, actor=_ACTOR)
     change = "unchanged" if was_paused == paused else "paused" if paused else "resumed"
     if as_json:
         echo_json({"queue": name, "change": change, "paused": paused, **_state(state)})
@@ -72,7 +72,7 @@ def resume(settings: Settings, *, name: str, reason: str, as_json: bool) -> None
 def list_(settings: Settings, *, as_json: bool) -> None:
     """List the queues with live jobs or a pause history: counts and paused state."""
     with open_reader(settings) as source:
-        found = source.reader.queues()
+        found = source.reader.limits.queues()
     if as_json:
         echo_json([plain(summary) for summary in found])
         return

@@ -19,7 +19,6 @@ import msgspec
 from .job_history import job_records
 from .render import MISSING, compact_json, echo_json, fields
 from .worker import load_registry
-from ledger.api.prerequisites import prerequisite_outputs
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain
 from ledger.core.diagnostics import current_state
@@ -28,6 +27,7 @@ from ledger.core.state import JobState, Lease
 from ledger.runtime import executor
 from ledger.runtime.executor import Verdict
 from ledger.runtime.handlers import HandlerSpec, Result
+from ledger.workflows.prerequisites import prerequisite_outputs
 
 Tag = Callable[[dict[str, Any]], dict[str, Any]]
 """What the printed JSON object gets added (the replica's lag, when read from one)."""

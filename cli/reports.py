@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from .errors import RefusedError
 from .render import MISSING, table
-from ledger.api.operator_writes import Refusal
+from ledger.jobs.operator_writes import Refusal
 
 HEADERS = ["JOB", "TYPE", "OUTCOME", "DETAIL"]
 

@@ -12,9 +12,9 @@ import click
 
 from .database import Settings, open_ledger
 from .render import MISSING, echo_json, json_option, table
-from ledger.api.retention import overview, rule_json, run_json, run_retention, set_rule
 from ledger.core.errors import InvalidRequestError
 from ledger.core.retention import FINISHED_STATUSES, parse_after
+from ledger.retention.retention_runs import overview, rule_json, run_json, run_retention, set_rule
 
 _STATUS = click.Choice(list(FINISHED_STATUSES))
 

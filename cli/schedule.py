@@ -26,18 +26,18 @@ from .render import (
     table,
     when,
 )
-from ledger.api.schedule_views import (
+from ledger.core.events import JSON
+from ledger.core.schedules.errors import ScheduleNotFoundError
+from ledger.core.schedules.events import CatchUp
+from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, check_cron, zone
+from ledger.core.schedules.state import ScheduleState
+from ledger.schedules.schedule_views import (
     MissedSlotsView,
     ScheduleDetail,
     schedule_detail,
     schedule_detail_json,
     schedule_json,
 )
-from ledger.core.events import JSON
-from ledger.core.schedules.errors import ScheduleNotFoundError
-from ledger.core.schedules.events import CatchUp
-from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, check_cron, zone
-from ledger.core.schedules.state import ScheduleState
 from projections.rules.schedules import upcoming
 
 
@@ -112,7 +112,7 @@ def add(
     """Add schedule NAME (with --replace: redefine it; its slots start afresh)."""
     with open_ledger(settings.url) as ledger:
         try:
-            state = ledger.add_schedule(
+            state = ledger.schedules.add(
                 name,
                 cron,
                 job_type,
@@ -228,7 +228,7 @@ def _status_command(verb: str, past: str) -> click.Command:
     @click.pass_obj
     def command(settings: Settings, *, name: str, reason: str, as_json: bool) -> None:
         with open_ledger(settings.url) as ledger:
-            act: Callable[..., ScheduleState] = getattr(ledger, f"{verb}_schedule")
+            act: Callable[..., ScheduleState] = getattr(ledger.schedules, verb)
             state = act(name, reason=reason)
         _done(state, past, as_json)
 

@@ -28,7 +28,7 @@ def _bootstrap(ledger: Ledger, path: Path) -> tuple[TokenState, bool]:
     an existing one must hold an active admin token's. Returns the token and whether it
     was created now."""
     if not path.exists():
-        created = ledger.create_token(org=None, role=Role.ADMIN.value, label=BOOTSTRAP_LABEL)
+        created = ledger.tokens.create(org=None, role=Role.ADMIN.value, label=BOOTSTRAP_LABEL)
         descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "w") as file:
             file.write(created.secret + "\n")
@@ -39,7 +39,7 @@ def _bootstrap(ledger: Ledger, path: Path) -> tuple[TokenState, bool]:
         )
         _warn_if_in_a_repository(path)
         return created.token, True
-    token = ledger.authenticate(path.read_text().strip())
+    token = ledger.tokens.authenticate(path.read_text().strip())
     if token is None or token.role is not Role.ADMIN:
         raise InvalidRequestError(f"{path} holds no active admin token's secret")
     return token, False
@@ -144,7 +144,7 @@ def serve(
                 link = login_link(host, port, code)
                 minutes = LOGIN_CODE_S // 60
                 click.echo(f"dashboard (one login, within {minutes} minutes): {link}", err=True)
-        check_binding(host, tokens_configured=any(t.active for t in ledger.tokens()))
+        check_binding(host, tokens_configured=any(t.active for t in ledger.tokens.all()))
         click.echo(f"serving the {describe(settings.url)} on http://{host}:{port}", err=True)
         run(
             ledger,

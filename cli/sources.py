@@ -56,7 +56,7 @@ def sources(ctx: click.Context, as_json: bool) -> None:
         return
     settings: Settings = ctx.obj
     with open_reader(settings) as reading:
-        views = reading.reader.source_overview()
+        views = reading.reader.sources.overview()
     if as_json:
         echo_json(views)
     elif not views:
@@ -104,14 +104,14 @@ def poll(settings: Settings, *, name: str, app: str | None, run_now: bool, as_js
             )
     with open_ledger(settings.url) as ledger:
         if not run_now:
-            job_id = ledger.enqueue_source_poll(name)
+            job_id = ledger.sources.enqueue_poll(name)
             if as_json:
                 echo_json({"source": name, "job_id": str(job_id)})
             else:
                 echo_line(f"enqueued poll job {job_id} for source {name}")
             return
         assert spec is not None
-        output = poll_output(ledger.poll_source(name, spec.list, spec.config))
+        output = poll_output(ledger.sources.poll(name, spec.list, spec.config))
     if as_json:
         echo_json(output)
     else:

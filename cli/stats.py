@@ -87,7 +87,7 @@ def stats(settings: Settings, as_json: bool) -> None:
     """
     with open_reader(settings) as source:
         figures = source.reader.stats()
-        limits = source.reader.concurrency_limits()
+        limits = source.reader.limits.concurrency()
         held = source.reader.held_back()
     if as_json:
         found = plain(figures)

@@ -32,7 +32,7 @@ def sync_state(settings: Settings, *, source: str, as_json: bool) -> None:
     content hash (a value a later result left out is kept), and when it was ingested.
     """
     with open_reader(settings) as reading:
-        rows = reading.reader.sync_state(source)
+        rows = reading.reader.sources.sync_state(source)
     if as_json:
         echo_json([plain(row) for row in rows])
     elif not rows:

@@ -39,7 +39,7 @@ def create(
 ) -> None:
     """Create a token and print its secret (shown this once: the ledger keeps its hash)."""
     with open_ledger(settings.url) as ledger:
-        created = ledger.create_token(org=org, role=role, label=label)
+        created = ledger.tokens.create(org=org, role=role, label=label)
     if as_json:
         echo_json({**token_json(created.token), "secret": created.secret})
         return
@@ -53,7 +53,7 @@ def create(
 def list_(settings: Settings, *, as_json: bool) -> None:
     """List the tokens (revoked ones too); never a secret."""
     with open_reader(settings) as source:
-        tokens = source.reader.tokens()
+        tokens = source.reader.tokens.all()
     if as_json:
         echo_json([token_json(t) for t in tokens])
         return
@@ -84,7 +84,7 @@ def list_(settings: Settings, *, as_json: bool) -> None:
 def revoke(settings: Settings, *, token_id: UUID, reason: str, as_json: bool) -> None:
     """Stop accepting token ID (an event: the token's history keeps it)."""
     with open_ledger(settings.url) as ledger:
-        revoked = ledger.revoke_token(token_id, reason=reason)
+        revoked = ledger.tokens.revoke(token_id, reason=reason)
     if as_json:
         echo_json(token_json(revoked))
     else:

@@ -1,7 +1,7 @@
 """``jobledger workflow``: start, complete, cancel and recover workflow runs; the reads
 (``show``, ``list``, ``timeline``, ``graph``) are in :mod:`cli.workflow_views`.
 
-Each write is one API call (``Ledger.start_workflow``, ``complete_step``,
+Each write is one API call (``Ledger.workflows.submit``, ``complete_step``,
 ``cancel_workflow``, ``recover_workflow``); a refusal is one ``error:`` line carrying the
 stable ``workflow.*`` code, and nothing is written.
 """
@@ -77,7 +77,7 @@ def start(settings: Settings, *, spec: dict[str, Any], as_json: bool) -> None:
     so on stderr); a different request under the key is workflow.idempotency_conflict.
     """
     with open_ledger(settings.url) as ledger:
-        started = ledger.start_workflow(spec)
+        started = ledger.workflows.submit(spec)
     if as_json:
         echo_json(workflow_started_json(started))
         return
@@ -115,7 +115,9 @@ def complete(
     a job step is workflow.step_not_external.
     """
     with open_ledger(settings.url) as ledger:
-        state = ledger.complete_step(run, step, status == "succeeded", output=output, reason=reason)
+        state = ledger.workflows.complete_step(
+            run, step, status == "succeeded", output=output, reason=reason
+        )
     if as_json:
         echo_json(plain(state))
     else:
@@ -136,7 +138,7 @@ def cancel(settings: Settings, *, run: UUID, reason: str, as_json: bool) -> None
     """Cancel run RUN: its pending steps, and its steps' live jobs (their workers' later
     writes are refused). A cancelled run again changes nothing; a finished one is refused."""
     with open_ledger(settings.url) as ledger:
-        state = ledger.cancel_workflow(run, reason)
+        state = ledger.workflows.cancel(run, reason)
     if as_json:
         echo_json(plain(state))
     else:
@@ -172,7 +174,7 @@ def recover(
     """Start a new run of finished run RUN that re-runs STEP and everything after it (and
     every step that did not succeed), reusing the other steps' outputs; print its id."""
     with open_ledger(settings.url) as ledger:
-        started = ledger.recover_workflow(run, from_step, reason, key or str(uuid4()))
+        started = ledger.workflows.recover(run, from_step, reason, key or str(uuid4()))
     if as_json:
         echo_json(workflow_started_json(started))
         return

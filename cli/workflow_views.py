@@ -1,6 +1,6 @@
 """``jobledger workflow show|list|timeline|graph``: the reads of workflow runs, rendered.
 
-The reads and their JSON shapes are the API's (``Reader.workflow_run``,
+The reads and their JSON shapes are the API's (``Reader.workflows.run``,
 ``workflow_steps``, ``workflows``, ``workflow_timeline``, ``workflow_graph``;
 :mod:`ledger.api.shaping`); this module only lays them out for people.
 """
@@ -16,12 +16,12 @@ from .database import Settings
 from .reading import open_reader
 from .render import MISSING, compact_json, echo_json, fields, json_option, table, when
 from ledger.api.shaping import run_page_json, workflow_json, workflow_timeline_json
-from ledger.api.workflow_graph import FORMATS, draw
-from ledger.api.workflow_views import RUN, TimelineEntry
 from ledger.core.codec import Record
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.core.workflows.status import RunStatus
 from ledger.store.workflow_reads import RunView, StepView
+from ledger.workflows.workflow_graph import FORMATS, draw
+from ledger.workflows.workflow_views import RUN, TimelineEntry
 
 MAX_LIMIT = 10_000
 DEFAULT_LIMIT = 50
@@ -88,8 +88,8 @@ def show(settings: Settings, *, run: UUID, as_json: bool) -> None:
     """Show run RUN: its status and result, and its steps as a table (a step whose job is
     leased shows running; the attempt is its job's)."""
     with open_reader(settings) as source:
-        view = source.reader.workflow_run(run)
-        steps = source.reader.workflow_steps(run) if view is not None else []
+        view = source.reader.workflows.run(run)
+        steps = source.reader.workflows.steps(run) if view is not None else []
     if view is None:
         raise _not_found(run)
     if as_json:
@@ -128,7 +128,7 @@ def list_runs(
 ) -> None:
     """List workflow runs in submit order, one page at a time."""
     with open_reader(settings) as source:
-        page = source.reader.workflows(
+        page = source.reader.workflows.runs(
             workflow_type=workflow_type, status=status, org=org, limit=limit, cursor=cursor
         )
     if as_json:
@@ -181,7 +181,7 @@ def timeline(settings: Settings, *, run: UUID, as_json: bool) -> None:
     """List every event of run RUN and of its steps' jobs, interleaved: each stream in its
     order, a cause before its effects, otherwise by time (docs/workflows.md)."""
     with open_reader(settings) as source:
-        entries = source.reader.workflow_timeline(run)
+        entries = source.reader.workflows.timeline(run)
     if not entries:
         raise _not_found(run)
     if as_json:
@@ -206,7 +206,7 @@ def graph(settings: Settings, *, run: UUID, form: str) -> None:
     """Draw run RUN's DAG with each step's status: as text, Graphviz DOT or Mermaid (edges
     labelled on_terminal where they release on any end)."""
     with open_reader(settings) as source:
-        found = source.reader.workflow_graph(run)
+        found = source.reader.workflows.graph(run)
     if found is None:
         raise _not_found(run)
     click.echo(draw(found, form, str(run)))

@@ -18,9 +18,9 @@ _EXPORTS: dict[str, str] = {
     "AuditQuery": "projections.rules.audit_query",
     "AuditRow": "projections.rules.audit_query",
     "BackoffPolicy": "ledger.core.events",
-    "BatchResult": "ledger.api.outcomes",
+    "BatchResult": "ledger.jobs.outcomes",
     "Clock": "ledger.clock",
-    "Completion": "ledger.api.outcomes",
+    "Completion": "ledger.jobs.outcomes",
     "ConcurrencyConflictError": "ledger.core.errors",
     "DatabaseBusyError": "ledger.core.errors",
     "DatabaseNotInitialisedError": "ledger.core.errors",
@@ -34,15 +34,15 @@ _EXPORTS: dict[str, str] = {
     "ExternalStep": "ledger.core.workflows.spec",
     "Failure": "ledger.core.events",
     "FailureKind": "ledger.core.events",
-    "FailureReport": "ledger.api.outcomes",
+    "FailureReport": "ledger.jobs.outcomes",
     "FakeClock": "ledger.clock",
     "Health": "ledger.runtime.health",
     "IdempotencyConflictError": "ledger.core.errors",
     "IllegalTransitionError": "ledger.core.state",
     "InvalidRequestError": "ledger.core.errors",
     "InvalidTransitionError": "ledger.core.errors",
-    "JobContext": "ledger.runtime.handlers",
     "JobCancelledError": "ledger.core.errors",
+    "JobContext": "ledger.runtime.handlers",
     "JobDefinition": "ledger.core.events",
     "JobNotFoundError": "ledger.core.errors",
     "JobNotSucceededError": "ledger.core.errors",
@@ -56,6 +56,8 @@ _EXPORTS: dict[str, str] = {
     "LeaseOwnerMismatchError": "ledger.core.errors",
     "Ledger": "ledger.api.ledger",
     "LedgerError": "ledger.core.errors",
+    "LimitCommands": "ledger.limits.limit_commands",
+    "LimitReader": "ledger.limits.limit_reader",
     "ListedJob": "projections.rules.job_list",
     "PermanentError": "ledger.runtime.handlers",
     "PoolConfig": "ledger.runtime.config",
@@ -67,20 +69,30 @@ _EXPORTS: dict[str, str] = {
     "Registry": "ledger.runtime.handlers",
     "ReplicaLag": "ledger.store.replica",
     "Result": "ledger.runtime.handlers",
+    "RetentionCommands": "ledger.retention.retention_commands",
+    "RetentionReader": "ledger.retention.retention_reader",
     "RetentionUnsupportedError": "ledger.core.errors",
+    "ScheduleCommands": "ledger.schedules.schedule_commands",
+    "ScheduleReader": "ledger.schedules.schedule_reader",
+    "SourceCommands": "ledger.sources.source_commands",
     "SourceNotFoundError": "ledger.core.errors",
+    "SourceReader": "ledger.sources.source_reader",
     "Stage": "ledger.core.events",
     "StoreError": "ledger.core.errors",
     "Subject": "ledger.core.events",
     "SubjectOp": "ledger.core.events",
     "SyncJobContext": "ledger.runtime.handlers",
     "SystemClock": "ledger.clock",
+    "TokenCommands": "ledger.tokens.token_commands",
+    "TokenReader": "ledger.tokens.token_reader",
     "TransientError": "ledger.runtime.handlers",
     "TypedJob": "ledger.runtime.typed_jobs",
     "UnknownEventError": "ledger.core.errors",
     "WorkerPool": "ledger.runtime.pool",
-    "WorkflowHandle": "ledger.api.workflow_handle",
+    "WorkflowCommands": "ledger.workflows.workflow_commands",
+    "WorkflowHandle": "ledger.workflows.workflow_handle",
     "WorkflowNotFoundError": "ledger.core.workflows.errors",
+    "WorkflowReader": "ledger.workflows.workflow_reader",
     "WorkflowRequest": "ledger.core.workflows.spec",
 }
 
@@ -128,6 +140,8 @@ __all__ = [
     "LeaseOwnerMismatchError",
     "Ledger",
     "LedgerError",
+    "LimitCommands",
+    "LimitReader",
     "ListedJob",
     "PermanentError",
     "PoolConfig",
@@ -139,20 +153,30 @@ __all__ = [
     "Registry",
     "ReplicaLag",
     "Result",
+    "RetentionCommands",
+    "RetentionReader",
     "RetentionUnsupportedError",
+    "ScheduleCommands",
+    "ScheduleReader",
+    "SourceCommands",
     "SourceNotFoundError",
+    "SourceReader",
     "Stage",
     "StoreError",
     "Subject",
     "SubjectOp",
     "SyncJobContext",
     "SystemClock",
+    "TokenCommands",
+    "TokenReader",
     "TransientError",
     "TypedJob",
     "UnknownEventError",
     "WorkerPool",
+    "WorkflowCommands",
     "WorkflowHandle",
     "WorkflowNotFoundError",
+    "WorkflowReader",
     "WorkflowRequest",
 ]
 
@@ -174,9 +198,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.api.async_ledger import AsyncLedger
     from ledger.api.job_handle import Enqueued, EnqueueOutcome
     from ledger.api.ledger import Ledger
-    from ledger.api.outcomes import BatchResult, Completion, FailureReport
     from ledger.api.reader import Reader
-    from ledger.api.workflow_handle import WorkflowHandle
     from ledger.clock import Clock, FakeClock, SystemClock
     from ledger.core.codec import Record
     from ledger.core.errors import (
@@ -215,6 +237,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.core.state import IllegalTransitionError, JobState, Lease
     from ledger.core.workflows.errors import WorkflowNotFoundError
     from ledger.core.workflows.spec import Dependency, ExternalStep, JobStep, WorkflowRequest
+    from ledger.jobs.outcomes import BatchResult, Completion, FailureReport
+    from ledger.limits.limit_commands import LimitCommands
+    from ledger.limits.limit_reader import LimitReader
+    from ledger.retention.retention_commands import RetentionCommands
+    from ledger.retention.retention_reader import RetentionReader
     from ledger.runtime.config import PoolConfig
     from ledger.runtime.handlers import (
         JobContext,
@@ -227,6 +254,15 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.runtime.health import Health, PoolStats
     from ledger.runtime.pool import WorkerPool
     from ledger.runtime.typed_jobs import EnqueueOptions, KeywordJob, TypedJob
+    from ledger.schedules.schedule_commands import ScheduleCommands
+    from ledger.schedules.schedule_reader import ScheduleReader
+    from ledger.sources.source_commands import SourceCommands
+    from ledger.sources.source_reader import SourceReader
     from ledger.store.replica import ReplicaLag
+    from ledger.tokens.token_commands import TokenCommands
+    from ledger.tokens.token_reader import TokenReader
+    from ledger.workflows.workflow_commands import WorkflowCommands
+    from ledger.workflows.workflow_handle import WorkflowHandle
+    from ledger.workflows.workflow_reader import WorkflowReader
     from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow
     from projections.rules.job_list import JobPage, ListedJob

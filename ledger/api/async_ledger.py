@@ -21,18 +21,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 from uuid import UUID
 
 from ledger.api.async_transactions import AsyncTransaction
+from ledger.api.deprecated import DeprecatedAsyncLedgerMethods
 from ledger.api.in_thread import InThread
 from ledger.api.ledger import Ledger
 from ledger.core.errors import JobNotFoundError
 from ledger.core.state import JobState
+from ledger.core.workflows.spec import WorkflowRequest
 from ledger.store.notifications import AsyncListening, Topic
+from ledger.workflows.workflow_commands import WorkflowCommands
+from ledger.workflows.workflow_writes import WorkflowStarted
 
 R = TypeVar("R")
 
@@ -44,7 +48,24 @@ WAIT_POLL_S = 0.05
 notifications; on PostgreSQL only a lost notification needs it)."""
 
 
-class AsyncLedger:
+class AsyncWorkflows:
+    """:class:`~ledger.workflows.workflow_commands.WorkflowCommands`' submit, awaitable: run in
+    the async ledger's executor, as its own methods are."""
+
+    def __init__(
+        self, commands: WorkflowCommands, run: Callable[[Callable[[], Any]], Awaitable[Any]]
+    ) -> None:
+        self._commands = commands
+        self._run = run
+
+    async def submit(self, request: WorkflowRequest | Mapping[str, Any]) -> WorkflowStarted:
+        """Awaitable :meth:`WorkflowCommands.submit
+        <ledger.workflows.workflow_commands.WorkflowCommands.submit>`."""
+        started = await self._run(functools.partial(self._commands.submit, request))
+        return cast(WorkflowStarted, started)
+
+
+class AsyncLedger(DeprecatedAsyncLedgerMethods):
     """An open ledger for asyncio code (see the module docstring). ``async with`` closes it."""
 
     def __init__(self, ledger: Ledger, *, threads: int = DEFAULT_THREADS) -> None:
@@ -75,7 +96,11 @@ class AsyncLedger:
     history = InThread(Ledger.history)
     cancel = InThread(Ledger.cancel)
     cancel_many = InThread(Ledger.cancel_many)
-    start_workflow = InThread(Ledger.start_workflow)
+
+    @property
+    def workflows(self) -> AsyncWorkflows:
+        """The workflow commands, awaitable (``await async_ledger.workflows.submit(...)``)."""
+        return AsyncWorkflows(self.ledger.workflows, self.run)
 
     def using(self, connection: object) -> AsyncTransaction:
         """This ledger inside the application's transaction on ``connection``, a

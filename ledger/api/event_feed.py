@@ -150,7 +150,7 @@ class EventFeed:
             if isinstance(event, WorkflowSubmitted):
                 self._remember(self._runs, event.run_id, event.request.org)
             elif isinstance(event, WorkflowEvent) and stored.originator_id not in self._runs:
-                run = self._reader.workflow_run(stored.originator_id)
+                run = self._reader.workflows.run(stored.originator_id)
                 self._remember(self._runs, stored.originator_id, run.org if run else None)
 
     @staticmethod

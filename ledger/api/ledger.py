@@ -1,53 +1,41 @@
-"""The ledger's Python API: :class:`Ledger`, the reads and every command over one database.
+"""The ledger's Python API: :class:`Ledger`, the reads and the job commands over one
+database, and the feature namespaces it hands out.
 
-The class is layered: :class:`~ledger.api.reader.Reader` (every read), then
-:class:`~ledger.api.worker_commands.WorkerCommands` (the claim and the lease-fenced writes),
-then :class:`Ledger` (job types, enqueue, source sync, operators' commands, the reaper pass,
-import, and opening/closing the store). Each command is one unit of work: read (and lock) the
-jobs it concerns, ask a pure decision in :mod:`ledger.core` for the events, and
-:meth:`~ledger.store.unit_of_work.UnitOfWork.append` them, which folds them into the views in the
-same
-transaction. The transactions live beside the classes, one module per kind
-(:mod:`~ledger.api.enqueueing`, :mod:`~ledger.api.worker_writes`,
-:mod:`~ledger.api.operator_writes`, :mod:`~ledger.api.definitions`, :mod:`~ledger.api.reaping`);
-the classes bind them to one store, clock, jitter source and id factory.
+The class is layered: :class:`~ledger.api.reader.Reader` (the job reads, the views' reads),
+then :class:`~ledger.api.worker_commands.WorkerCommands` (the claim and the lease-fenced
+writes), then :class:`Ledger` (job types, enqueue, operators' commands, the reaper pass,
+import, and opening/closing the store). Each feature's commands are its namespace
+(``ledger.workflows``, ``ledger.schedules``, ``ledger.sources``, ``ledger.tokens``,
+``ledger.retention``, ``ledger.limits``: :mod:`ledger.api.ledger_namespaces`); the methods they
+replaced are deprecated aliases (:mod:`ledger.api.deprecated`). Each command is one unit of
+work: read (and lock) the jobs it concerns, ask a pure decision in :mod:`ledger.core` for the
+events, and :meth:`~ledger.store.unit_of_work.UnitOfWork.append` them, which folds them into
+the views in the same transaction. The transactions live below, one module per kind
+(:mod:`~ledger.jobs.enqueueing`, :mod:`~ledger.jobs.worker_writes`,
+:mod:`~ledger.jobs.operator_writes`, :mod:`~ledger.jobs.definitions`,
+:mod:`~ledger.jobs.reaping`); the classes bind them to one store, clock, jitter source and id
+factory.
 """
 
 from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 from uuid import UUID, uuid4
 
 import msgspec
 
-from ledger.api import (
-    definitions,
-    operator_writes,
-    queues,
-    schedules,
-    source_polls,
-    tokens,
-    workflows,
-)
-from ledger.api.enqueueing import enqueue_batch, sync_listing
+from ledger.api.deprecated import DeprecatedLedgerMethods
 from ledger.api.job_handle import Enqueued, handles_of
-from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
+from ledger.api.ledger_namespaces import LedgerNamespaces
 from ledger.api.opening import open_ready_store
-from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
-from ledger.api.reaping import reap
-from ledger.api.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport, fire_due
-from ledger.api.turns import TurnResult
 from ledger.api.worker_commands import WorkerCommands
-from ledger.api.workflow_handle import WorkflowHandle
-from ledger.api.workflows import WorkflowStarted
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.enqueue_plan import EnqueuePlan
-from ledger.core.errors import InvalidRequestError
 from ledger.core.events import (
     JSON,
     BackoffPolicy,
@@ -57,23 +45,16 @@ from ledger.core.events import (
     Subject,
 )
 from ledger.core.exchange import FileEnd
-from ledger.core.queues import QueueState
 from ledger.core.reaping import BootReap, ReaperConfig, ReapReport
 from ledger.core.requests import validate_definition
-from ledger.core.schedules.catch_up import PassBounds
-from ledger.core.schedules.state import ScheduleState
-from ledger.core.source_polls.decide import (
-    POLL_JOB_MAX_ATTEMPTS,
-    POLL_JOB_TIMEOUT_S,
-    SourceConfig,
-    SourcePoll,
-)
-from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
-from ledger.core.sources import Listing, SourceSync
 from ledger.core.state import JobState
-from ledger.core.tokens import TokenState
-from ledger.core.workflows.spec import StepRequest, WorkflowRequest
-from ledger.core.workflows.state import RunState
+from ledger.jobs import definitions, operator_writes
+from ledger.jobs.binding import LedgerBinding
+from ledger.jobs.enqueueing import enqueue_batch
+from ledger.jobs.leases import DEFAULT_LEASE_S, LeaseLength
+from ledger.jobs.outcomes import BatchResult, Completion, FailureReport, Outcome
+from ledger.jobs.reaping import reap
+from ledger.jobs.turns import TurnResult
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
 from ledger.store.store import Store
@@ -95,10 +76,10 @@ __all__ = [  # the outcome and lease types are imported from here by the runtime
 _Limit = TypeVar("_Limit", int, str)
 
 
-class Ledger(WorkerCommands):
-    """An open ledger: the reads, a worker's writes (:class:`WorkerCommands`) and the
-    producers' and operators' commands. Thread-safe: every call is its own transaction on a
-    pooled connection."""
+class Ledger(DeprecatedLedgerMethods, LedgerNamespaces, WorkerCommands):
+    """An open ledger: the reads, a worker's writes (:class:`WorkerCommands`), the producers'
+    and operators' job commands, and each feature's namespace (``ledger.workflows``...).
+    Thread-safe: every call is its own transaction on a pooled connection."""
 
     def __init__(
         self,
@@ -192,20 +173,6 @@ class Ledger(WorkerCommands):
         validated = validate_definition(definition)
         return definitions.put_definition(self.store, self.clock, validated)
 
-    def pause_queue(
-        self, queue: str, *, reason: str = "paused", actor: str | None = None
-    ) -> QueueState | None:
-        """Stop claiming ``queue``'s jobs (they stay pending; leased ones finish). A
-        ``queue_paused`` event names ``actor`` and ``reason``; pausing a paused queue appends
-        nothing."""
-        return queues.set_paused(self.store, self.clock, queue, True, reason=reason, actor=actor)
-
-    def resume_queue(
-        self, queue: str, *, reason: str = "resumed", actor: str | None = None
-    ) -> QueueState | None:
-        """Claim ``queue``'s jobs again (a ``queue_resumed``; nothing if it is not paused)."""
-        return queues.set_paused(self.store, self.clock, queue, False, reason=reason, actor=actor)
-
     def set_enabled(
         self, job_type: str, enabled: bool, *, actor: str | None = None
     ) -> JobDefinition:
@@ -298,227 +265,21 @@ class Ledger(WorkerCommands):
         joined.store = self.store.borrow(connection, loop=loop)
         return joined
 
-    def sync_source(
-        self, source_id: str, listing: Listing, *, job_type: str, org: str | None = None
-    ) -> SourceSync:
-        """Diff a complete listing of source ``source_id`` against its sync state (see
-        :func:`ledger.core.sources.diff_source`) and enqueue a ``job_type`` job per upsert and
-        delete, in one :meth:`enqueue_many` transaction (all or none).
+    # --- the feature namespaces (ledger/api/ledger_namespaces.py) ----------------------------
 
-        Upsert subjects carry the listing's revision; payloads are empty (the subject says
-        what to do). A change whose subject already has a live job is not enqueued but
-        reported in ``skipped``: that job will settle the URI, and the next poll decides
-        again. The sync state is read once, before the enqueue: a job that succeeds in
-        between can at worst cause a redundant job, and the next poll sees what it hid.
-        """
-        return sync_listing(
-            self.store,
-            lambda requests: self.enqueue_outcomes(requests).results,
-            source_id,
-            listing,
-            job_type=job_type,
-            org=org,
-        )
-
-    def poll_source(
-        self,
-        source: str,
-        lister: Callable[[], Listing],
-        config: SourceConfig,
-        *,
-        poll_job_id: UUID | None = None,
-    ) -> SourcePoll:
-        """Poll ``source`` once with ``lister`` (see :mod:`ledger.api.source_polls`): skipped
-        while its breaker is open; else the listing diffed against the sync state and its
-        changes enqueued as ``config.job_type`` jobs in the commit that appends
-        ``source_polled``; a lister that raises is ``source_poll_failed`` (and, at the
-        breaker's threshold, ``source_breaker_opened``). A failed poll is a result, not an
-        exception: only the store's own errors raise."""
-        return source_polls.poll_source(
-            self.store,
-            self.clock,
-            source,
-            lister,
-            config,
+    def _binding(self) -> LedgerBinding:
+        """What this ledger's feature namespaces are bound to: its store, clock and options,
+        and its own enqueue and define (a subclass's, inline mode's, count for them too)."""
+        return LedgerBinding(
+            store=self.store,
+            clock=self.clock,
             auto_define=self.auto_define,
             new_id=self._new_id,
-            poll_job_id=poll_job_id,
-        )
-
-    def enqueue_source_poll(self, source: str, *, actor: str | None = None) -> UUID:
-        """Enqueue one ``jobledger.source_poll`` job for ``source`` (a worker whose registry
-        has its lister runs it), defining the built-in type first if it is not yet."""
-        if not isinstance(source, str) or not source:
-            raise InvalidRequestError("a source's name must be a non-empty string")
-        if self.definition(SOURCE_POLL_JOB_TYPE) is None:
-            self.define(
-                SOURCE_POLL_JOB_TYPE,
-                max_attempts=POLL_JOB_MAX_ATTEMPTS,
-                default_timeout_s=POLL_JOB_TIMEOUT_S,
-            )
-        return self.enqueue(SOURCE_POLL_JOB_TYPE, {"source": source}, actor=actor).job_id
-
-    # --- workflows ----------------------------------------------------------------------------
-
-    def start_workflow(self, request: WorkflowRequest | Mapping[str, Any]) -> WorkflowStarted:
-        """Submit a workflow run (a :class:`WorkflowRequest` or its JSON shape), releasing its
-        root steps' jobs in the same commit. With an idempotency key, the same request again
-        returns the same run (``created`` false); another is ``workflow.idempotency_conflict``."""
-        return workflows.start(self.store, self.clock, workflows.request_of(request), self._new_id)
-
-    def workflow(self, run_id: UUID) -> WorkflowHandle:
-        """A handle on a run: its status, steps, result, and ``wait``."""
-        return WorkflowHandle(self, run_id)
-
-    def complete_step(
-        self,
-        run_id: UUID,
-        step_key: str,
-        succeeded: bool,
-        output: JSON | None = None,
-        reason: str = "",
-    ) -> RunState:
-        """Complete a waiting external step (an approval gate). The identical completion
-        again changes nothing; another is ``workflow.completion_conflict``; a job step is
-        ``workflow.step_not_external``; a run being released by another writer is
-        ``workflow.release_conflict`` (retry)."""
-        return workflows.complete_step(
-            self.store,
-            self.clock,
-            run_id,
-            step_key,
-            succeeded=succeeded,
-            output=output,
-            reason=reason,
-        )
-
-    def cancel_workflow(self, run_id: UUID, reason: str = "cancelled by operator") -> RunState:
-        """Cancel a live run: its live steps and their jobs (whose workers' later writes are
-        fenced out). A cancelled run again: nothing; a finished one: refused."""
-        return workflows.cancel(self.store, self.clock, run_id, reason)
-
-    def append_steps(
-        self,
-        run_id: UUID,
-        steps: Sequence[StepRequest | Mapping[str, Any]],
-        mutation_key: str,
-    ) -> RunState:
-        """Add steps to a live run, idempotently per ``mutation_key``."""
-        return workflows.append_steps(
-            self.store, self.clock, run_id, workflows.steps_of(steps), mutation_key
-        )
-
-    def recover_workflow(
-        self, run_id: UUID, from_step: str, reason: str, request_key: str
-    ) -> WorkflowStarted:
-        """A new run of a finished run that re-runs ``from_step`` and what follows it,
-        reusing the other succeeded steps' outputs; idempotent per ``request_key``."""
-        return workflows.recover(
-            self.store,
-            self.clock,
-            run_id,
-            from_step=from_step,
-            reason=reason,
-            request_key=request_key,
-        )
-
-    # --- cron schedules -----------------------------------------------------------------------
-
-    def add_schedule(
-        self,
-        name: str,
-        cron: str,
-        job_type: str,
-        payload: dict[str, JSON] | None = None,
-        *,
-        tz: str = "UTC",
-        catch_up: str = "latest",
-        jitter_s: float = 0.0,
-        org: str | None = None,
-        queue: str | None = None,
-        priority: int | None = None,
-        replace: bool = False,
-        reason: str = "added by operator",
-    ) -> ScheduleState:
-        """Add a cron schedule: a ``job_type`` job with ``payload`` per slot of ``cron`` read
-        in ``tz``; ``catch_up`` (``all``, ``latest``, ``none``) says what slots overdue after
-        downtime do. An existing name is ``schedule.exists`` unless ``replace`` (a new
-        ``schedule_added``, its slots starting afresh); a bad expression is
-        ``schedule.invalid_cron``, a bad zone ``schedule.unknown_tz``, a type enqueue would
-        refuse ``job.definition_not_found_or_disabled`` (``docs/schedules.md``)."""
-        spec = schedules.ScheduleSpec(
-            name=name,
-            cron=cron,
-            job_type=job_type,
-            payload=payload if payload is not None else {},
-            tz=tz,
-            catch_up=catch_up,
-            jitter_s=jitter_s,
-            org=org,
-            queue=queue,
-            priority=priority,
-        )
-        return schedules.add_schedule(
-            self.store,
-            self.clock,
-            spec,
-            replace=replace,
-            auto_define=self.auto_define,
-            reason=reason,
-        )
-
-    def pause_schedule(self, name: str, *, reason: str = "paused by operator") -> ScheduleState:
-        """Stop a schedule firing; its slots while paused are neither fired nor missed."""
-        return schedules.pause_schedule(self.store, self.clock, name, reason)
-
-    def resume_schedule(self, name: str, *, reason: str = "resumed by operator") -> ScheduleState:
-        """Fire a paused schedule again, from its first slot after now."""
-        return schedules.resume_schedule(self.store, self.clock, name, reason)
-
-    def remove_schedule(self, name: str, *, reason: str = "removed by operator") -> ScheduleState:
-        """Remove a schedule (its history stays; the name may be added again)."""
-        return schedules.remove_schedule(self.store, self.clock, name, reason)
-
-    def schedules(self) -> list[ScheduleState]:
-        """Every schedule, removed ones too, by name."""
-        return self.store.schedules()
-
-    def schedule(self, name: str) -> ScheduleState | None:
-        """One schedule (``None``: no such name)."""
-        return self.store.schedule(name)
-
-    def fire_due(
-        self,
-        now: datetime | None = None,
-        *,
-        bounds: PassBounds | None = None,
-        limit: int = DEFAULT_SCHEDULES_PER_PASS,
-    ) -> FireReport:
-        """One scheduler pass at ``now`` (the clock's by default): each due slot of up to
-        ``limit`` schedules fired (a job, keyed by the slot) or missed by its catch-up
-        policy, in one transaction; safe in any number of processes at once
-        (:mod:`ledger.api.schedule_firing`)."""
-        return fire_due(
-            self.store,
-            self.clock,
-            now,
-            bounds=bounds or PassBounds(),
-            limit=limit,
-            auto_define=self.auto_define,
-            new_id=self._new_id,
+            enqueue=self.enqueue_outcomes,
+            define=self.define,
         )
 
     # --- operators, the reaper and imports ----------------------------------------------------
-
-    def create_token(
-        self, *, org: str | None, role: str, label: str | None = None
-    ) -> tokens.CreatedToken:
-        """A new API token (``token_created``); its bearer secret is returned once only."""
-        return tokens.create_token(self.store, self.clock, org=org, role=role, label=label)
-
-    def revoke_token(self, token_id: UUID, *, reason: str = "revoked by operator") -> TokenState:
-        """Stop accepting an API token (``token_revoked``)."""
-        return tokens.revoke_token(self.store, self.clock, token_id, reason)
 
     def cancel(self, job_id: UUID, *, reason: str = "cancelled by operator") -> JobState:
         """Cancel a pending or leased job."""
@@ -540,7 +301,7 @@ class Ledger(WorkerCommands):
         self, config: ReaperConfig | None = None, *, now: datetime | None = None
     ) -> ReapReport:
         """One reaper pass: fail the expired leases, defer (as an event) those whose reap
-        fails (see :mod:`ledger.api.reaping`). ``now``: the pass's time (the clock's by
+        fails (see :mod:`ledger.jobs.reaping`). ``now``: the pass's time (the clock's by
         default)."""
         return reap(self.store, self.clock, config or ReaperConfig(), now=now)
 

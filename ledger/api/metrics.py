@@ -100,7 +100,7 @@ class LedgerCollector(Collector):
             "Active (not revoked) API tokens by role.",
             labels=["role"],
         )
-        active = [token.role for token in self._reader.tokens() if token.active]
+        active = [token.role for token in self._reader.tokens.all() if token.active]
         for role in Role:
             tokens.add_metric([role.value], active.count(role))
         yield tokens

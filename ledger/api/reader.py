@@ -1,4 +1,5 @@
-"""The ledger's reads: jobs, histories, views, audit, stats, replay checks and export.
+"""The ledger's reads: jobs, histories, views, audit, stats, replay checks and export, and
+each feature's reads handed out as its namespace (``reader.workflows.run(run_id)``).
 
 :class:`Reader` is what a front end that only reads takes (the CLI's queries, the HTTP API,
 the dashboard); :class:`~ledger.api.ledger.Ledger` is a reader with the commands. Every read
@@ -15,10 +16,12 @@ replica is behind the primary.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
+from ledger.api.deprecated import DeprecatedReaderMethods
+from ledger.api.reader_namespaces import ReaderNamespaces
+from ledger.api.view_reads import ViewReads
 from ledger.clock import Clock, SystemClock
-from ledger.core.errors import ReadOnlyDatabaseError
 from ledger.core.events import JobDefinition, JobEvent, JobStatus
 from ledger.core.state import JobState
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage
@@ -35,35 +38,25 @@ if TYPE_CHECKING:
 
     from ledger.api import blocking
     from ledger.api.pools import LedgerHealth, PoolReport
-    from ledger.api.queues import QueueSummary
-    from ledger.api.workflow_views import TimelineEntry, WorkflowGraph
     from ledger.core.blockers import Blocker
     from ledger.core.codec import Record
-    from ledger.core.concurrency import LimitUse
     from ledger.core.exchange import Selection
     from ledger.core.replay_findings import JobReplay
-    from ledger.core.source_polls.state import SourcePollState
-    from ledger.core.tokens import TokenState
     from ledger.store.exporter import ExportProgress, ExportReport, Write
     from ledger.store.replica import ReplicaLag
     from ledger.store.store import Store
     from ledger.store.tail import HistoryFollower
-    from ledger.store.workflow_reads import RunPage, RunView, StepView
-    from projections.rules.audit_query import AuditPage, AuditQuery
     from projections.rules.dead_letters import DeadLetter
-    from projections.rules.rate_buckets import RateBucket
-    from projections.rules.sync_state import Source, SyncState
-    from projections.runners.rebuilder import Progress, Rebuilder
-    from projections.runners.stats import Stats
-    from projections.runners.tracked import CatchUp
-
-CATCH_UP_WAIT_S = 10.0
-"""How long a catch-up waits for the transactions committed before it to become final (an
-older one of any session of the server still in flight holds them back)."""
 
 
-class Reader:
-    """The reads over one store; ``clock`` gives "now" where a read needs one (stats)."""
+class Reader(DeprecatedReaderMethods, ReaderNamespaces, ViewReads):
+    """The reads over one store; ``clock`` gives "now" where a read needs one (stats).
+
+    The job reads are its methods; the derived views' reads (projections, audit, stats) its
+    base :class:`~ledger.api.view_reads.ViewReads`'s; each feature's reads are its namespace
+    (``workflows``, ``schedules``, ``sources``, ``tokens``, ``retention``, ``limits``:
+    :class:`~ledger.api.reader_namespaces.ReaderNamespaces`). The reads that were methods
+    before the namespaces are deprecated aliases (:mod:`ledger.api.deprecated`)."""
 
     def __init__(self, store: Store, *, clock: Clock | None = None) -> None:
         self.store = store
@@ -219,7 +212,7 @@ class Reader:
         query = job_query(statuses, job_type, org, limit, cursor, queue=queue)
         return jobs_at(self.store, at, query, progress=progress)
 
-    # --- job types, sync state, dead letters -------------------------------------------------
+    # --- job types and dead letters -----------------------------------------------------------
 
     def definition(self, job_type: str) -> JobDefinition | None:
         """The current definition of ``job_type`` (``None`` if it is not defined)."""
@@ -232,138 +225,11 @@ class Reader:
         """Every job type's current definition."""
         return [state.definition for state in self.store.all_definitions()]
 
-    def sync_state(self, source_id: str) -> list[SyncState]:
-        """The sync-state rows of one source."""
-        return self.store.sync_state(source_id)
-
-    def sync_state_of_org(self, source_id: str, org: str) -> list[SyncState]:
-        """One source's sync-state rows of the subjects only ``org``'s jobs touched."""
-        return self.store.sync_state_of_org(source_id, org)
-
-    def sources(self, *, org: str | None = None, source_id: str | None = None) -> list[Source]:
-        """Each source known to the sync state or to a job's subject, with its URIs, last
-        ingestion and jobs by status (see :meth:`Store.sources`)."""
-        return self.store.sources(org=org, source_id=source_id)
-
-    def source_polls(self) -> dict[str, SourcePollState]:
-        """Every polled source's poll state (last poll, result, breaker), by source."""
-        return {state.source: state for state in self.store.source_polls()}
-
-    def source_history(self, source: str) -> list[Record]:
-        """Every poll event of one source, in order (its own stream; empty: never polled)."""
-        from ledger.core.source_polls.state import source_stream_id
-
-        return self.store.history(source_stream_id(source))
-
-    def source_overview(
-        self, *, org: str | None = None, source_id: str | None = None
-    ) -> list[dict[str, Any]]:
-        """:meth:`sources` with each source's last poll and breaker (JSON-ready; see
-        :func:`ledger.api.source_views.source_views`); polled sources with no sync state
-        yet are included unless ``org`` scopes the read."""
-        from ledger.api.source_views import source_views
-
-        polls = self.source_polls()
-        if source_id is not None:
-            polls = {source_id: polls[source_id]} if source_id in polls else {}
-        return source_views(
-            self.sources(org=org, source_id=source_id),
-            polls,
-            self.clock.now(),
-            polled_only_too=org is None,
-        )
-
-    def revision_snapshot(self, source_id: str) -> dict[str, str]:
-        """``{uri: revision}`` for the source's rows that have a revision."""
-        return {
-            row.uri: row.revision
-            for row in self.store.sync_state(source_id)
-            if row.revision is not None
-        }
-
-    def known_uris(self, source_id: str) -> set[str]:
-        """Every URI the source's sync state has a row for."""
-        return {row.uri for row in self.store.sync_state(source_id)}
-
     def dead_letters(
         self, job_type: str | None = None, *, org: str | None = None
     ) -> list[DeadLetter]:
         """Dead jobs (optionally of one type, of one org), oldest death first."""
         return self.store.dead_letters(job_type, org=org)
-
-    # --- projections, audit and stats ---------------------------------------------------------
-
-    def projections(self, *, progress: Progress | None = None) -> Rebuilder:
-        """Rebuild, verify and status of the views (see :mod:`projections.runners.rebuilder`);
-        ``progress(phase, done, total)`` is called as the work advances."""
-        from projections.runners.rebuilder import Rebuilder
-
-        return Rebuilder(self.store, progress=progress)
-
-    def catch_up(self, names: Sequence[str] | None = None) -> list[CatchUp]:
-        """Run the tracked projections named (all by default) to the head of the history.
-        Refused on a replica (``store.read_only``): the primary's catch-up reaches it."""
-        from projections.rules.catalog import resolve, tracked
-        from projections.runners.tracked import TrackedRunner
-
-        if self.store.read_only:
-            raise ReadOnlyDatabaseError(
-                "a replica's tracked projections are caught up on its primary "
-                "(`jobledger projections catch-up` or `follow` there), never on the replica"
-            )
-        return [
-            TrackedRunner(self.store, p).catch_up(wait_s=CATCH_UP_WAIT_S)
-            for p in tracked(resolve(names))
-        ]
-
-    def _catch_up_audit(self) -> None:
-        """:meth:`catch_up` of the audit view alone, before a read of it: the tracked
-        runner's default view, so the catalogue of every view is not imported (a read
-        command's start-up; the caller has checked the store is not a replica)."""
-        from projections.runners.tracked import TrackedRunner
-
-        TrackedRunner(self.store).catch_up(wait_s=CATCH_UP_WAIT_S)
-
-    def audit(self, query: AuditQuery, *, catch_up: bool = True) -> AuditPage:
-        """One page of audit rows (``query.cursor``: the page after a previous one) and the
-        next page's cursor; with ``catch_up`` the audit view is first brought to the head, so
-        the rows include every event committed before the call. On a replica nothing is
-        caught up: the rows stop where the audit view stands (:meth:`audit_lag`)."""
-        from ledger.store.audit_reads import read_page
-
-        if catch_up and not self.store.read_only:
-            self._catch_up_audit()
-        return read_page(self.store, query)
-
-    def audit_lag(self) -> int:
-        """How many events of the history the audit view has yet to apply (0 once caught
-        up): on a replica, what the primary's catch-up had not applied when it was read."""
-        from projections.rules.audit import PROJECTION as AUDIT
-        from projections.rules.stream_events import TailPosition
-
-        with self.store.read_snapshot() as tables:
-            return tables.count_after(tables.tail_positions().get(AUDIT.name, TailPosition()))
-
-    def stats(
-        self, now: datetime | None = None, *, catch_up: bool = True, org: str | None = None
-    ) -> Stats:
-        """Counts, throughput windows, oldest due job and run times at ``now`` (the clock's
-        by default), of one ``org``'s jobs if given; with ``catch_up`` the audit view is
-        first brought to the head (not on a replica: ``audit_lag`` in the figures says how
-        far behind it is)."""
-        from projections.runners.stats import collect
-
-        if catch_up and not self.store.read_only:
-            self._catch_up_audit()
-        return collect(self.store, now or self.clock.now(), org=org)
-
-    # --- concurrency limits (ledger/api/limit_reads.py) -----------------------------------
-
-    def concurrency_limits(self) -> list[LimitUse]:
-        """Every concurrency limit and the live leases it counts now (``jobledger stats``)."""
-        from ledger.api import limit_reads
-
-        return limit_reads.concurrency_limits(self.store)
 
     # --- decision replay (jobledger replay --check; see ledger/core/decision_replay.py) -------
 
@@ -403,95 +269,6 @@ class Reader:
 
     # --- wake-ups -----------------------------------------------------------------------------
 
-    # --- workflows ------------------------------------------------------------------------
-
-    def workflow_run(self, run_id: UUID) -> RunView | None:
-        """A run's header as the workflow view holds it (``None``: no such run)."""
-        from ledger.store import workflow_reads
-
-        return workflow_reads.run_view(self.store, run_id)
-
-    def workflow_history(self, run_id: UUID) -> list[Record]:
-        """Every event of a run's own stream, in order (empty if there is no such run)."""
-        from ledger.core.workflows.events import WorkflowEvent
-
-        records = self.store.history(run_id)
-        if records and not isinstance(records[0].event, WorkflowEvent):
-            return []
-        return records
-
-    def workflow_steps(self, run_id: UUID) -> list[StepView]:
-        """A run's steps in order, each with its job's progress (running, attempt, retries)."""
-        from ledger.store import workflow_reads
-
-        return workflow_reads.step_views(self.store, run_id)
-
-    def workflows(
-        self,
-        *,
-        workflow_type: str | None = None,
-        status: str | None = None,
-        org: str | None = None,
-        limit: int = 50,
-        cursor: str | None = None,
-    ) -> RunPage:
-        """Runs in submit order, filtered, a page at a time (``cursor``: the previous
-        page's ``next_cursor``)."""
-        from ledger.store import workflow_reads
-
-        return workflow_reads.run_page(
-            self.store,
-            workflow_type=workflow_type,
-            status=status,
-            org=org,
-            limit=limit,
-            cursor=cursor,
-        )
-
-    def workflow_timeline(self, run_id: UUID) -> list[TimelineEntry]:
-        """Every event of a run's stream and of its steps' jobs' streams in the log's order,
-        read in one snapshot (empty: no such run)."""
-        from ledger.api.workflow_views import TimelineEntry
-        from ledger.core.workflows.events import WorkflowEvent, WorkflowStepReleased
-
-        with self.store.read_snapshot() as tables:
-            run_records = tables.histories([run_id])[run_id]
-            if not run_records or not isinstance(run_records[0].event, WorkflowEvent):
-                return []
-            step_of_job = {
-                record.event.job_id: record.event.step_key
-                for record in run_records
-                if isinstance(record.event, WorkflowStepReleased) and record.event.job_id
-            }
-            records = tables.in_log_order([run_id, *step_of_job])
-        return [TimelineEntry(step_of_job.get(record.originator_id), record) for record in records]
-
-    def workflow_graph(self, run_id: UUID) -> WorkflowGraph | None:
-        """A run's steps with their statuses and its dependencies (``None``: no such run)."""
-        from ledger.api.workflow_views import graph_of
-
-        records = self.workflow_history(run_id)
-        if not records:
-            return None
-        return graph_of(self.workflow_steps(run_id), records)
-
-    # --- API tokens (ledger/core/tokens.py) ------------------------------------------------
-
-    def tokens(self) -> list[TokenState]:
-        """Every API token, revoked ones too, oldest first (hashes only: no secret is kept)."""
-        return self.store.tokens()
-
-    def token(self, token_id: UUID) -> TokenState | None:
-        """One API token by its id, revoked or not (``None``: no such token)."""
-        return self.store.token(token_id)
-
-    def authenticate(self, presented: str) -> TokenState | None:
-        """The active token a bearer text is (``None``: unknown, revoked or wrong secret),
-        compared in constant time on the secret's hash."""
-        from ledger.api import tokens
-
-        return tokens.authenticate(self.store, presented)
-
     def on_jobs_available(self, listener: Callable[[], None]) -> None:
         """Call ``listener()`` after this process commits work that may be claimable."""
         self.store.add_listener(listener)
@@ -508,7 +285,8 @@ class Reader:
         of tokens, its type's circuit breaker open in a live pool, its type disabled, its
         concurrency limits reached (:mod:`ledger.core.blockers`). Empty for a job that is
         not pending, or pending with nothing holding it back."""
-        from ledger.api import blocking, limit_reads
+        from ledger.api import blocking
+        from ledger.limits import limit_reads
 
         state = job if isinstance(job, JobState) else self.get(job)
         if state is None or state.status is not JobStatus.PENDING:
@@ -524,17 +302,6 @@ class Reader:
 
         return blocking.held_back(self.store, now or self.clock.now())
 
-    def queues(self) -> list[QueueSummary]:
-        """Every queue with live jobs or a pause history, by name: pending and leased counts
-        and whether (by whom, why) it is paused."""
-        from ledger.api.queues import queue_summaries
-
-        return queue_summaries(self.store)
-
-    def rate_buckets(self) -> list[RateBucket]:
-        """Every rate-limit key's token bucket (the rate-bucket view)."""
-        return self.store.rate_buckets()
-
     def pools(self) -> list[PoolReport]:
         """Every worker pool's latest report of itself, by id (stale ones included)."""
         from ledger.api.pools import read_pools
@@ -547,29 +314,3 @@ class Reader:
         from ledger.api.pools import assess_pools
 
         return assess_pools(self.pools(), now or self.clock.now())
-
-    def projection_lags(self) -> dict[str, int]:
-        """Per tracked projection, how many events of the history it has yet to apply."""
-        from projections.rules.catalog import TRACKED
-
-        with self.store.read_snapshot() as tables:
-            head = tables.head()
-            positions = tables.tracking()
-        return {projection.name: head - positions.get(projection.name, 0) for projection in TRACKED}
-
-    def event_totals(self) -> dict[tuple[str, str], int]:
-        """How many ``job_enqueued``, ``job_succeeded``, ``job_failed`` and
-        ``job_dead_lettered`` events there are per (event, job type), as far as the audit view
-        has applied the history (``jl_audit_event_idx``): ever-growing counts, since the
-        history only grows."""
-        return {
-            (row["event"], row["job_type"]): int(row["n"])
-            for row in self.store.read("audit_event_totals")
-        }
-
-    def counts_by_type(self) -> dict[tuple[str, str], int]:
-        """Jobs per (status, type), from the queue view (``jl_queue_listing_idx``)."""
-        return {
-            (row["status"], row["job_type"]): int(row["n"])
-            for row in self.store.read("queue_counts_by_type")
-        }

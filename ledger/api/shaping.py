@@ -12,12 +12,10 @@ have to know the defaults).
 
 from __future__ import annotations
 
-from functools import cache
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from typing import TYPE_CHECKING
 
 from ledger.core import facts
+from ledger.core.plain import plain as plain  # noqa: PLC0414 (re-exported: every shape starts from it)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -25,8 +23,6 @@ if TYPE_CHECKING:
     from uuid import UUID
 
     from ledger.api.pools import LedgerHealth, PoolHealth
-    from ledger.api.workflow_views import TimelineEntry
-    from ledger.api.workflows import WorkflowStarted
     from ledger.core.blockers import Blocker
     from ledger.core.codec import Record
     from ledger.core.diagnostics import Finding
@@ -35,37 +31,13 @@ if TYPE_CHECKING:
     from ledger.core.state import JobState
     from ledger.core.tokens import TokenState
     from ledger.store.workflow_reads import RunPage, RunView, StepView
+    from ledger.workflows.workflow_views import TimelineEntry
+    from ledger.workflows.workflow_writes import WorkflowStarted
     from projections.rules.audit_query import AuditRow
     from projections.rules.catalog import Projection
     from projections.rules.dead_letters import DeadLetter
     from projections.rules.diff import VerifyReport
     from projections.rules.job_list import JobPage
-
-
-@cache
-def _field_names(struct_type: type[msgspec.Struct]) -> tuple[str, ...]:
-    # msgspec.structs.fields builds its FieldInfo objects on every call: asked per struct of
-    # every job of a page, it was most of the time a 50-job page took to shape (measured).
-    return tuple(field.name for field in msgspec.structs.fields(struct_type))
-
-
-def plain(value: Any) -> Any:
-    """``value`` as JSON-ready builtins, keeping every struct field.
-
-    ``msgspec.to_builtins`` honours the structs' ``omit_defaults``, which would drop e.g.
-    ``status: pending`` and ``attempt: 0``: a JSON reader must not have to know the defaults.
-    """
-    if isinstance(value, msgspec.Struct):
-        return {name: plain(getattr(value, name)) for name in _field_names(type(value))}
-    if value is msgspec.UNSET:
-        return None  # a field left out when unset (a definition's limits): null, "none"
-    if isinstance(value, dict):
-        return {str(key): plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    if value is msgspec.UNSET:  # a field never stored (a definition's rate): null to a reader
-        return None
-    return msgspec.to_builtins(value)
 
 
 def iso_millis(moment: datetime) -> str:

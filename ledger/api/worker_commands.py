@@ -3,8 +3,8 @@
 :class:`WorkerCommands` is a :class:`~ledger.api.reader.Reader` with these commands;
 :class:`~ledger.api.ledger.Ledger` adds the producers' and operators' commands. A single-job
 write whose fence fails raises :class:`~ledger.core.errors.LeaseOwnerMismatchError`; a batch
-write reports it per job in :class:`~ledger.api.outcomes.BatchResult`. Either way nothing is
-appended for that job. The transactions are in :mod:`ledger.api.worker_writes`.
+write reports it per job in :class:`~ledger.jobs.outcomes.BatchResult`. Either way nothing is
+appended for that job. The transactions are in :mod:`ledger.jobs.worker_writes`.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from uuid import UUID
 
-from ledger.api import turns, worker_writes
-from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
-from ledger.api.outcomes import BatchResult, Completion, FailureReport, Outcome
 from ledger.api.reader import Reader
-from ledger.api.turns import TurnResult
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.events import JSON, Failure
 from ledger.core.state import JobState, Lease
+from ledger.jobs import turns, worker_writes
+from ledger.jobs.leases import DEFAULT_LEASE_S, LeaseLength
+from ledger.jobs.outcomes import BatchResult, Completion, FailureReport, Outcome
+from ledger.jobs.turns import TurnResult
 from ledger.store.store import Store
 
 
@@ -159,7 +159,7 @@ class WorkerCommands(Reader):
         """One batch turn: record ``outcomes`` as :meth:`finish_many` does and claim up to
         ``limit`` jobs as :meth:`claim` does (``limit`` 0: none), in one transaction. A refused
         outcome is reported in ``finished.rejected`` and does not stop the claim; in commit
-        order the outcomes precede the new leases (:mod:`ledger.api.turns`). A cancelled
+        order the outcomes precede the new leases (:mod:`ledger.jobs.turns`). A cancelled
         job's outcome records ``job_handler_stopped``, as in :meth:`finish_many`. ``starting``
         as for :meth:`claim`."""
         return turns.finish_and_claim(

@@ -7,7 +7,7 @@ view says ``leased``: a finish or a reap (``job_lease_expired``) frees its slot 
 transaction that records it, and a lease past its expiry that no reaper has ended yet still
 holds its slot (its worker may still be running it).
 
-The claim (:mod:`ledger.api.claim_limits`) counts the live leases of the keys it may touch
+The claim (:mod:`ledger.jobs.claim_limits`) counts the live leases of the keys it may touch
 under a lock that serialises such claims, builds a :class:`Room` from them, and admits its
 candidates in claim order while each of a candidate's keys has room.
 """

@@ -1,6 +1,6 @@
 """The batch enqueue plan: what one ``enqueue_many`` appends, decided without a database.
 
-The shell (:mod:`ledger.api.enqueueing`) normalises the requests, looks up in the store what
+The shell (:mod:`ledger.jobs.enqueueing`) normalises the requests, looks up in the store what
 the plan needs to know — the job types' definitions, the jobs already holding the batch's
 idempotency keys, the sync subjects that already have a live job — and passes it in; the
 plan walks the requests in order and returns, per request, the job id it names (or ``None``)

@@ -7,7 +7,7 @@ fails is deferred: :func:`decide_reap_deferral` pushes its lease out by the same
 ``started_without_renewal_heartbeat`` is derived from the job's history
 (:func:`ledger.core.diagnostics.started_without_renewal_heartbeat`) and recorded in the events.
 The transaction that takes the leases and appends these events is
-:func:`ledger.api.reaping.reap`; the service that runs passes on an interval is
+:func:`ledger.jobs.reaping.reap`; the service that runs passes on an interval is
 :class:`ledger.maintenance.reaper.Reaper`.
 
 The *boot reap* (:func:`plan_boot_reap`) is the other way a lease ends without its holder: a

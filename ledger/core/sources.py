@@ -108,7 +108,7 @@ class SyncJob(msgspec.Struct, frozen=True):
 
 
 class SourceSync(msgspec.Struct, frozen=True):
-    """What :meth:`ledger.Ledger.sync_source` did: the diff, the jobs it enqueued, and the
+    """What :meth:`ledger.Ledger.sources.sync` did: the diff, the jobs it enqueued, and the
     changes it skipped because their subject already had a live job (pending or leased)."""
 
     diff: SourceDiff
@@ -149,8 +149,8 @@ def diff_source(
     """Decide upsert / unchanged / delete for every URI of ``listing`` and of ``known`` (see
     the module docstring for the rule).
 
-    ``snapshot`` and ``known`` are the source's :meth:`~ledger.Ledger.revision_snapshot` and
-    :meth:`~ledger.Ledger.known_uris`; a snapshot URI missing from ``known`` counts as known.
+    ``snapshot`` and ``known`` are the source's ``ledger.sources.revision_snapshot`` and
+    ``ledger.sources.known_uris``; a snapshot URI missing from ``known`` counts as known.
     A URI listed twice is refused with :class:`~ledger.core.errors.InvalidRequestError`.
     """
     entries = _checked(source_id, listing)

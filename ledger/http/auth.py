@@ -3,11 +3,11 @@ the static files; the dashboard's session cookie on its pages and on the event s
 roles' guard, and the org a token's reads and writes are held to.
 
 A missing, malformed, unknown, revoked or wrong token is one 401 with ``WWW-Authenticate:
-Bearer`` (the answer never tells which). The secret is checked by the reader
-(:meth:`~ledger.api.reader.Reader.authenticate`: the hash compared in constant time); a
-session cookie by :class:`~ledger.http.sessions.Sessions` (a logged-out one is refused), then
-its token read again (a revoked token's session ends at once). ``request.auth`` is the
-:class:`Credential`: the event stream checks it again while it runs.
+Bearer`` (the answer never tells which). The secret is checked by the reader's tokens
+(:meth:`~ledger.tokens.token_reader.TokenReader.authenticate`: the hash compared in constant
+time); a session cookie by :class:`~ledger.http.sessions.Sessions` (a logged-out one is
+refused), then its token read again (a revoked token's session ends at once).
+``request.auth`` is the :class:`Credential`: the event stream checks it again while it runs.
 
 CSRF: a browser sends the cookie with any request to this origin, a cross-site form's
 included (SameSite=Strict stops that in today's browsers; this does not rely on it). So a
@@ -66,7 +66,7 @@ def bearer_token(
     scheme, _, presented = connection.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not presented.strip():
         return None
-    return reader.authenticate(presented.strip())
+    return reader.tokens.authenticate(presented.strip())
 
 
 class TokenAuthentication(AbstractAuthenticationMiddleware):
@@ -90,7 +90,7 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         scheme, _, presented = connection.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not presented.strip():
             raise NotAuthorizedException("a bearer token is needed", headers=CHALLENGE)
-        token = await to_thread.run_sync(self.reader.authenticate, presented.strip())
+        token = await to_thread.run_sync(self.reader.tokens.authenticate, presented.strip())
         if token is None:
             raise NotAuthorizedException("the token is not valid", headers=CHALLENGE)
         return AuthenticationResult(user=token, auth=Credential(token.token_id))
@@ -99,7 +99,8 @@ class TokenAuthentication(AbstractAuthenticationMiddleware):
         self, connection: ASGIConnection[Any, Any, Any, Any], cookie: str
     ) -> AuthenticationResult:
         token_id = self.sessions.token_of(cookie, self.reader.clock.now())
-        token = None if token_id is None else await to_thread.run_sync(self.reader.token, token_id)
+        read = self.reader.tokens.get
+        token = None if token_id is None else await to_thread.run_sync(read, token_id)
         if token is None or not token.active:
             raise NotAuthorizedException("the session has ended: log in again")
         if connection.scope.get("method", "GET") not in SAFE_METHODS and (

@@ -19,11 +19,12 @@ QUEUE_WRITE = ADMIN
 
 def _set(ledger: Ledger, caller: TokenState, queue: str, body: Reason | None, pause: bool) -> Any:
     reason = body.reason if body is not None and body.reason else None
+    limits = ledger.limits
     if pause:
-        ledger.pause_queue(queue, reason=reason or "paused over the API", actor=actor(caller))
+        limits.pause_queue(queue, reason=reason or "paused over the API", actor=actor(caller))
     else:
-        ledger.resume_queue(queue, reason=reason or "resumed over the API", actor=actor(caller))
-    found = next((q for q in ledger.queues() if q.queue == queue), None)
+        limits.resume_queue(queue, reason=reason or "resumed over the API", actor=actor(caller))
+    found = next((q for q in limits.queues() if q.queue == queue), None)
     return plain(found) if found is not None else {"queue": queue, "paused": False}
 
 

@@ -135,7 +135,7 @@ def workflows(
     cursor: str | None = None,
 ) -> dict[str, Any]:
     """Runs in submit order, a page at a time (``workflow list --json``)."""
-    page = ledger.workflows(
+    page = ledger.workflows.runs(
         workflow_type=workflow_type,
         status=status,
         org=scoped_org(caller, org),
@@ -149,7 +149,7 @@ def workflows(
 def workflow(ledger: Ledger, caller: TokenState, run_id: UUID) -> dict[str, Any]:
     """A run with its steps in order (``workflow show --json``; 404: no such run, or one of
     another org)."""
-    view = ledger.workflow_run(run_id)
+    view = ledger.workflows.run(run_id)
     if view is None or not visible(caller, view.org):
         raise WorkflowNotFoundError(f"no workflow run {run_id}")
-    return workflow_json(view, ledger.workflow_steps(run_id))
+    return workflow_json(view, ledger.workflows.steps(run_id))

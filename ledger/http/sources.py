@@ -26,7 +26,7 @@ from ledger.http.auth import scoped_org
 def sources(ledger: Ledger, caller: TokenState, org: str | None = None) -> list[dict[str, Any]]:
     """Each source: its URIs in the sync state, last ingestion, its jobs by status, and its
     last poll and breaker (``poll``, ``null`` if never polled)."""
-    return ledger.source_overview(org=scoped_org(caller, org))
+    return ledger.sources.overview(org=scoped_org(caller, org))
 
 
 @get("/sources/{source_id:str}", sync_to_thread=True)
@@ -35,12 +35,12 @@ def source(
 ) -> dict[str, Any]:
     """One source's summary and its sync state per URI (``sync-state --json``'s rows)."""
     scope = scoped_org(caller, org)
-    summary = ledger.source_overview(org=scope, source_id=source_id)
+    summary = ledger.sources.overview(org=scope, source_id=source_id)
     if not summary:
         raise SourceNotFoundError(f"no source {source_id!r}")
     rows = (
-        ledger.sync_state(source_id)
+        ledger.sources.sync_state(source_id)
         if scope is None
-        else ledger.sync_state_of_org(source_id, scope)
+        else ledger.sources.sync_state_of_org(source_id, scope)
     )
     return {**summary[0], "rows": [plain(row) for row in rows]}

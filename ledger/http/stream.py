@@ -104,7 +104,7 @@ class Holder:
         return await self.token_active()
 
     async def token_active(self) -> bool:
-        token = await to_thread.run_sync(self.reader.token, self.credential.token_id)
+        token = await to_thread.run_sync(self.reader.tokens.get, self.credential.token_id)
         return token is not None and token.active
 
 

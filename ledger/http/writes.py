@@ -27,15 +27,15 @@ class StepCompletion(msgspec.Struct, frozen=True):
 
 
 def _visible_run(ledger: Ledger, caller: TokenState, run_id: UUID) -> None:
-    view = ledger.workflow_run(run_id)
+    view = ledger.workflows.run(run_id)
     if view is None or not visible(caller, view.org):
         raise WorkflowNotFoundError(f"no workflow run {run_id}")
 
 
 def _run_json(ledger: Ledger, run_id: UUID) -> dict[str, Any]:
-    view = ledger.workflow_run(run_id)
+    view = ledger.workflows.run(run_id)
     assert view is not None
-    return workflow_json(view, ledger.workflow_steps(run_id))
+    return workflow_json(view, ledger.workflows.steps(run_id))
 
 
 @post("/dead-letters/{job_id:uuid}/requeue", guards=OPERATE, sync_to_thread=True, status_code=200)
@@ -63,7 +63,7 @@ def complete_step(
     its steps after it."""
     _visible_run(ledger, caller, run_id)
     given = data.reason or "completed over the API"
-    ledger.complete_step(
+    ledger.workflows.complete_step(
         run_id, step_key, data.succeeded, output=data.output, reason=f"{actor(caller)}: {given}"
     )
     return _run_json(ledger, run_id)
@@ -75,5 +75,5 @@ def cancel_workflow(
 ) -> dict[str, Any]:
     """Cancel a live run (``workflow_cancelled``) and its live steps' jobs."""
     _visible_run(ledger, caller, run_id)
-    ledger.cancel_workflow(run_id, reason_of(data, caller, "cancelled over the API"))
+    ledger.workflows.cancel(run_id, reason_of(data, caller, "cancelled over the API"))
     return _run_json(ledger, run_id)

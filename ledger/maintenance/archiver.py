@@ -1,7 +1,7 @@
 """The archiver service: retention runs on an interval, off unless asked for.
 
-One pass is :func:`ledger.api.retention.run_retention` at the ledger's clock: the finished
-jobs past their rule move to the archive, a batch (PostgreSQL: a month partition) per
+One pass is :func:`ledger.retention.retention_runs.run_retention` at the ledger's clock: the
+finished jobs past their rule move to the archive, a batch (PostgreSQL: a month partition) per
 ``jobs_archived`` event (decision 31); on PostgreSQL each pass also makes the partitions of
 the coming months.
 Any number of processes may run it at once: the hot delete re-checks each job under the
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ledger.api.ledger import Ledger
-from ledger.api.retention import BATCH, RetentionRun, run_retention
 from ledger.core.limits import check_setting_seconds
+from ledger.retention.retention_runs import BATCH, RetentionRun, run_retention
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 One pass is the :meth:`Ledger.reap <ledger.api.ledger.Ledger.reap>` command: up to ``limit``
 expired leases, oldest expiry first, each failed as ``lease_expired`` (retried after a fixed
 delay, or dead-lettered), with diagnostics derived from its history; any number of processes
-may reap at once (``SKIP LOCKED``). The transaction is :mod:`ledger.api.reaping`, the pure
+may reap at once (``SKIP LOCKED``). The transaction is :mod:`ledger.jobs.reaping`, the pure
 decision and report types :mod:`ledger.core.reaping`.
 
 The service adds what outlives one pass: its frozen :class:`ReaperConfig` and its loop

@@ -1,7 +1,8 @@
 """The scheduler service: fires the due slots of the cron schedules on an interval.
 
-One pass is :meth:`Ledger.fire_due <ledger.api.ledger.Ledger.fire_due>` (the transaction is
-:mod:`ledger.api.schedule_firing`), repeated while a pass read as many due schedules as it may
+One pass is :meth:`ScheduleCommands.fire_due
+<ledger.schedules.schedule_commands.ScheduleCommands.fire_due>` (the transaction is
+:mod:`ledger.schedules.schedule_firing`), repeated while a pass read as many due schedules as it may
 and fired something, up to ``max_rounds``; so a backlog of many schedules drains in one
 service pass and a quiet ledger costs one indexed read per interval. Any number of processes
 may run it: the fire transaction holds the append lock while it reads the due schedules, so
@@ -19,10 +20,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from ledger.api.ledger import Ledger
-from ledger.api.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport
 from ledger.core.limits import check_setting_seconds
 from ledger.core.schedules.catch_up import PassBounds
 from ledger.maintenance.runner import ServiceRunner
+from ledger.schedules.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,7 @@ class Scheduler:
         more is due or ``max_rounds``; each round's report."""
         reports: list[FireReport] = []
         for _ in range(self.config.max_rounds):
-            report = self._ledger.fire_due(
+            report = self._ledger.schedules.fire_due(
                 now, bounds=self.config.bounds, limit=self.config.schedules_per_round
             )
             reports.append(report)

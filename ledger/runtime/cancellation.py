@@ -12,7 +12,7 @@ interval). It then calls :meth:`Cancellation.request` on the job's :class:`Cance
   cannot be stopped from outside (Python has no thread cancellation): it stops when it looks.
 
 Whatever the handler comes to, its outcome is then recorded as ``job_handler_stopped``
-(:func:`ledger.api.worker_writes.worker_outcome_decision`), so the history says when it
+(:func:`ledger.jobs.worker_writes.worker_outcome_decision`), so the history says when it
 stopped.
 """
 

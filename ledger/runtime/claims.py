@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from time import perf_counter
 from uuid import UUID
 
-from ledger.api.leases import lease_for
 from ledger.api.ledger import Ledger, Outcome, TurnResult
 from ledger.core.state import JobState, Lease
+from ledger.jobs.leases import lease_for
 from ledger.runtime.health import PoolStats
 
 log = logging.getLogger(__name__)

@@ -35,11 +35,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from uuid import UUID
 
-from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.ledger import BatchResult, Completion, Ledger, Outcome
 from ledger.core.errors import DatabaseUnusableError
 from ledger.core.events import JobStatus
 from ledger.core.state import JobState
+from ledger.jobs.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.runtime.retrying import (
     PASSING_ERRORS,
     RETRY_FIRST_DELAY_S,

@@ -25,14 +25,14 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
-from ledger.api.leases import lease_for
 from ledger.api.ledger import Completion, FailureReport, LeaseLength, Ledger, Outcome
-from ledger.api.worker_writes import CANCELLED_BY_POOL_CODE
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JSON, Failure, FailureKind, WorkflowLink
 from ledger.core.limits import check_code
 from ledger.core.requests import check_output
 from ledger.core.state import JobState, Lease
+from ledger.jobs.leases import lease_for
+from ledger.jobs.worker_writes import CANCELLED_BY_POOL_CODE
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.cancellation import Cancellation, HandlerCancelledError
 from ledger.runtime.handlers import (
@@ -378,7 +378,7 @@ class Executor:
 
         async def read_prerequisites(link: WorkflowLink) -> dict[str, JSON]:
             async def read() -> dict[str, JSON]:
-                handle = self._ledger.workflow(link.run_id)
+                handle = self._ledger.workflows.handle(link.run_id)
                 return await self._io.run(handle.prerequisite_outputs, link.step_key)
 
             what = f"prerequisites of step {link.step_key!r} of run {link.run_id}"

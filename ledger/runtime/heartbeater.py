@@ -28,9 +28,9 @@ from time import monotonic
 from uuid import UUID
 
 from ledger.api.ledger import LeaseLength, Ledger
-from ledger.api.outcomes import BatchResult
 from ledger.core.errors import JobCancelledError
 from ledger.core.state import JobState, Lease
+from ledger.jobs.outcomes import BatchResult
 from ledger.runtime.loop_watch import LoopWatch
 from ledger.runtime.threads import ThreadLane
 

@@ -2,7 +2,7 @@
 serves that job type, so a cron schedule enqueueing ``{"source": NAME}`` is all a periodic
 poll needs (``jobledger sources poll NAME`` enqueues one by hand).
 
-The job runs :meth:`ledger.api.ledger.Ledger.poll_source` with the registered lister. Its
+The job runs :meth:`ledger.api.ledger.Ledger.sources.poll` with the registered lister. Its
 outcome is the source's, recorded in the source's own stream (polled, failed, skipped), and
 the job *succeeds* with that outcome as its output even when the lister failed: retrying the
 job would poll a failing source again behind its breaker's back, and the next poll is the
@@ -42,7 +42,7 @@ def with_source_polls(registry: Registry, ledger: Ledger) -> Registry:
                 code=NOT_REGISTERED,
             )
         return poll_output(
-            ledger.poll_source(spec.name, spec.list, spec.config, poll_job_id=ctx.id)
+            ledger.sources.poll(spec.name, spec.list, spec.config, poll_job_id=ctx.id)
         )
 
     served._handlers[SOURCE_POLL_JOB_TYPE] = HandlerSpec(

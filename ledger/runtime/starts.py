@@ -25,9 +25,9 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 
-from ledger.api.leases import LeaseLength, lease_for
 from ledger.api.ledger import Ledger
 from ledger.core.state import JobState, Lease
+from ledger.jobs.leases import LeaseLength, lease_for
 from ledger.runtime.retrying import written
 from ledger.runtime.threads import ThreadLane
 

@@ -153,7 +153,7 @@ def test_migrate_rebuilds_a_version_2_audit_view_with_the_workflow_rows(db_url: 
     and its step job's; the rebuilt view verifies clean."""
     with Ledger.open(db_url) as ledger:
         ledger.define("work")
-        run = ledger.start_workflow(
+        run = ledger.workflows.submit(
             {"workflow_type": "etl", "steps": [{"kind": "job", "key": "a", "job_type": "work"}]}
         ).run_id
         [claimed] = ledger.claim("w1")

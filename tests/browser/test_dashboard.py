@@ -78,7 +78,7 @@ def test_every_page_loads_without_errors(
     defined.define("work")
     job_id = defined.enqueue("t", {"n": 0}, org="acme").job_id
     _dead(defined, "acme")
-    run_id = defined.start_workflow({**DIAMOND, "org": "acme"}).run_id
+    run_id = defined.workflows.submit({**DIAMOND, "org": "acme"}).run_id
     secret = server.token("admin", None)
     dashboard.login(secret)
     expect(dashboard.page.locator("#total-jobs")).to_have_text("3")
@@ -155,7 +155,7 @@ def test_requeue_from_the_dead_letter_page(
 ) -> None:
     """An operate token's Requeue button: the row says requeued in place, the job leaves
     the list, and its history ends with job_requeued naming the token."""
-    operator = defined.create_token(org="acme", role="operate", label="ops")
+    operator = defined.tokens.create(org="acme", role="operate", label="ops")
     dead = _dead(defined, "acme")
     dashboard.login(operator.secret)
     page = dashboard.open("/dead-letters")
@@ -179,7 +179,7 @@ def test_workflow_page_draws_one_node_per_step(
     """The diamond's four steps are four nodes in three layers, four edges; the released
     root links to its job's page."""
     defined.define("work")
-    run_id = defined.start_workflow(DIAMOND).run_id
+    run_id = defined.workflows.submit(DIAMOND).run_id
     dashboard.login(server.token("admin", None))
     page = dashboard.open(f"/workflows/{run_id}")
     steps = page.locator("#dag g.step")

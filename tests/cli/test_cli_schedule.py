@@ -26,7 +26,7 @@ def test_add_list_show_pause_resume_remove(run: Run, db_url: str) -> None:
         # The add's cursor is the wall clock's: fire through its next two slots exactly
         # (cursor + 21 minutes would cross a third when added in a slot's last minute).
         first = datetime.fromisoformat(shaped["next_slot"])
-        report = ledger.fire_due(first + timedelta(minutes=10))
+        report = ledger.schedules.fire_due(first + timedelta(minutes=10))
     assert len(report.fired) == 2
     listed = json.loads(run("schedule", "list", "--json").stdout)
     assert [(s["name"], s["fired"]) for s in listed] == [("every", 2)]

@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "workflows"))
 from store_helpers import assert_history_holds, ext, job, spec
 
 from ledger import Ledger
-from ledger.api.outcomes import Completion
 from ledger.clock import SystemClock
+from ledger.jobs.outcomes import Completion
 from ledger.testing import FakeClock
 
 GATED = spec(
@@ -64,7 +64,7 @@ def test_start_prints_the_run_id_and_a_repeat_names_the_existing_run(
     on stderr, and --json tells created from found."""
     request = {**GATED, "idempotency_key": "k1"}
     run_id = _start(run, request, tmp_path)
-    assert defined.workflow(run_id).status().value == "running"
+    assert defined.workflows.handle(run_id).status().value == "running"
     again = run("workflow", "start", "-", stdin=json.dumps(request))
     assert again.stdout.strip() == str(run_id)
     assert "existing run" in again.stderr
@@ -212,7 +212,9 @@ def test_cancel_then_recover_from_a_step(
     header = json.loads(run("workflow", "show", shaped["run_id"], "--json").stdout)
     assert header["recovered_from"] == str(run_id)
     assert header["recovered_from_step"] == "b"
-    steps = {s.key: s.status.value for s in defined.workflow(UUID(shaped["run_id"])).steps()}
+    steps = {
+        s.key: s.status.value for s in defined.workflows.handle(UUID(shaped["run_id"])).steps()
+    }
     assert steps["a"] == "succeeded"  # reused
     assert steps["b"] == "enqueued"
     unknown = run("workflow", "recover", str(run_id), "--from", "zz")
@@ -225,7 +227,7 @@ def test_timeline_interleaves_run_and_job_events_in_recorded_order(
 ) -> None:
     """Each release precedes its job's enqueue, each job's end precedes the step end it
     causes, and every stream keeps its own order; --json names the stream and step."""
-    started = defined.start_workflow(spec(job("a"), job("b", "a"), result_step="b"))
+    started = defined.workflows.submit(spec(job("a"), job("b", "a"), result_step="b"))
     clock.advance(1)
     _work_all(defined, clock)
     result = run("workflow", "timeline", str(started.run_id), "--json")
@@ -256,7 +258,7 @@ def test_timeline_interleaves_run_and_job_events_in_recorded_order(
 def test_graph_in_three_formats(run: Run, defined: Ledger) -> None:
     """graph draws a small DAG as text, DOT and Mermaid, with each step's status and the
     on_terminal edge labelled."""
-    started = defined.start_workflow(spec(job("a"), ext("gate", "a"), job("b", "gate:t")))
+    started = defined.workflows.submit(spec(job("a"), ext("gate", "a"), job("b", "gate:t")))
     target = str(started.run_id)
     assert run("workflow", "graph", target).stdout == (
         "a (job, enqueued)\ngate (external, blocked) <- a\nb (job, blocked) <- gate [on_terminal]\n"
@@ -290,7 +292,7 @@ def test_the_demo_runs_its_workflow_to_succeeded(db_url: str) -> None:
     assert run["status"] == "succeeded"
     assert run["result"] == {"published": "daily-sales"}
     with Ledger.open(db_url) as ledger:
-        steps = ledger.workflow(UUID(run["run_id"])).steps()
+        steps = ledger.workflows.handle(UUID(run["run_id"])).steps()
         assert [(s.key, s.status.value) for s in steps] == [
             ("fetch-eu", "succeeded"),
             ("fetch-us", "succeeded"),
@@ -318,7 +320,7 @@ def test_timeline_order_is_the_recorded_order_for_a_batch_and_a_cancel(
     """Two steps' jobs ended in one batch (their step ends follow both), a fan-in released
     by them, then a run cancel (its step cancels before the job's job_cancelled): the
     timeline lists exactly the order the log recorded."""
-    started = defined.start_workflow(spec(job("a"), job("b"), job("c", "a", "b"), job("d", "c")))
+    started = defined.workflows.submit(spec(job("a"), job("b"), job("c", "a", "b"), job("d", "c")))
     clock.advance(1)
     first = defined.claim("worker-1", limit=2)
     clock.advance(1)
@@ -326,8 +328,8 @@ def test_timeline_order_is_the_recorded_order_for_a_batch_and_a_cancel(
     clock.advance(1)
     defined.claim("worker-1", limit=1)  # c, leased when the run is cancelled
     clock.advance(1)
-    defined.cancel_workflow(started.run_id, "stop")
-    entries = defined.workflow_timeline(started.run_id)
+    defined.workflows.cancel(started.run_id, "stop")
+    entries = defined.workflows.timeline(started.run_id)
     streams = {entry.record.originator_id for entry in entries}
     merged = [(e.record.originator_id, e.record.originator_version) for e in entries]
     assert merged == _recorded_order(defined, streams)
@@ -366,18 +368,18 @@ def test_graph_and_show_include_appended_steps_and_a_recovery_names_its_source(
 ) -> None:
     """Steps appended to a live run are drawn with their edges; a recovered run's show
     names the run it recovered, a cancelled one's the cancel's reason."""
-    started = defined.start_workflow(spec(job("a"), ext("gate", "a")))
-    defined.append_steps(started.run_id, [job("late", "gate:t")], "grow-1")
+    started = defined.workflows.submit(spec(job("a"), ext("gate", "a")))
+    defined.workflows.append_steps(started.run_id, [job("late", "gate:t")], "grow-1")
     assert run("workflow", "graph", str(started.run_id)).stdout.splitlines()[-1] == (
         "late (job, blocked) <- gate [on_terminal]"
     )
     _work_all(defined, clock)
-    defined.complete_step(started.run_id, "gate", True)
+    defined.workflows.complete_step(started.run_id, "gate", True)
     _work_all(defined, clock)
-    recovered = defined.recover_workflow(started.run_id, "late", "again", "k")
+    recovered = defined.workflows.recover(started.run_id, "late", "again", "k")
     fields = _fields(run("workflow", "show", str(recovered.run_id)).stdout)
     assert fields["recovered from"] == f"{started.run_id} at step late"
     assert fields["recovery reason"] == "again"
-    defined.cancel_workflow(recovered.run_id, "not today")
+    defined.workflows.cancel(recovered.run_id, "not today")
     fields = _fields(run("workflow", "show", str(recovered.run_id)).stdout)
     assert fields["cancel reason"] == "not today"

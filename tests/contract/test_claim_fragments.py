@@ -257,7 +257,7 @@ def _fill(ledger: Ledger, clock: FakeClock) -> dict[str, str]:
         labels[str(job.job_id)] = f"{job_type}:{queue or '-'}:{org or '-'}:{priority}"
     later = ledger.enqueue("t", queue="a", org="o1", priority=900, delay_s=3600)
     labels[str(later.job_id)] = "t:a:o1:900:later"
-    ledger.pause_queue("held")
+    ledger.limits.pause_queue("held")
     clock.advance(1)
     return labels
 

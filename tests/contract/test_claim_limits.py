@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 
 from ledger import EnqueueRequest, FakeClock, JobState, Ledger
-from ledger.api.outcomes import Completion
 from ledger.core.errors import InvalidRequestError
+from ledger.jobs.outcomes import Completion
 
 
 def _succeed_all(ledger: Ledger, jobs: list[JobState]) -> None:

@@ -1,4 +1,4 @@
-"""Sync state, dead-job pruning and ``Ledger.sync_source`` on both backends.
+"""Sync state, dead-job pruning and ``ledger.sources.sync`` on both backends.
 
 Complements ``test_views.py`` (which pins the single-result cases) with multi-step histories,
 per-subject isolation, and the source diff enqueued end to end.
@@ -90,7 +90,7 @@ def test_an_upsert_never_erases_across_several_results(defined: Ledger, clock: F
     for revision, content_hash in results:
         clock.advance(1)
         run(defined, "a", revision=revision, content_hash=content_hash)
-    [row] = defined.sync_state("src")
+    [row] = defined.sources.sync_state("src")
     assert (row.revision, row.content_hash) == ("e2", "m3")
     assert row.last_ingested_at == row.last_seen_at == clock.now()
 
@@ -100,10 +100,10 @@ def test_the_row_takes_the_results_revision_never_the_jobs(defined: Ledger) -> N
     requested = Subject(source_id="src", uri="a", revision="e0")
     assert defined.enqueue("t", subject=requested).outcome != "skipped"
     succeed_next(defined, content_hash="m")
-    [row] = defined.sync_state("src")
+    [row] = defined.sources.sync_state("src")
     assert (row.revision, row.content_hash) == (None, "m")
-    assert defined.revision_snapshot("src") == {}
-    assert defined.known_uris("src") == {"a"}
+    assert defined.sources.revision_snapshot("src") == {}
+    assert defined.sources.known_uris("src") == {"a"}
 
 
 def test_times_are_the_clocks_at_success_and_move_only_for_the_uri_ingested(
@@ -121,7 +121,7 @@ def test_times_are_the_clocks_at_success_and_move_only_for_the_uri_ingested(
     run(defined, "b", revision="e1")
     clock.advance(60)
     run(defined, "a", revision="e2")
-    rows = {row.uri: row for row in defined.sync_state("src")}
+    rows = {row.uri: row for row in defined.sources.sync_state("src")}
     assert rows["a"].last_seen_at == rows["a"].last_ingested_at == clock.now()
     assert rows["b"].last_seen_at == rows["b"].last_ingested_at == start + timedelta(seconds=70)
 
@@ -131,13 +131,16 @@ def test_sync_state_and_its_reads_are_per_source(defined: Ledger) -> None:
     run(defined, "a", revision="e1")
     run(defined, "a", source="other", revision="o1")
     run(defined, "b", source="other")
-    assert defined.revision_snapshot("src") == {"a": "e1"}
-    assert defined.revision_snapshot("other") == {"a": "o1"}
-    assert defined.known_uris("other") == {"a", "b"}
+    assert defined.sources.revision_snapshot("src") == {"a": "e1"}
+    assert defined.sources.revision_snapshot("other") == {"a": "o1"}
+    assert defined.sources.known_uris("other") == {"a", "b"}
     run(defined, "a", SubjectOp.DELETE)
-    assert defined.sync_state("src") == []
-    assert defined.known_uris("other") == {"a", "b"}
-    assert defined.known_uris("nobody") == set() and defined.revision_snapshot("nobody") == {}
+    assert defined.sources.sync_state("src") == []
+    assert defined.sources.known_uris("other") == {"a", "b"}
+    assert (
+        defined.sources.known_uris("nobody") == set()
+        and defined.sources.revision_snapshot("nobody") == {}
+    )
 
 
 def test_a_delete_prunes_only_that_subjects_dead_jobs_whatever_their_op(defined: Ledger) -> None:
@@ -158,7 +161,7 @@ def test_a_delete_of_an_unknown_uri_succeeds_without_creating_a_row(defined: Led
     dead = kill(defined, "gone")
     state = run(defined, "gone", SubjectOp.DELETE)
     assert state.status is JobStatus.SUCCEEDED
-    assert defined.sync_state("src") == []
+    assert defined.sources.sync_state("src") == []
     assert dead not in {d.job_id for d in defined.dead_letters()}
 
 
@@ -171,10 +174,10 @@ def test_failures_write_no_sync_state_and_prune_nothing(defined: Ledger) -> None
     assert job.lease is not None
     retried = defined.fail(job.lease, RETRYABLE)
     assert retried.status is JobStatus.PENDING
-    assert defined.revision_snapshot("src") == {"a": "e1"}
+    assert defined.sources.revision_snapshot("src") == {"a": "e1"}
     defined.cancel(job.job_id)
     dead_delete = kill(defined, "a", SubjectOp.DELETE)
-    [row] = defined.sync_state("src")
+    [row] = defined.sources.sync_state("src")
     assert (row.revision, row.content_hash) == ("e1", "m1")
     assert {d.job_id for d in defined.dead_letters()} == {dead_upsert, dead_delete}
 
@@ -223,7 +226,7 @@ def test_sync_source_enqueues_one_job_per_upsert_and_delete(defined: Ledger) -> 
     """Changed and new URIs become upserts carrying the listed revision; missing ones, deletes."""
     seed_state(defined)
     listing = [("a", "e1"), ("b", "e2"), ("c", None), ("n", "e9")]
-    synced = defined.sync_source("src", listing, job_type="t", org="acme")
+    synced = defined.sources.sync("src", listing, job_type="t", org="acme")
     assert [d.uri for d in synced.diff.unchanged] == ["a", "c"]
     assert synced.skipped == []
     assert [(j.decision.uri, j.decision.action) for j in synced.enqueued] == [
@@ -249,7 +252,7 @@ def test_sync_source_skips_subjects_that_have_a_live_job(defined: Ledger) -> Non
     live_upsert = defined.enqueue("t", subject=subject("d")).job_id
     [leased] = defined.claim("w")
     assert leased.job_id == pending_upsert and live_upsert is not None
-    synced = defined.sync_source(
+    synced = defined.sources.sync(
         "src", [("a", "e1"), ("b", "e2"), ("c", None), ("n", "e9")], job_type="t"
     )
     assert [j.decision.uri for j in synced.enqueued] == ["b"]
@@ -266,12 +269,12 @@ def test_a_second_identical_sync_after_the_jobs_succeeded_enqueues_nothing(
     """Once the enqueued jobs ran, the same listing diffs as unchanged everywhere."""
     seed_state(defined)
     listing = [("a", "e1"), ("b", "e2"), ("c", None), ("n", "e9")]
-    first = defined.sync_source("src", listing, job_type="t")
+    first = defined.sources.sync("src", listing, job_type="t")
     assert len(work_all(defined)) == len(first.enqueued) == 3
-    assert defined.revision_snapshot("src") == {"a": "e1", "b": "e2", "n": "e9"}
-    assert defined.known_uris("src") == {"a", "b", "c", "n"}
+    assert defined.sources.revision_snapshot("src") == {"a": "e1", "b": "e2", "n": "e9"}
+    assert defined.sources.known_uris("src") == {"a", "b", "c", "n"}
     head = defined.store.head_position()
-    second = defined.sync_source("src", listing, job_type="t")
+    second = defined.sources.sync("src", listing, job_type="t")
     assert (second.enqueued, second.skipped, second.diff.changes) == ([], [], [])
     assert [d.uri for d in second.diff.unchanged] == ["a", "b", "c", "n"]
     assert defined.store.head_position() == head
@@ -281,24 +284,24 @@ def test_a_second_sync_before_the_jobs_ran_skips_every_change(defined: Ledger) -
     """Re-polling while the jobs are still pending enqueues no duplicates."""
     seed_state(defined)
     listing = [("b", "e2"), ("n", "e9")]
-    first = defined.sync_source("src", listing, job_type="t")
-    second = defined.sync_source("src", listing, job_type="t")
+    first = defined.sources.sync("src", listing, job_type="t")
+    second = defined.sources.sync("src", listing, job_type="t")
     assert second.enqueued == []
     assert [d.uri for d in second.skipped] == [j.decision.uri for j in first.enqueued]
 
 
 def test_a_revisionless_source_is_ingested_once_per_appearance(defined: Ledger) -> None:
     """No revision: new → upsert, then unchanged; gone → delete; back again → new upsert."""
-    [job] = defined.sync_source("src", [("a", None)], job_type="t").enqueued
+    [job] = defined.sources.sync("src", [("a", None)], job_type="t").enqueued
     assert job.decision.is_new
     work_all(defined)
-    again = defined.sync_source("src", [("a", None)], job_type="t")
+    again = defined.sources.sync("src", [("a", None)], job_type="t")
     assert again.enqueued == [] and [d.uri for d in again.diff.unchanged] == ["a"]
-    [gone] = defined.sync_source("src", [], job_type="t").enqueued
+    [gone] = defined.sources.sync("src", [], job_type="t").enqueued
     assert gone.decision.action is SourceAction.DELETE
     work_all(defined)
-    assert defined.known_uris("src") == set()
-    [back] = defined.sync_source("src", [("a", None)], job_type="t").enqueued
+    assert defined.sources.known_uris("src") == set()
+    [back] = defined.sources.sync("src", [("a", None)], job_type="t").enqueued
     assert back.decision.is_new
 
 
@@ -309,8 +312,8 @@ def test_a_refused_sync_appends_nothing(defined: Ledger, fault: str) -> None:
     head = defined.store.head_position()
     if fault == "unknown type":
         with pytest.raises(DefinitionNotFoundError):
-            defined.sync_source("src", [("b", "e2"), ("n", "e9")], job_type="nope")
+            defined.sources.sync("src", [("b", "e2"), ("n", "e9")], job_type="nope")
     else:
         with pytest.raises(InvalidRequestError, match="more than once"):
-            defined.sync_source("src", [("n", "e9"), ("n", "e9")], job_type="t")
+            defined.sources.sync("src", [("n", "e9"), ("n", "e9")], job_type="t")
     assert defined.store.head_position() == head

@@ -22,11 +22,11 @@ def run_subject_job(
 def test_success_records_the_results_revision_and_hash(defined: Ledger, clock: FakeClock) -> None:
     """An upsert's result revision and hash land in the sync state, with its times."""
     run_subject_job(defined, SubjectOp.UPSERT, revision="e1", content_hash="m1")
-    [row] = defined.sync_state("src")
+    [row] = defined.sources.sync_state("src")
     assert (row.uri, row.revision, row.content_hash) == ("file:///a.md", "e1", "m1")
     assert row.last_ingested_at == clock.now() == row.last_seen_at
-    assert defined.revision_snapshot("src") == {"file:///a.md": "e1"}
-    assert defined.known_uris("src") == {"file:///a.md"}
+    assert defined.sources.revision_snapshot("src") == {"file:///a.md": "e1"}
+    assert defined.sources.known_uris("src") == {"file:///a.md"}
 
 
 def test_an_upsert_never_erases_a_stored_value(defined: Ledger, clock: FakeClock) -> None:
@@ -34,7 +34,7 @@ def test_an_upsert_never_erases_a_stored_value(defined: Ledger, clock: FakeClock
     run_subject_job(defined, SubjectOp.UPSERT, revision="e1", content_hash="m1")
     clock.advance(5)
     run_subject_job(defined, SubjectOp.UPSERT, content_hash="m2")
-    [row] = defined.sync_state("src")
+    [row] = defined.sources.sync_state("src")
     assert (row.revision, row.content_hash) == ("e1", "m2")
     assert row.last_ingested_at == clock.now()
 
@@ -42,8 +42,8 @@ def test_an_upsert_never_erases_a_stored_value(defined: Ledger, clock: FakeClock
 def test_a_row_without_a_revision_is_known_but_not_in_the_snapshot(defined: Ledger) -> None:
     """revision_snapshot lists only rows with a revision; known_uris lists every row."""
     run_subject_job(defined, SubjectOp.UPSERT, content_hash="m")
-    assert defined.revision_snapshot("src") == {}
-    assert defined.known_uris("src") == {"file:///a.md"}
+    assert defined.sources.revision_snapshot("src") == {}
+    assert defined.sources.known_uris("src") == {"file:///a.md"}
 
 
 def test_dead_letters_keep_payload_and_checkpoint_and_leave_on_requeue(defined: Ledger) -> None:
@@ -77,7 +77,7 @@ def test_a_successful_delete_removes_the_row_and_prunes_the_subjects_dead_jobs(
     defined.fail(job.lease, PERMANENT)
     assert {d.job_id for d in defined.dead_letters()} == {dead_id, other}
     run_subject_job(defined, SubjectOp.DELETE)
-    assert defined.sync_state("src") == []
+    assert defined.sources.sync_state("src") == []
     assert [d.job_id for d in defined.dead_letters()] == [other]
     assert dead_id is not None
     dead = defined.get(dead_id)

@@ -35,7 +35,7 @@ def test_round_trip_is_byte_identical_and_target_agrees(
         assert target.get_many(jobs.all) == source.get_many(jobs.all)
         assert target.get(jobs.leased).status is JobStatus.LEASED  # type: ignore[union-attr]
         assert target.dead_letters() == source.dead_letters()
-        assert target.sync_state("src") == source.sync_state("src")
+        assert target.sources.sync_state("src") == source.sources.sync_state("src")
         assert target.definitions() == source.definitions()
         for job_id in jobs.all:
             assert target.history(job_id) == source.history(job_id)

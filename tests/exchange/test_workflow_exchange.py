@@ -50,7 +50,7 @@ async def _runs(url: str, clock: FakeClock) -> list[UUID]:
     with Ledger.open(url, clock=clock) as ledger:
         ledger.define("work", max_attempts=2)
         ledger.enqueue("work", {"key": "plain"})
-        gated = ledger.start_workflow(
+        gated = ledger.workflows.submit(
             {
                 "workflow_type": "etl",
                 "org": "acme",
@@ -64,27 +64,27 @@ async def _runs(url: str, clock: FakeClock) -> list[UUID]:
                 ],
             }
         ).run_id
-        keyed = ledger.start_workflow(
+        keyed = ledger.workflows.submit(
             {"workflow_type": "etl", "idempotency_key": "k1", "steps": [_job("only")]}
         ).run_id
         await drain(ledger, _registry())
         clock.advance(30)
-        ledger.complete_step(gated, "gate", True, output={"by": "ann"})
+        ledger.workflows.complete_step(gated, "gate", True, output={"by": "ann"})
         await drain(ledger, _registry())
-        cancelled = ledger.start_workflow(
+        cancelled = ledger.workflows.submit(
             {"workflow_type": "etl", "steps": [_job("x"), _job("y", "x")]}
         ).run_id
-        ledger.cancel_workflow(cancelled, "not today")
+        ledger.workflows.cancel(cancelled, "not today")
     return [gated, keyed, cancelled]
 
 
 def _reads(ledger: Ledger, runs: list[UUID]) -> list[Any]:
     """What the workflow reads say of each run: status, result, steps, history."""
-    out: list[Any] = [[run.run_id for run in ledger.workflows(limit=100).runs]]
+    out: list[Any] = [[run.run_id for run in ledger.workflows.runs(limit=100).runs]]
     for run in runs:
-        handle = ledger.workflow(run)
+        handle = ledger.workflows.handle(run)
         out.append((handle.status(), handle.result(), handle.steps()))
-        out.append(ledger.workflow_history(run))
+        out.append(ledger.workflows.history(run))
         for step in handle.steps():
             if step.job_id is not None:
                 out.append(ledger.history(step.job_id))
@@ -150,7 +150,7 @@ def test_a_run_stream_without_its_submit_is_a_bad_line(db_url: str, target_url: 
     number of what follows it, and nothing is written."""
     with Ledger.open(db_url) as ledger:
         ledger.define("work")
-        ledger.start_workflow({"workflow_type": "etl", "steps": [_job("only")]})
+        ledger.workflows.submit({"workflow_type": "etl", "steps": [_job("only")]})
     lines = export_bytes(db_url).splitlines(keepends=True)
     first_run = min(i for i, line in enumerate(lines) if b'"kind":"workflow"' in line)
     refused = invoke(
@@ -177,7 +177,7 @@ async def test_a_run_whose_idempotency_key_another_run_holds_is_refused(
     # own under the key.
     assert invoke(target_url, "import", "-", stdin=export_bytes(db_url, str(plain))).exit_code == 0
     with Ledger.open(target_url) as target:
-        target.start_workflow(
+        target.workflows.submit(
             {"workflow_type": "etl", "idempotency_key": "k1", "steps": [_job("other")]}
         )
         before = target.store.head_position()

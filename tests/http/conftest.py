@@ -38,7 +38,7 @@ class Server:
         return {"Authorization": "" if secret is None else f"Bearer {secret}"}
 
     def token(self, role: str, org: str | None) -> str:
-        return self.ledger.create_token(org=org, role=role, label=f"{role} {org}").secret
+        return self.ledger.tokens.create(org=org, role=role, label=f"{role} {org}").secret
 
 
 def wait_until_up(client: httpx.Client, process: subprocess.Popen[bytes]) -> None:
@@ -83,7 +83,7 @@ def server(db_url: str, ledger: Ledger) -> Iterator[Server]:
     port = free_port()
     process = spawn_serve(db_url, port)
     base = f"http://127.0.0.1:{port}"
-    admin = ledger.create_token(org=None, role="admin", label="tests").secret
+    admin = ledger.tokens.create(org=None, role="admin", label="tests").secret
     headers = {"Authorization": f"Bearer {admin}"}
     with httpx.Client(base_url=base, headers=headers) as client:
         try:

@@ -27,8 +27,8 @@ def test_no_wrong_or_revoked_token_is_401_with_a_bearer_challenge(
     defined: Ledger, server: Server
 ) -> None:
     """Every route but /health and the schema needs a valid token: 401 + WWW-Authenticate."""
-    revoked = defined.create_token(org="acme", role="read")
-    defined.revoke_token(revoked.token.token_id)
+    revoked = defined.tokens.create(org="acme", role="read")
+    defined.tokens.revoke(revoked.token.token_id)
     job_id = defined.enqueue("t", {}, org="acme").job_id
     wrong = [None, "nonsense", revoked.secret, revoked.secret[:-2] + "xx", "jlt_zz_yy"]
     for secret in wrong:
@@ -71,8 +71,8 @@ def test_an_org_token_sees_and_touches_only_its_org(defined: Ledger, server: Ser
     pending = defined.enqueue("t", {}, org="globex").job_id
     defined.define("work")
     step = {"kind": "job", "key": "a", "job_type": "work"}
-    run_b = defined.start_workflow({"workflow_type": "wf", "org": "globex", "steps": [step]})
-    run_a = defined.start_workflow({"workflow_type": "wf", "org": "acme", "steps": [step]})
+    run_b = defined.workflows.submit({"workflow_type": "wf", "org": "globex", "steps": [step]})
+    run_a = defined.workflows.submit({"workflow_type": "wf", "org": "acme", "steps": [step]})
     as_acme = server.as_token(acme)
     before = _head(defined)
     for path in (f"/api/v1/jobs/{theirs}", f"/api/v1/workflows/{run_b.run_id}"):
@@ -116,7 +116,7 @@ def test_an_org_token_sees_and_touches_only_its_org(defined: Ledger, server: Ser
 def test_a_mutation_is_an_event_naming_its_token(defined: Ledger, server: Server) -> None:
     """An operate token's retry and cancel append job_requeued / job_cancelled whose reason
     names the token's id; cancelling again is 409."""
-    operator = defined.create_token(org="acme", role="operate")
+    operator = defined.tokens.create(org="acme", role="operate")
     as_operator = server.as_token(operator.secret)
     dead = _dead(defined, "acme")
     retried = server.client.post(

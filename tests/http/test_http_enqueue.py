@@ -25,7 +25,7 @@ def _enqueued(ledger: Ledger, job_id: str) -> JobEnqueued:
 def test_enqueue_names_the_token_and_repeats_idempotently(defined: Ledger, server: Server) -> None:
     """An org token's enqueue is 201 into its org with actor = the token; the same key again
     is 200 with the same job and appends nothing; history shows the actor."""
-    made = defined.create_token(org="acme", role="operate")
+    made = defined.tokens.create(org="acme", role="operate")
     as_acme = server.as_token(made.secret)
     body = {"type": "t", "payload": {"to": "x"}, "priority": 7, "idempotency_key": "k1"}
     first = server.client.post("/api/v1/jobs", json=body, headers=as_acme)
@@ -85,7 +85,7 @@ def test_enqueue_refusals_append_nothing(defined: Ledger, server: Server) -> Non
 
 def test_batch_enqueue_is_one_transaction_naming_the_token(defined: Ledger, server: Server) -> None:
     """A batch answers one result per job in order; each job_enqueued names the token."""
-    admin = defined.create_token(org=None, role="admin")
+    admin = defined.tokens.create(org=None, role="admin")
     jobs = [{"type": "t", "org": "acme", "idempotency_key": "b"}, {"type": "t"}]
     done = server.client.post(
         "/api/v1/jobs/batch",

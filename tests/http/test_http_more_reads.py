@@ -53,7 +53,7 @@ def test_audit_filters_and_pages(defined: Ledger, server: Server) -> None:
 def test_workflows_list_and_show(defined: Ledger, server: Server) -> None:
     """/workflows lists a started run; /workflows/{id} shows its steps; unknown is 404."""
     defined.define("work")
-    started = defined.start_workflow(
+    started = defined.workflows.submit(
         {
             "workflow_type": "wf",
             "org": "acme",

@@ -45,7 +45,7 @@ def _synced(ledger: Ledger, org: str, source: str, uri: str, revision: str) -> U
 def test_enable_and_disable_name_the_token(defined: Ledger, server: Server) -> None:
     """An admin token disables and enables a type (job_type_updated.actor names it); an
     org's token, even admin, and an operate token are 403; unknown type 404."""
-    admin = defined.create_token(org=None, role="admin")
+    admin = defined.tokens.create(org=None, role="admin")
     as_admin = server.as_token(admin.secret)
     refused_tokens = (server.token("operate", "acme"), server.token("admin", "acme"))
     before = _head(defined)
@@ -80,7 +80,7 @@ def test_requeue_dead_letters_by_type(defined: Ledger, server: Server) -> None:
     """An org token requeues its org's dead jobs of the type (limit respected), reasons
     naming it; another org's stay dead; read 403, another org 404, bad limit 422."""
     defined.define("u")
-    operator = defined.create_token(org="acme", role="operate")
+    operator = defined.tokens.create(org="acme", role="operate")
     mine = [_dead(defined, "acme") for _ in range(3)]
     other_type = _dead(defined, "acme", "u")
     theirs = _dead(defined, "globex")
@@ -211,7 +211,7 @@ def test_audit_streams_json_lines_through_every_page(defined: Ledger, server: Se
 def test_pause_and_resume_a_queue_name_the_token(defined: Ledger, server: Server) -> None:
     """An admin token of no org pauses and resumes a queue (the events' actor names it); an
     org's token (admin or operate) is 403 and appends nothing."""
-    operator = defined.create_token(org=None, role="admin")
+    operator = defined.tokens.create(org=None, role="admin")
     headers = server.as_token(operator.secret)
     org_tokens = [server.as_token(server.token(role, "acme")) for role in ("admin", "operate")]
     before = _head(defined)
@@ -229,5 +229,5 @@ def test_pause_and_resume_a_queue_name_the_token(defined: Ledger, server: Server
     resumed = server.client.post("/api/v1/queues/mail/resume", headers=headers)
     assert resumed.json()["paused"] is False
     assert len(defined.claim("w1", limit=5)) == 1
-    [state] = [q for q in defined.queues() if q.queue == "mail"]
+    [state] = [q for q in defined.limits.queues() if q.queue == "mail"]
     assert state.actor == f"api token {operator.token.token_id}"

@@ -52,7 +52,7 @@ def a_dead_job(ledger: Ledger, org: str) -> UUID:
 def a_workflow(ledger: Ledger, org: str) -> UUID:
     ledger.define("work")
     step = {"kind": "job", "key": "a", "job_type": "work"}
-    return ledger.start_workflow({"workflow_type": "wf", "org": org, "steps": [step]}).run_id
+    return ledger.workflows.submit({"workflow_type": "wf", "org": org, "steps": [step]}).run_id
 
 
 def concrete(path: str, job: UUID, run: UUID) -> str:
@@ -84,7 +84,7 @@ def test_revoking_a_token_ends_its_open_streams(defined: Ledger, server: Server)
     nothing appended after the revocation, another org's events included, and is ended; a
     stream of another token goes on."""
     revoked = server.token("admin", None)
-    token = defined.authenticate(revoked)
+    token = defined.tokens.authenticate(revoked)
     assert token is not None
     with (
         connected(server, headers=server.as_token(revoked)) as doomed,
@@ -93,7 +93,7 @@ def test_revoking_a_token_ends_its_open_streams(defined: Ledger, server: Server)
         defined.enqueue("t", {}, org="acme")
         assert doomed.next_message().event == "job_enqueued"
         assert other.next_message().data["org"] == "acme"
-        defined.revoke_token(token.token_id, reason="test")
+        defined.tokens.revoke(token.token_id, reason="test")
         defined.enqueue("t", {}, org="globex")
         after = doomed.rest()  # ends when the server ends the stream
         assert other.next_message().data["org"] == "globex"

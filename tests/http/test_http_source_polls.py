@@ -17,9 +17,9 @@ def _down() -> Listing:
 def test_sources_carry_the_last_poll_and_breaker(defined: Ledger, server: Server) -> None:
     """A source polled fine and one whose breaker opened: both in /sources with ``poll``;
     /sources/{name} has it too, with the rows; an org's token sees neither poll-only one."""
-    defined.poll_source("docs", lambda: [("a", "r1")], SourceConfig(job_type="t", org="acme"))
+    defined.sources.poll("docs", lambda: [("a", "r1")], SourceConfig(job_type="t", org="acme"))
     failing = SourceConfig(job_type="t", breaker=BreakerPolicy(1, 60))
-    defined.poll_source("bucket", _down, failing)
+    defined.sources.poll("bucket", _down, failing)
     listed = server.client.get("/api/v1/sources").json()
     assert [(s["source_id"], s["poll"]["result"]) for s in listed] == [
         ("bucket", "failed"),

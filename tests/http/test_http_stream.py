@@ -223,8 +223,8 @@ def test_a_workflows_events_and_its_steps_carry_its_run_and_org(
     step = {"kind": "job", "key": "a", "job_type": "work"}
     globex = server.token("read", "globex")
     with connected(server, headers=server.as_token(globex)) as theirs:
-        defined.start_workflow({"workflow_type": "wf", "org": "acme", "steps": [step]})
-        run = defined.start_workflow({"workflow_type": "wf", "org": "globex", "steps": [step]})
+        defined.workflows.submit({"workflow_type": "wf", "org": "acme", "steps": [step]})
+        run = defined.workflows.submit({"workflow_type": "wf", "org": "globex", "steps": [step]})
         first = theirs.next_message()
         assert (first.data["workflow_run_id"], first.data["org"]) == (str(run.run_id), "globex")
     with connected(server, {"after": 0, "workflow": str(run.run_id)}) as stream:

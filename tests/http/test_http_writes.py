@@ -26,7 +26,7 @@ def _head(ledger: Ledger) -> int:
 
 
 def _run(ledger: Ledger, org: str) -> UUID:
-    return ledger.start_workflow({**GATED, "org": org}).run_id
+    return ledger.workflows.submit({**GATED, "org": org}).run_id
 
 
 def _dead(ledger: Ledger, org: str) -> UUID:
@@ -45,7 +45,7 @@ def _reason(record_event: Any) -> str:
 def test_requeue_a_dead_letter(defined: Ledger, server: Server) -> None:
     """An operate token requeues its org's dead job (reason names it); a pending job is 409;
     a read token 403; another org's 404; the refusals append nothing."""
-    operator = defined.create_token(org="acme", role="operate")
+    operator = defined.tokens.create(org="acme", role="operate")
     reader, other = server.token("read", "acme"), server.token("operate", "globex")
     dead = _dead(defined, "acme")
     before = _head(defined)
@@ -67,7 +67,7 @@ def test_complete_an_external_step_and_cancel_a_run(defined: Ledger, server: Ser
     """Completing the gate releases the next step; cancel ends the run; both events' reasons
     name the token; a read token is 403 and another org's 404, appending nothing."""
     defined.define("work")
-    operator = defined.create_token(org="acme", role="operate")
+    operator = defined.tokens.create(org="acme", role="operate")
     reader, other = server.token("read", "acme"), server.token("operate", "globex")
     run_id = _run(defined, "acme")
     complete = f"/api/v1/workflows/{run_id}/steps/gate/complete"
@@ -88,14 +88,14 @@ def test_complete_an_external_step_and_cancel_a_run(defined: Ledger, server: Ser
     )
     assert done.status_code == 200, done.text
     assert {s["key"]: s["status"] for s in done.json()["steps"]}["gate"] == "succeeded"
-    completed = defined.workflow_history(run_id)
+    completed = defined.workflows.history(run_id)
     gate = next(r.event for r in completed if r.event.name == "workflow_external_step_completed")
     assert _reason(gate) == f"api token {operator.token.token_id}: ok"
     cancelled = server.client.post(cancel, headers=as_operator)
     assert cancelled.status_code == 200, cancelled.text
     assert cancelled.json()["status"] == "cancelled"
     ended = next(
-        r.event for r in defined.workflow_history(run_id) if r.event.name == "workflow_cancelled"
+        r.event for r in defined.workflows.history(run_id) if r.event.name == "workflow_cancelled"
     )
     assert _reason(ended) == f"api token {operator.token.token_id}: cancelled over the API"
     unknown_step = f"/api/v1/workflows/{run_id}/steps/nope/complete"

@@ -84,7 +84,7 @@ def test_ctrl_c_stops_serve_without_a_traceback(sqlite_url: str, tmp_path: Path)
     code for Ctrl-C), no traceback."""
     with serving(sqlite_url, tmp_path) as (client, process, output):
         with Ledger.open(sqlite_url) as ledger:
-            secret = ledger.create_token(org=None, role="admin", label="test").secret
+            secret = ledger.tokens.create(org=None, role="admin", label="test").secret
         headers = {"Authorization": f"Bearer {secret}"}
         with client.stream("GET", "/api/v1/events/stream", headers=headers) as stream:
             lines = stream.iter_lines()
@@ -101,7 +101,7 @@ def test_refusals_at_the_door_are_in_the_servers_log(sqlite_url: str, tmp_path: 
     """A body nested too deep (422) and a foreign ``Host`` (400) are each logged by the
     server with the method and path, or the host, refused."""
     with Ledger.open(sqlite_url) as ledger:
-        secret = ledger.create_token(org=None, role="admin", label="test").secret
+        secret = ledger.tokens.create(org=None, role="admin", label="test").secret
     with serving(sqlite_url, tmp_path) as (client, _, output):
         deep = "[" * 1_000 + "]" * 1_000
         headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}

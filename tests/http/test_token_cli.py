@@ -29,12 +29,12 @@ def test_create_list_revoke(db_url: str) -> None:
     assert len(secret) >= 32 and secret not in listed.stdout
     assert "hash" not in listed.stdout
     with Ledger.open(db_url) as ledger:
-        found = ledger.authenticate(secret)
+        found = ledger.tokens.authenticate(secret)
         assert found is not None and str(found.token_id) == token["token_id"]
     revoked = runner.invoke(cli, ["--db", db_url, "token", "revoke", token["token_id"]])
     assert revoked.exit_code == 0, revoked.output
     with Ledger.open(db_url) as ledger:
-        assert ledger.authenticate(secret) is None
+        assert ledger.tokens.authenticate(secret) is None
         stream = ledger.store.history(found.token_id)
         assert [record.event.name for record in stream] == ["token_created", "token_revoked"]
         assert ledger.projections().verify().clean
@@ -76,7 +76,7 @@ def test_token_file_bootstraps_an_admin_token(sqlite_url: str, tmp_path: Path) -
 
         _bootstrap(ledger, path)
         assert path.stat().st_mode & 0o777 == 0o600
-        token = ledger.authenticate(path.read_text().strip())
+        token = ledger.tokens.authenticate(path.read_text().strip())
         assert token is not None and token.role.value == "admin" and token.org is None
         _bootstrap(ledger, path)  # an existing valid file is accepted as it is
-        assert len(ledger.tokens()) == 1
+        assert len(ledger.tokens.all()) == 1

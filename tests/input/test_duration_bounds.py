@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from jobledger_cli.main import cli
 from jobledger_cli.params import Seconds
 from ledger import Ledger
-from ledger.api.retention import set_rule
 from ledger.core.errors import InvalidRequestError
 from ledger.core.limits import MAX_DURATION_S, MAX_LEASE_S
 from ledger.core.reaping import ReaperConfig
@@ -25,6 +24,7 @@ from ledger.maintenance.archiver import ArchiverConfig
 from ledger.maintenance.pool_reporter import PoolReporterConfig
 from ledger.maintenance.scheduler import SchedulerConfig
 from ledger.maintenance.watchdog import WatchdogConfig
+from ledger.retention.retention_runs import set_rule
 from ledger.runtime.config import PoolConfig
 
 HUGE = ["1e12", "inf", "nan", "1e309"]
@@ -96,9 +96,9 @@ def test_add_schedule_refuses_a_jitter_past_a_century(ledger: Ledger, jitter_s: 
     ledger.define("t")
     before = ledger.store.head_position()
     with pytest.raises(InvalidRequestError, match="jitter_s must be a number of seconds"):
-        ledger.add_schedule("s", "* * * * *", "t", jitter_s=jitter_s)
+        ledger.schedules.add("s", "* * * * *", "t", jitter_s=jitter_s)
     assert ledger.store.head_position() == before
-    ledger.add_schedule("s", "* * * * *", "t", jitter_s=MAX_DURATION_S)  # the bound itself
+    ledger.schedules.add("s", "* * * * *", "t", jitter_s=MAX_DURATION_S)  # the bound itself
 
 
 @pytest.mark.parametrize("after_s", [10**20, int(MAX_DURATION_S) + 1, 0, -5, 2.5, True])

@@ -37,7 +37,7 @@ def test_the_longest_subject_is_stored_on_both_backends(ledger: Ledger) -> None:
     [job] = ledger.claim("w")
     assert job.lease is not None
     ledger.succeed(job.lease, revision=revision, content_hash=_incompressible(MAX_SUBJECT_BYTES))
-    [row] = ledger.sync_state(source_id)
+    [row] = ledger.sources.sync_state(source_id)
     assert (row.uri, row.revision) == (uri, revision)
 
 

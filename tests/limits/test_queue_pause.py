@@ -19,7 +19,7 @@ def test_a_paused_queue_is_not_claimed_and_resume_claims_it(defined: Ledger) -> 
         for e in defined.enqueue_many([EnqueueRequest(job_type="t", queue="a") for _ in range(2)])
     ]
     other = defined.enqueue("t", queue="b").job_id
-    paused = defined.pause_queue("a", reason="downstream maintenance", actor="ops")
+    paused = defined.limits.pause_queue("a", reason="downstream maintenance", actor="ops")
     assert paused is not None and paused.paused
     assert [job.job_id for job in defined.claim("w", limit=10)] == [other]
     assert defined.claim("w", limit=10, queues=["a"]) == []
@@ -28,10 +28,10 @@ def test_a_paused_queue_is_not_claimed_and_resume_claims_it(defined: Ledger) -> 
     [blocker] = defined.blockers(waiting[0])
     assert blocker.reason == "queue_paused"
     assert "paused by ops" in blocker.message and "downstream maintenance" in blocker.message
-    summary = {q.queue: q for q in defined.queues()}
+    summary = {q.queue: q for q in defined.limits.queues()}
     assert (summary["a"].paused, summary["a"].pending, summary["a"].leased) == (True, 2, 0)
     assert (summary["b"].paused, summary["b"].leased) == (False, 1)
-    defined.resume_queue("a", reason="done", actor="ops")
+    defined.limits.resume_queue("a", reason="done", actor="ops")
     assert sorted(job.job_id for job in defined.claim("w", limit=10)) == sorted(waiting)
     events = [r.event for r in defined.store.history(queue_stream_id("a"))]
     assert [type(e) for e in events] == [QueuePaused, QueueResumed]
@@ -54,10 +54,10 @@ def test_pausing_twice_appends_once_and_resuming_a_running_queue_nothing(
 ) -> None:
     """Pause and resume are idempotent: a repeat appends nothing."""
     before = defined.store.head_position()
-    assert defined.resume_queue("never-paused") is None
+    assert defined.limits.resume_queue("never-paused") is None
     assert defined.store.head_position() == before
-    defined.pause_queue("a")
-    defined.pause_queue("a")
+    defined.limits.pause_queue("a")
+    defined.limits.pause_queue("a")
     assert defined.store.head_position() == before + 1
     defined.enqueue("t", queue="a")
     assert defined.claim("w", types=["t"]) == []

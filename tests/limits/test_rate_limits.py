@@ -81,7 +81,7 @@ def test_a_per_org_rate_gives_each_org_its_own_bucket(ledger: Ledger, clock: Fak
     for job in claimed:
         by_org[job.org] = by_org.get(job.org, 0) + 1
     assert by_org == {"acme": 2, "globex": 2, None: 2}
-    assert {(b.scope, b.org) for b in ledger.rate_buckets()} == {
+    assert {(b.scope, b.org) for b in ledger.limits.rate_buckets()} == {
         ("org", "acme"),
         ("org", "globex"),
         ("org", ""),

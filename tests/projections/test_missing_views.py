@@ -68,7 +68,7 @@ def test_migrate_adds_the_workflow_tables_to_a_database_from_before_them(db_url:
     and the run reads as before."""
     with Ledger.open(db_url) as ledger:
         ledger.define("work")
-        run = ledger.start_workflow(
+        run = ledger.workflows.submit(
             {
                 "workflow_type": "etl",
                 "steps": [
@@ -77,7 +77,7 @@ def test_migrate_adds_the_workflow_tables_to_a_database_from_before_them(db_url:
                 ],
             }
         ).run_id
-        before = ledger.workflow(run).steps()
+        before = ledger.workflows.handle(run).steps()
     raw(db_url, "DROP TABLE jl_workflow_steps")
     raw(db_url, "DROP TABLE jl_workflow_runs")
     with pytest.raises(Exception, match="jl_workflow"):
@@ -86,4 +86,4 @@ def test_migrate_adds_the_workflow_tables_to_a_database_from_before_them(db_url:
     assert "created jl_workflow_runs" in out and "created jl_workflow_steps" in out, out
     with Ledger.open(db_url) as ledger:
         assert ledger.projections().verify().clean
-        assert ledger.workflow(run).steps() == before
+        assert ledger.workflows.handle(run).steps() == before

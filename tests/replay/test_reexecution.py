@@ -141,7 +141,7 @@ def test_a_workflow_steps_handler_reads_its_prerequisites_outputs(db_url: str) -
     it does in a worker (it used to fail: the replay's context had no way to read them)."""
     with Ledger.open(db_url) as ledger:
         ledger.define("join")
-        started = ledger.start_workflow(
+        started = ledger.workflows.submit(
             {
                 "workflow_type": "replayed",
                 "steps": [
@@ -155,8 +155,8 @@ def test_a_workflow_steps_handler_reads_its_prerequisites_outputs(db_url: str) -
                 ],
             }
         )
-        ledger.complete_step(started.run_id, "gate", True, {"approved": "yes"})
-        [step] = [s for s in ledger.workflow(started.run_id).steps() if s.key == "join"]
+        ledger.workflows.complete_step(started.run_id, "gate", True, {"approved": "yes"})
+        [step] = [s for s in ledger.workflows.handle(started.run_id).steps() if s.key == "join"]
     assert step.job_id is not None
     code, out, err = run(db_url, step.job_id, "--json")
     assert code == 0, err

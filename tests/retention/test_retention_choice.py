@@ -6,8 +6,8 @@ from __future__ import annotations
 from retention_helpers import PAST
 
 from ledger import FakeClock, Ledger
-from ledger.api.outcomes import Completion
-from ledger.api.retention import choose, policy_of, set_rule
+from ledger.jobs.outcomes import Completion
+from ledger.retention.retention_runs import choose, policy_of, set_rule
 
 STEP = {"kind": "job", "key": "root", "job_type": "t", "payload": {}, "depends_on": []}
 
@@ -20,8 +20,8 @@ def test_only_finished_plain_jobs_past_their_rule_are_chosen(db_url: str) -> Non
     with Ledger.open(db_url, clock=clock) as ledger:
         ledger.define("t")
         plain = ledger.enqueue("t", {"kind": "plain"}).job_id
-        [synced] = ledger.sync_source("src", [("file:///a", "r1")], job_type="t").enqueued
-        ledger.start_workflow({"workflow_type": "w", "steps": [STEP], "result_step": None})
+        [synced] = ledger.sources.sync("src", [("file:///a", "r1")], job_type="t").enqueued
+        ledger.workflows.submit({"workflow_type": "w", "steps": [STEP], "result_step": None})
         claimed = ledger.claim("w1", limit=10)
         assert len(claimed) == 3
         result = ledger.succeed_many([Completion(s.lease) for s in claimed if s.lease])

@@ -13,9 +13,15 @@ from month_jobs import JANUARY, make_month_jobs, ok
 from retention_helpers import invoke, reads_of
 
 from ledger import FakeClock, Ledger
-from ledger.api.retention import choose, policy_events, policy_of, run_retention, set_rule
 from ledger.core.events import Event
 from ledger.core.retention import JobsArchived
+from ledger.retention.retention_runs import (
+    choose,
+    policy_events,
+    policy_of,
+    run_retention,
+    set_rule,
+)
 from ledger.store.postgres import partitions
 
 

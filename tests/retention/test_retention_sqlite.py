@@ -13,9 +13,9 @@ from uuid import UUID
 from retention_helpers import PAST, invoke, make_jobs, reads_of
 
 from ledger import FakeClock, Ledger
-from ledger.api.retention import HELD_BY_AUDIT, HELD_BY_HEAD, choose, policy_of, set_rule
 from ledger.core.events import Event
 from ledger.core.retention import RETENTION_STREAM_ID, JobsArchived
+from ledger.retention.retention_runs import HELD_BY_AUDIT, HELD_BY_HEAD, choose, policy_of, set_rule
 from ledger.store.sqlite import archive as archive_files
 from ledger.store.sqlite.archive import archive_path
 

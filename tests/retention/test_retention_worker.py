@@ -13,8 +13,8 @@ from pathlib import Path
 from retention_helpers import invoke, make_jobs
 
 from ledger import Ledger
-from ledger.api.retention import policy_events
 from ledger.core.retention import JobsArchived
+from ledger.retention.retention_runs import policy_events
 from ledger.runtime.config import PoolConfig
 
 APP = "from ledger.runtime.handlers import Registry\nregistry = Registry()\n"

@@ -15,7 +15,7 @@ from uuid import UUID
 import pytest
 
 from ledger import EnqueueRequest, FakeClock, JobStatus, Ledger
-from ledger.api.outcomes import BatchResult
+from ledger.jobs.outcomes import BatchResult
 from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.pool import WorkerPool
 

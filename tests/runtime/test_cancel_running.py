@@ -173,7 +173,7 @@ def test_a_cancelled_jobs_late_outcome_becomes_the_stop_and_nothing_else(
 ) -> None:
     """finish_many records a cancelled job's success as `job_handler_stopped` (how:
     returned) and not its output; a single `succeed` under that lease still raises."""
-    from ledger.api.outcomes import Completion
+    from ledger.jobs.outcomes import Completion
 
     ledger.define("t")
     job_id = ledger.enqueue("t").job_id

@@ -100,7 +100,7 @@ async def test_seed_drain_marks_job_succeeded_and_writes_sync_state(
     job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", revision="e0")).job_id
     assert (await drain_queue()).claimed == 1
     assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
-    assert sync_ledger.revision_snapshot("src") == {"s3://b/k.md": "e1"}
+    assert sync_ledger.sources.revision_snapshot("src") == {"s3://b/k.md": "e1"}
 
 
 async def test_seed_drain_delete_op_removes_sync_state(
@@ -110,12 +110,12 @@ async def test_seed_drain_delete_op_removes_sync_state(
     downstream.revision = "e1"
     sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md"))
     await drain_queue()
-    assert sync_ledger.revision_snapshot("src") == {"s3://b/k.md": "e1"}
+    assert sync_ledger.sources.revision_snapshot("src") == {"s3://b/k.md": "e1"}
     job_id = sync_ledger.enqueue(INGEST, subject=subject("s3://b/k.md", SubjectOp.DELETE)).job_id
     await drain_queue()
     assert status_of(sync_ledger, job_id) is JobStatus.SUCCEEDED
     assert downstream.deleted == ["s3://b/k.md"]
-    assert sync_ledger.revision_snapshot("src") == {}
+    assert sync_ledger.sources.revision_snapshot("src") == {}
 
 
 async def test_seed_successful_delete_prunes_dead_jobs_for_same_uri(
@@ -150,7 +150,7 @@ async def test_seed_permanent_error_marks_dead_no_reschedule(
     state = sync_ledger.get(job_id)  # type: ignore[arg-type]
     assert state is not None and state.status is JobStatus.DEAD
     assert state.last_error is not None and state.last_error.message == "unsupported"
-    assert sync_ledger.revision_snapshot("src") == {}
+    assert sync_ledger.sources.revision_snapshot("src") == {}
 
 
 async def test_seed_transient_error_reschedules_below_max_attempts(
@@ -332,7 +332,7 @@ async def test_seed_worker_loses_claim_to_reaper_does_not_write_sync_state(
     assert state is not None and state.status is JobStatus.LEASED
     assert state.worker_id == "worker-B" and state == claimed_by_b
     assert sync_ledger.store.head_position() == before
-    assert sync_ledger.revision_snapshot("src") == {}
+    assert sync_ledger.sources.revision_snapshot("src") == {}
 
 
 def _held_release(

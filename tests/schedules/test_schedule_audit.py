@@ -12,13 +12,13 @@ from projections.rules.audit import ENQUEUE_REFUSED
 def test_schedule_events_have_audit_rows(db_url: str, defined: Ledger, clock: FakeClock) -> None:
     """Added, fired and a refused miss are audited under the schedule's stream id, type and
     org; a runner that never saw the add (a fresh process) still finds the origin."""
-    defined.add_schedule("s", "*/10 * * * *", "t", org="acme")
+    defined.schedules.add("s", "*/10 * * * *", "t", org="acme")
     defined.catch_up(["audit"])  # this process's runner remembers the add
     clock.advance(600)
-    [fired] = defined.fire_due().fired
+    [fired] = defined.schedules.fire_due().fired
     defined.set_enabled("t", False)
     clock.advance(600)
-    defined.fire_due()
+    defined.schedules.fire_due()
     with Ledger.open(db_url, clock=clock) as fresh:  # a runner with no memory of the add
         rows = fresh.audit(AuditQuery(job=schedule_stream_id("s"), order="oldest")).rows
     assert [(r.event, r.job_type, r.org, r.code) for r in rows] == [

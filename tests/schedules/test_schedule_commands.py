@@ -24,49 +24,51 @@ from ledger.testing import enqueued, refute_enqueued
 def test_add_refuses_what_enqueue_or_the_parser_would(defined: Ledger) -> None:
     """Bad cron, bad zone, bad policy, undefined or disabled type, a taken name: refused."""
     with pytest.raises(InvalidCronError):
-        defined.add_schedule("s", "61 * * * *", "t")
+        defined.schedules.add("s", "61 * * * *", "t")
     with pytest.raises(UnknownTimeZoneError):
-        defined.add_schedule("s", "* * * * *", "t", tz="Mars/Olympus")
+        defined.schedules.add("s", "* * * * *", "t", tz="Mars/Olympus")
     with pytest.raises(InvalidRequestError, match="catch_up"):
-        defined.add_schedule("s", "* * * * *", "t", catch_up="some")
+        defined.schedules.add("s", "* * * * *", "t", catch_up="some")
     with pytest.raises(DefinitionNotFoundError, match="not defined"):
-        defined.add_schedule("s", "* * * * *", "nope")
-    defined.add_schedule("s", "* * * * *", "t")
+        defined.schedules.add("s", "* * * * *", "nope")
+    defined.schedules.add("s", "* * * * *", "t")
     with pytest.raises(ScheduleExistsError):
-        defined.add_schedule("s", "*/5 * * * *", "t")
-    replaced = defined.add_schedule("s", "*/5 * * * *", "t", replace=True)
+        defined.schedules.add("s", "*/5 * * * *", "t")
+    replaced = defined.schedules.add("s", "*/5 * * * *", "t", replace=True)
     assert replaced.cron == "*/5 * * * *" and replaced.version == 2
     defined.set_enabled("t", False)
     with pytest.raises(DefinitionNotFoundError, match="disabled"):
-        defined.add_schedule("s2", "* * * * *", "t")
-    assert [s.name for s in defined.schedules()] == ["s"]
+        defined.schedules.add("s2", "* * * * *", "t")
+    assert [s.name for s in defined.schedules.all()] == ["s"]
 
 
 def test_pause_resume_remove_follow_the_status(defined: Ledger, clock: FakeClock) -> None:
     """Pause, resume and remove are events; a wrong status or unknown name is refused."""
     with pytest.raises(ScheduleNotFoundError):
-        defined.pause_schedule("s")
-    defined.add_schedule("s", "* * * * *", "t")
-    assert defined.pause_schedule("s").status is ScheduleStatus.PAUSED
+        defined.schedules.pause("s")
+    defined.schedules.add("s", "* * * * *", "t")
+    assert defined.schedules.pause("s").status is ScheduleStatus.PAUSED
     with pytest.raises(ScheduleTransitionError, match="cannot pause"):
-        defined.pause_schedule("s")
+        defined.schedules.pause("s")
     clock.advance(600)
-    assert defined.fire_due().fired == []  # paused: its slots are neither fired nor missed
-    resumed = defined.resume_schedule("s")
+    assert (
+        defined.schedules.fire_due().fired == []
+    )  # paused: its slots are neither fired nor missed
+    resumed = defined.schedules.resume("s")
     assert resumed.status is ScheduleStatus.ACTIVE and resumed.cursor == clock.now()
-    assert defined.remove_schedule("s").status is ScheduleStatus.REMOVED
+    assert defined.schedules.remove("s").status is ScheduleStatus.REMOVED
     with pytest.raises(ScheduleNotFoundError):
-        defined.remove_schedule("s")
-    again = defined.add_schedule("s", "* * * * *", "t")  # a removed name may be added again
+        defined.schedules.remove("s")
+    again = defined.schedules.add("s", "* * * * *", "t")  # a removed name may be added again
     assert again.version == 5
 
 
 def test_fire_due_makes_one_job_per_slot_keyed_by_it(defined: Ledger, clock: FakeClock) -> None:
     """Three due slots fire three jobs, each keyed by its slot; a repeat pass fires none."""
-    defined.add_schedule("every", "* * * * *", "t", {"n": 1}, org="acme", catch_up="all")
+    defined.schedules.add("every", "* * * * *", "t", {"n": 1}, org="acme", catch_up="all")
     clock.advance(3 * 60 + 1)
     with enqueued(defined) as first_pass:
-        report = defined.fire_due()
+        report = defined.schedules.fire_due()
     first_pass.assert_jobs([("t", {"n": 1})] * 3)
     first_pass.assert_enqueued(type="t", org="acme")
     assert [f.slot for f in report.fired] == [
@@ -78,9 +80,9 @@ def test_fire_due_makes_one_job_per_slot_keyed_by_it(defined: Ledger, clock: Fak
     }
     assert all(jobs[f.job_id].request.org == "acme" for f in report.fired)
     with enqueued(defined) as repeat_pass:
-        assert defined.fire_due().fired == []
+        assert defined.schedules.fire_due().fired == []
     repeat_pass.assert_jobs([])
-    state = defined.schedule("every")
+    state = defined.schedules.get("every")
     assert state is not None and state.fired == 3 and state.last_slot == report.fired[-1].slot
 
 
@@ -88,12 +90,12 @@ def test_a_hand_made_job_with_the_slot_key_is_named_not_repeated(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """A job already holding a slot's key (same request) is the slot's job: created false."""
-    state = defined.add_schedule("s", "*/10 * * * *", "t")
+    state = defined.schedules.add("s", "*/10 * * * *", "t")
     slot = datetime(2026, 1, 1, 0, 10, tzinfo=UTC)
     existing = defined.enqueue("t", {}, run_at=slot, idempotency_key=slot_key("s", slot)).job_id
     clock.set(slot)
     with enqueued(defined) as firing:
-        [fired] = defined.fire_due().fired
+        [fired] = defined.schedules.fire_due().fired
     firing.assert_jobs([])  # the slot's job is the hand-made one: no job_enqueued
     assert fired.job_id == existing and not fired.created and state.version == 1
 
@@ -102,9 +104,9 @@ def test_catch_up_latest_misses_the_overdue_and_fires_the_newest(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """After an hour of downtime, ``latest`` fires the newest slot and misses the rest."""
-    defined.add_schedule("s", "*/10 * * * *", "t")  # the default policy is latest
+    defined.schedules.add("s", "*/10 * * * *", "t")  # the default policy is latest
     clock.advance(3600 + 120)
-    report = defined.fire_due()
+    report = defined.schedules.fire_due()
     assert [f.slot for f in report.fired] == [datetime(2026, 1, 1, 1, 0, tzinfo=UTC)]
     [missed] = report.missed
     assert missed.count == 5 and missed.reason is None
@@ -114,10 +116,10 @@ def test_a_disabled_type_misses_its_slots_with_the_reason(
     defined: Ledger, clock: FakeClock
 ) -> None:
     """A type disabled after the add: the slot is recorded missed, saying why."""
-    defined.add_schedule("s", "*/10 * * * *", "t")
+    defined.schedules.add("s", "*/10 * * * *", "t")
     defined.set_enabled("t", False)
     clock.advance(600)
-    report = defined.fire_due()
+    report = defined.schedules.fire_due()
     assert report.fired == [] and report.missed[0].reason is not None
     refute_enqueued(defined, type="t")
     events = [r.event for r in defined.store.history(schedule_stream_id("s"))]
@@ -127,4 +129,4 @@ def test_a_disabled_type_misses_its_slots_with_the_reason(
     assert defined.projections().verify().clean
     clock.advance(timedelta(minutes=10).total_seconds())
     defined.set_enabled("t", True)
-    assert len(defined.fire_due().fired) == 1
+    assert len(defined.schedules.fire_due().fired) == 1

@@ -22,13 +22,13 @@ START = datetime(2026, 1, 1, tzinfo=UTC)
 
 def test_a_schedulers_history_checks_clean(db_url: str, defined: Ledger, clock: FakeClock) -> None:
     """Fired, missed (by policy and refused) and paused slots: no finding, one schedule."""
-    defined.add_schedule("s", "*/10 * * * *", "t", jitter_s=30.0, catch_up="latest")
+    defined.schedules.add("s", "*/10 * * * *", "t", jitter_s=30.0, catch_up="latest")
     clock.advance(3600)
-    defined.fire_due()
+    defined.schedules.fire_due()
     defined.set_enabled("t", False)
     clock.advance(600)
-    defined.fire_due()
-    defined.pause_schedule("s")
+    defined.schedules.fire_due()
+    defined.schedules.pause("s")
     result = invoke(db_url, "replay", "--check", "--all", "--json")
     assert result.exit_code == 0, result.output
     summary = json.loads(result.stdout)

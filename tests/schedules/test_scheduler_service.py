@@ -10,18 +10,18 @@ import psycopg
 import pytest
 
 from ledger import Ledger
-from ledger.api.schedule_views import schedule_detail
 from ledger.clock import FakeClock
 from ledger.core.schedules.events import ScheduleAdded
 from ledger.core.schedules.state import schedule_stream_id
 from ledger.maintenance.scheduler import Scheduler, SchedulerConfig
 from ledger.runtime.config import PoolConfig
+from ledger.schedules.schedule_views import schedule_detail
 
 
 def test_one_pass_fires_every_due_schedule_in_rounds(defined: Ledger, clock: FakeClock) -> None:
     """Three due schedules, one per round: one pass fires all three, then a round finds none."""
     for name in ("a", "b", "c"):
-        defined.add_schedule(name, "*/10 * * * *", "t")
+        defined.schedules.add(name, "*/10 * * * *", "t")
     clock.advance(600)
     scheduler = Scheduler(defined, SchedulerConfig(schedules_per_round=1))
     reports = scheduler.run_once()
@@ -59,8 +59,8 @@ def test_a_schedule_whose_cron_cannot_be_read_does_not_stop_the_others(
 ) -> None:
     """An unreadable stored expression: that schedule has no next slot and fires nothing
     (shown, not raised); the other schedules fire, and the views verify."""
-    defined.add_schedule("good", "*/10 * * * *", "t")
-    defined.add_schedule("bad", "*/10 * * * *", "t")
+    defined.schedules.add("good", "*/10 * * * *", "t")
+    defined.schedules.add("bad", "*/10 * * * *", "t")
     _store_unreadable(defined, clock, "bad")
     clock.advance(600)
     [report] = Scheduler(defined, SchedulerConfig()).run_once()
@@ -91,8 +91,8 @@ def test_a_due_row_whose_cron_became_unreadable_is_reported_broken(
 ) -> None:
     """A view row made due by an older release's reading of an expression this one refuses:
     the pass appends nothing for it and names it in ``broken``; the others fire."""
-    defined.add_schedule("good", "*/10 * * * *", "t")
-    defined.add_schedule("bad", "*/10 * * * *", "t")
+    defined.schedules.add("good", "*/10 * * * *", "t")
+    defined.schedules.add("bad", "*/10 * * * *", "t")
     _store_unreadable(defined, clock, "bad")
     _set_next_slot(db_url, "bad", like="good")
     clock.advance(600)
@@ -127,8 +127,8 @@ def test_a_stored_jitter_past_the_storable_times_does_not_stop_the_others(
 ) -> None:
     """A schedule whose stored jitter overflows its slot's run_at is reported broken and
     left unfired; the other schedules fire in the same pass (no OverflowError roll-back)."""
-    defined.add_schedule("good", "*/10 * * * *", "t")
-    defined.add_schedule("bad", "*/10 * * * *", "t")
+    defined.schedules.add("good", "*/10 * * * *", "t")
+    defined.schedules.add("bad", "*/10 * * * *", "t")
     _store_huge_jitter(defined, clock, "bad", jitter_s)
     clock.advance(600)
     [report] = Scheduler(defined, SchedulerConfig()).run_once()

@@ -116,21 +116,21 @@ def test_every_slot_fires_once_across_processes_dst_and_downtime(
     its job keyed by it, the overdue slots fired or missed by policy; verify and replay
     --check --all hold."""
     for policy in ("all", "latest", "none"):
-        defined.add_schedule(policy, "30 2 * * *", "t", tz=PARIS, catch_up=policy)
+        defined.schedules.add(policy, "30 2 * * *", "t", tz=PARIS, catch_up=policy)
     schedulers.step(utc("2026-03-28T01:29:00"))  # nothing due yet
     for slot in DAILY:
         answers = schedulers.step(utc(slot).replace(second=5))
         assert sorted(f[0] for a in answers for f in a["fired"]) == ["all", "latest", "none"]
     schedulers.step(utc("2026-04-03T12:00:00"))  # after four days of downtime
     for policy in ("all", "latest", "none"):
-        defined.pause_schedule(policy)  # the summer: neither fired nor missed
+        defined.schedules.pause(policy)  # the summer: neither fired nor missed
     clock.set(utc("2026-10-24T23:45:00"))
     for policy in ("all", "latest", "none"):
-        defined.resume_schedule(policy)
-    defined.add_schedule("half-hours", "*/30 * * * *", "t", tz=PARIS, catch_up="all")
+        defined.schedules.resume(policy)
+    defined.schedules.add("half-hours", "*/30 * * * *", "t", tz=PARIS, catch_up="all")
     for slot in HALF_HOURS:
         schedulers.step(utc(slot).replace(second=5))
-    defined.remove_schedule("half-hours")
+    defined.schedules.remove("half-hours")
     schedulers.step(utc("2026-10-26T01:30:05"))
 
     expected_fired = {

@@ -28,10 +28,10 @@ def test_sources_shows_last_poll_breaker_and_skip_reason(
 ) -> None:
     """Two sources: one polled fine, one whose breaker opened and whose next poll was
     skipped; the list shows each one's result, counts or error, breaker and reason."""
-    synced.poll_source("wiki", lambda: [("w1", "r1")], SourceConfig(job_type=SYNC_TYPE))
+    synced.sources.poll("wiki", lambda: [("w1", "r1")], SourceConfig(job_type=SYNC_TYPE))
     config = SourceConfig(job_type=SYNC_TYPE, breaker=BreakerPolicy(2, 3600))
     for _ in range(3):  # fail, fail (opens), skipped
-        synced.poll_source("api", _down, config)
+        synced.sources.poll("api", _down, config)
     result = invoke(db_url, "sources", "--json")
     assert result.exit_code == 0, result.output
     api, wiki = json.loads(result.stdout)
@@ -95,7 +95,7 @@ def test_sources_poll_enqueues_or_runs_now(synced: Ledger, db_url: str, app_modu
     assert ran.exit_code == 0, ran.output
     output = json.loads(ran.stdout)
     assert (output["result"], output["upserted"], output["enqueued"]) == ("polled", 1, 1)
-    assert [r.event.name for r in synced.source_history("docs")] == ["source_polled"]
+    assert [r.event.name for r in synced.sources.history("docs")] == ["source_polled"]
 
     before = event_count(db_url)
     for args in (

@@ -44,7 +44,7 @@ def test_a_worker_process_runs_a_poll_job_and_its_sync_jobs(
     module = f"jl_sources_app_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{module}.py").write_text(APP)
     with Ledger.open(sqlite_url) as ledger:
-        poll_job = ledger.enqueue_source_poll("docs")
+        poll_job = ledger.sources.enqueue_poll("docs")
     argv = [JOBLEDGER, "--db", sqlite_url, "worker", "--app", f"{module}:registry"]
 
     def burst(*options: str) -> int:
@@ -70,6 +70,9 @@ def test_a_worker_process_runs_a_poll_job_and_its_sync_jobs(
             "source": "docs", "result": "polled", "upserted": 2, "unchanged": 0,
             "deleted": 0, "enqueued": 2, "already_live": 0,
         }  # fmt: skip
-        assert sorted(Path(row.uri).name for row in ledger.sync_state("docs")) == ["a.md", "b.md"]
-        [record] = ledger.source_history("docs")
+        assert sorted(Path(row.uri).name for row in ledger.sources.sync_state("docs")) == [
+            "a.md",
+            "b.md",
+        ]
+        [record] = ledger.sources.history("docs")
         assert isinstance(record.event, SourcePolled) and record.event.poll_job_id == poll_job

@@ -31,7 +31,7 @@ def _poll_and_work(ledger: Ledger, registry: object) -> dict[str, object]:
     from ledger.runtime.handlers import Registry
 
     assert isinstance(registry, Registry)
-    job_id = ledger.enqueue_source_poll("docs")
+    job_id = ledger.sources.enqueue_poll("docs")
     asyncio.run(drain(ledger, registry))
     job = ledger.get(job_id)
     assert job is not None and job.status == "succeeded", job
@@ -50,13 +50,13 @@ def test_directory_polls_enqueue_upserts_and_deletes(synced: Ledger, docs_dir: P
         "source": "docs", "result": "polled", "upserted": 2, "unchanged": 0, "deleted": 0,
         "enqueued": 2, "already_live": 0,
     }  # fmt: skip
-    uris = {row.uri for row in synced.sync_state("docs")}
+    uris = {row.uri for row in synced.sources.sync_state("docs")}
     assert uris == {(docs_dir / n).resolve().as_uri() for n in ("a.md", "b.md")}
 
     _write(docs_dir / "a.md", "a, edited", mtime_ns=2_000)  # changed
     (docs_dir / "b.md").unlink()  # removed
     _write(docs_dir / "c.md", "c", mtime_ns=1_000)  # added
-    second = synced.poll_source("docs", registry.sources()[0].list, registry.sources()[0].config)
+    second = synced.sources.poll("docs", registry.sources()[0].list, registry.sources()[0].config)
     assert second.result is PollResult.POLLED and second.sync is not None
     actions = {Path(job.decision.uri).name: job.decision.action for job in second.sync.enqueued}
     assert actions == {
@@ -67,17 +67,17 @@ def test_directory_polls_enqueue_upserts_and_deletes(synced: Ledger, docs_dir: P
     assert {job.subject.source_id for job in jobs.values() if job.subject} == {"docs"}
 
     # The same listing again while those jobs are live: nothing new, counted as already live.
-    again = synced.poll_source("docs", registry.sources()[0].list, registry.sources()[0].config)
+    again = synced.sources.poll("docs", registry.sources()[0].list, registry.sources()[0].config)
     assert again.sync is not None and (len(again.sync.enqueued), len(again.sync.skipped)) == (0, 3)
 
     _poll_and_work(synced, registry)  # works the three jobs; nothing changed since
     quiet = _poll_and_work(synced, registry)
     assert (quiet["upserted"], quiet["unchanged"], quiet["deleted"]) == (0, 2, 0)
-    assert {Path(r.uri).name for r in synced.sync_state("docs")} == {"a.md", "c.md"}
+    assert {Path(r.uri).name for r in synced.sources.sync_state("docs")} == {"a.md", "c.md"}
 
     [state] = synced.store.source_polls()
     assert (state.polls, state.last_result, state.failures) == (5, PollResult.POLLED, 0)
-    history = [r.event.name for r in synced.source_history("docs")]
+    history = [r.event.name for r in synced.sources.history("docs")]
     assert history == ["source_polled"] * 5
     assert synced.projections().verify().clean
     checked = list(synced.replay_check_all())
@@ -120,7 +120,7 @@ def test_failing_lister_opens_the_breaker_until_the_cooldown(
     assert (healed["result"], healed["upserted"]) == ("polled", 1)
     state = synced.store.source_poll("docs")
     assert state is not None and state.breaker(clock.now()) is BreakerState.CLOSED
-    names = [r.event.name for r in synced.source_history("docs")]
+    names = [r.event.name for r in synced.sources.history("docs")]
     assert names == [
         "source_poll_failed", "source_poll_failed", "source_poll_failed",
         "source_breaker_opened", "source_poll_skipped", "source_poll_failed",
@@ -151,9 +151,9 @@ def test_two_polls_at_once_fold_the_stream_in_turn(synced: Ledger, docs_dir: Pat
         return found
 
     with ThreadPoolExecutor(2) as pool:
-        polls = list(pool.map(lambda _: synced.poll_source("docs", listed, spec.config), [0, 1]))
+        polls = list(pool.map(lambda _: synced.sources.poll("docs", listed, spec.config), [0, 1]))
     counts = sorted((len(p.sync.enqueued), len(p.sync.skipped)) for p in polls if p.sync)
     assert counts == [(0, 3), (3, 0)]
-    assert [r.event.name for r in synced.source_history("docs")] == ["source_polled"] * 2
+    assert [r.event.name for r in synced.sources.history("docs")] == ["source_polled"] * 2
     assert synced.counts() == {"pending": 3}
     assert synced.projections().verify().clean

@@ -1,4 +1,4 @@
-"""Job ids drawn in bulk (ledger/api/job_ids.py): version-7 ids of one timestamp, many at
+"""Job ids drawn in bulk (ledger/jobs/job_ids.py): version-7 ids of one timestamp, many at
 once."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from uuid import RFC_4122, UUID
 
 import pytest
 
-from ledger.api.job_ids import random_uuids
+from ledger.jobs.job_ids import random_uuids
 
 AT_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 

@@ -52,7 +52,7 @@ def registry(failing: frozenset[str] = frozenset()) -> Registry:
 
 
 def statuses(ledger: Ledger, run_id: UUID) -> dict[str, str]:
-    return {step.key: step.status.value for step in ledger.workflow(run_id).steps()}
+    return {step.key: step.status.value for step in ledger.workflows.handle(run_id).steps()}
 
 
 def assert_history_holds(ledger: Ledger) -> None:

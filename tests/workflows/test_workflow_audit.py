@@ -28,18 +28,18 @@ async def _gated_run(ledger: Ledger, clock: FakeClock) -> UUID:
     """root -> a (dead-lettered) -> b (cancelled as unsatisfied); root -> gate (completed);
     a plain job beside it, in another org."""
     ledger.enqueue("work", {"key": "plain"}, org="other")
-    run = ledger.start_workflow(
+    run = ledger.workflows.submit(
         spec(job("root"), job("a", "root"), job("b", "a"), ext("gate", "root"), org="acme")
     ).run_id
     await drain(ledger, registry(failing=frozenset({"a"})))
     clock.advance(60)
-    ledger.complete_step(run, "gate", True, output={"by": "ann"})
+    ledger.workflows.complete_step(run, "gate", True, output={"by": "ann"})
     return run
 
 
 def _expected(ledger: Ledger, run: UUID) -> set[tuple[UUID, int]]:
     """Every (stream, version) of the run's own stream and of its step jobs' streams."""
-    streams = [ledger.workflow_history(run)] + [
+    streams = [ledger.workflows.history(run)] + [
         ledger.history(step_job_id(run, key)) for key in ("root", "a", "gate", "b")
     ]
     return {(r.originator_id, r.originator_version) for records in streams for r in records}

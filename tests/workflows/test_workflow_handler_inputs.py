@@ -63,10 +63,10 @@ async def test_a_fan_in_steps_handler_sees_both_prerequisites_outputs(
 ) -> None:
     """a, b -> sink: sink's handler (async or sync) gets ``{a: …, b: …}`` in the order sink
     lists them, under a real WorkerPool."""
-    started = wf.start_workflow(FAN_IN)
+    started = wf.workflows.submit(FAN_IN)
     stats = await run_until_idle(wf, with_join(registry()), concurrency=4)
     assert stats.succeeded == 3
-    handle = wf.workflow(started.run_id)
+    handle = wf.workflows.handle(started.run_id)
     assert handle.status() is RunStatus.SUCCEEDED
     assert handle.result() == {
         "inputs": {"a": {"key": "a"}, "b": {"key": "b"}},
@@ -92,11 +92,11 @@ async def test_an_on_terminal_dependent_of_a_failed_prerequisite_sees_it_absent(
 ) -> None:
     """bad (dead-lettered) and good -> cleanup (on_terminal of bad, on_success of good):
     cleanup runs and sees only good's output; bad is absent, not ``None``."""
-    started = wf.start_workflow(
+    started = wf.workflows.submit(
         spec(job("bad"), job("good"), job("cleanup", "bad:t", "good", job_type="join"))
     )
     await drain(wf, with_async_join(registry(failing=frozenset({"bad"}))))
-    steps = {step.key: step for step in wf.workflow(started.run_id).steps()}
+    steps = {step.key: step for step in wf.workflows.handle(started.run_id).steps()}
     assert steps["bad"].status.value == "failed"
     assert steps["cleanup"].output == {
         "inputs": {"good": {"key": "good"}},
@@ -117,12 +117,12 @@ async def test_an_external_prerequisites_output_and_a_none_output_are_read_too(
     def work(ctx: SyncJobContext) -> None:
         return None
 
-    started = wf.start_workflow(
+    started = wf.workflows.submit(
         spec(ext("gate"), job("quiet"), job("after", "gate", "quiet", job_type="join"))
     )
-    wf.complete_step(started.run_id, "gate", True, output={"by": "ann"})
+    wf.workflows.complete_step(started.run_id, "gate", True, output={"by": "ann"})
     await drain(wf, handlers)
-    after = {step.key: step for step in wf.workflow(started.run_id).steps()}["after"]
+    after = {step.key: step for step in wf.workflows.handle(started.run_id).steps()}["after"]
     assert after.output is not None
     assert after.output["inputs"] == {"gate": {"by": "ann"}, "quiet": None}
 
@@ -143,9 +143,9 @@ async def test_an_async_handler_reads_them_blocking_from_its_own_thread_not_on_t
         from_thread = await asyncio.to_thread(ctx.prerequisite_outputs_blocking)
         return {"refused": on_loop, "from_thread": from_thread}
 
-    started = wf.start_workflow(FAN_IN)
+    started = wf.workflows.submit(FAN_IN)
     await drain(wf, handlers)
-    result = wf.workflow(started.run_id).result()
+    result = wf.workflows.handle(started.run_id).result()
     assert result is not None
     assert "would deadlock" in result["refused"]
     assert result["from_thread"] == {"a": {"key": "a"}, "b": {"key": "b"}}

@@ -87,7 +87,7 @@ def test_a_worker_killed_mid_step_is_recovered_and_the_run_succeeds(
     succeeds with the sink's output; every view verifies and every job and run replays."""
     with Ledger.open(db_url) as ledger:
         ledger.define("work", max_attempts=3)
-        run = ledger.start_workflow(
+        run = ledger.workflows.submit(
             spec(
                 job("root"),
                 job("slow", "root", payload={"key": "slow", "dir": str(tmp_path)}),
@@ -108,13 +108,15 @@ def test_a_worker_killed_mid_step_is_recovered_and_the_run_succeeds(
     with Ledger.open(db_url) as ledger:
         killed = ledger.get(slow)
         assert killed is not None and killed.status is JobStatus.LEASED
-        assert ledger.workflow(run).status() is RunStatus.RUNNING
+        assert ledger.workflows.handle(run).status() is RunStatus.RUNNING
 
     second = _worker(db_url, app_module, tmp_path, "host-b")
     try:
         with Ledger.open(db_url) as ledger:
             _wait_for(
-                lambda: ledger.workflow(run).status() is RunStatus.SUCCEEDED, 60, "the run's end"
+                lambda: ledger.workflows.handle(run).status() is RunStatus.SUCCEEDED,
+                60,
+                "the run's end",
             )
     finally:
         second.send_signal(signal.SIGTERM)
@@ -123,13 +125,13 @@ def test_a_worker_killed_mid_step_is_recovered_and_the_run_succeeds(
 
     assert (tmp_path / "started-2").exists()
     with Ledger.open(db_url) as ledger:
-        assert ledger.workflow(run).result() == {"key": "sink", "attempt": 1}
+        assert ledger.workflows.handle(run).result() == {"key": "sink", "attempt": 1}
         events = [r.event for r in ledger.history(slow)]
         [expired] = [e for e in events if isinstance(e, JobFailed)]
         assert expired.failure.kind is FailureKind.LEASE_EXPIRED
         assert any(isinstance(e, JobRetryScheduled) for e in events)
         workers = [e.worker_id for e in events if isinstance(e, JobLeased)]
         assert [w.split("@")[1].split(":")[0] for w in workers] == ["host-a", "host-b"]
-        steps = {step.key: step for step in ledger.workflow(run).steps()}
+        steps = {step.key: step for step in ledger.workflows.handle(run).steps()}
         assert steps["slow"].output == {"key": "slow", "attempt": 2}
         assert_history_holds(ledger)

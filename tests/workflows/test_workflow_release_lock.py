@@ -57,7 +57,7 @@ def test_two_prerequisites_ending_at_once_release_the_fan_in_step_exactly_once(
     sees the first's pending count, d is released once, its job enqueued once."""
     with Ledger.open(pg_url, clock=clock) as ledger:
         ledger.define("work")
-        run = ledger.start_workflow(spec(job("a"), job("b"), job("d", "a", "b"))).run_id
+        run = ledger.workflows.submit(spec(job("a"), job("b"), job("d", "a", "b"))).run_id
         claims = {state.job_id: state for state in ledger.claim("w", limit=2, lease_s=600)}
         assert set(claims) == {step_job_id(run, "a"), step_job_id(run, "b")}
         holder = _hold_release_lock(pg_url, run)
@@ -82,7 +82,7 @@ def test_two_prerequisites_ending_at_once_release_the_fan_in_step_exactly_once(
         for thread in threads:
             thread.join(WAIT_S)
         assert errors == []
-        events = [r.event for r in ledger.workflow_history(run)]
+        events = [r.event for r in ledger.workflows.history(run)]
         releases = [e for e in events if isinstance(e, WorkflowStepReleased) and e.step_key == "d"]
         assert len(releases) == 1
         d_job = step_job_id(run, "d")
@@ -97,19 +97,19 @@ def test_complete_and_append_fail_fast_while_another_writer_holds_the_release_lo
     """``complete`` and ``append`` try the lock: held elsewhere, each is
     workflow.release_conflict at once, and nothing is written; once free, they go through."""
     with Ledger.open(pg_url, clock=clock) as ledger:
-        run = ledger.start_workflow(spec(ext("gate"))).run_id
-        version = ledger.workflow(run).view().version
+        run = ledger.workflows.submit(spec(ext("gate"))).run_id
+        version = ledger.workflows.handle(run).view().version
         holder = _hold_release_lock(pg_url, run)
         with pytest.raises(ReleaseConflictError) as raised:
-            ledger.complete_step(run, "gate", True)
+            ledger.workflows.complete_step(run, "gate", True)
         assert raised.value.code == "workflow.release_conflict"
         with pytest.raises(ReleaseConflictError):
-            ledger.append_steps(run, [ext("later", "gate")], "grow")
-        assert ledger.workflow(run).view().version == version
+            ledger.workflows.append_steps(run, [ext("later", "gate")], "grow")
+        assert ledger.workflows.handle(run).view().version == version
         holder.rollback()
         holder.close()
-        ledger.complete_step(run, "gate", True)
-        assert ledger.workflow(run).status() is RunStatus.SUCCEEDED
+        ledger.workflows.complete_step(run, "gate", True)
+        assert ledger.workflows.handle(run).status() is RunStatus.SUCCEEDED
         assert_history_holds(ledger)
 
 
@@ -126,7 +126,7 @@ def test_seed_expired_lease_reaper_defers_a_workflow_row_on_release_conflict(
     with Ledger.open(pg_url, clock=clock) as ledger, Ledger.open(pg_url, clock=clock) as other:
         ledger.define("reaper.workflow", max_attempts=1)
         ledger.define("reaper.healthy", max_attempts=3)
-        run = ledger.start_workflow(
+        run = ledger.workflows.submit(
             spec(job("step", job_type="reaper.workflow"), workflow_type="reaper.deferred")
         ).run_id
         failed_id = step_job_id(run, "step")
@@ -171,5 +171,5 @@ def test_seed_expired_lease_reaper_defers_a_workflow_row_on_release_conflict(
         second = Reaper(other, ReaperConfig(limit=2, retry_delay_s=60))
         assert [d.job_id for d in second.run_once().dead_lettered] == [failed_id]
         assert statuses(ledger, run) == {"step": "failed"}
-        assert ledger.workflow(run).status() is RunStatus.COMPLETED_WITH_ERRORS
+        assert ledger.workflows.handle(run).status() is RunStatus.COMPLETED_WITH_ERRORS
         assert_history_holds(ledger)

@@ -26,10 +26,10 @@ async def _two_runs(url: str, clock: FakeClock) -> tuple[UUID, UUID]:
     """One run that succeeded through a gate, one that completed with errors."""
     with Ledger.open(url, clock=clock) as ledger:
         ledger.define("work", max_attempts=1)
-        gated = ledger.start_workflow(spec(job("a"), ext("gate", "a"), job("b", "gate"))).run_id
-        failing = ledger.start_workflow(spec(job("x"), job("y", "x"))).run_id
+        gated = ledger.workflows.submit(spec(job("a"), ext("gate", "a"), job("b", "gate"))).run_id
+        failing = ledger.workflows.submit(spec(job("x"), job("y", "x"))).run_id
         await drain(ledger, registry(failing=frozenset({"x"})))
-        ledger.complete_step(gated, "gate", True, output={"ok": 1})
+        ledger.workflows.complete_step(gated, "gate", True, output={"ok": 1})
         await drain(ledger, registry())
     return gated, failing
 
@@ -43,7 +43,7 @@ async def test_runs_replay_clean_with_the_jobs(db_url: str, clock: FakeClock) ->
     report = json.loads(result.stdout)
     assert (report["jobs"], report["runs"], report["findings"]) == (3, 2, [])
     with Ledger.open(db_url) as ledger:
-        run_events = len(ledger.workflow_history(gated))
+        run_events = len(ledger.workflows.history(gated))
     one = _invoke(db_url, "replay", "--check", str(gated))
     assert one.exit_code == 0, one.output
     assert f"checked 0 job(s) and 1 workflow run(s), {run_events} event(s)" in one.stdout
@@ -55,7 +55,7 @@ async def test_a_tampered_run_is_a_finding_and_exits_3(db_url: str, clock: FakeC
     last command's re-decision did not write it; the fold refuses it)."""
     gated, _ = await _two_runs(db_url, clock)
     with Ledger.open(db_url, clock=clock) as ledger:
-        version = len(ledger.workflow_history(gated)) + 1
+        version = len(ledger.workflows.history(gated)) + 1
         bogus = WorkflowStatusChanged(at=clock.now(), status=RunStatus.COMPLETED_WITH_ERRORS)
         with ledger.store.unit_of_work() as uow:
             stored = [StoredEvent(gated, version, *ledger.store.codec.encode(bogus))]

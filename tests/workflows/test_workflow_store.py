@@ -35,16 +35,16 @@ async def test_a_fan_out_fan_in_run_is_worked_by_a_pool_to_its_result(wf: Ledger
     """root -> 20 parallel steps -> sink: a real WorkerPool works every step's job, the sink
     is released once, after all 20, and the run succeeds with the sink's output."""
     middle = [job(f"m{i}", "root") for i in range(FAN)]
-    started = wf.start_workflow(
+    started = wf.workflows.submit(
         spec(job("root"), *middle, job("sink", *(f"m{i}" for i in range(FAN))), result_step="sink")
     )
     assert started.created
     stats = await run_until_idle(wf, registry(), concurrency=4)
     assert stats.succeeded == FAN + 2
-    handle = wf.workflow(started.run_id)
+    handle = wf.workflows.handle(started.run_id)
     assert (handle.status(), handle.result()) == (RunStatus.SUCCEEDED, {"key": "sink"})
     assert set(statuses(wf, started.run_id).values()) == {"succeeded"}
-    events = [r.event for r in wf.workflow_history(started.run_id)]
+    events = [r.event for r in wf.workflows.history(started.run_id)]
     releases = [e for e in events if isinstance(e, WorkflowStepReleased) and e.step_key == "sink"]
     assert len(releases) == 1
     sink = wf.get(step_job_id(started.run_id, "sink"))
@@ -59,7 +59,9 @@ async def test_a_dead_letter_fails_its_step_cancels_on_success_and_releases_on_t
 ) -> None:
     """a dead-lettered: b (on_success of a) and c (on_success of b) cancelled as unsatisfied,
     transitively; cleanup (on_terminal of a) runs; the run completes with errors."""
-    started = wf.start_workflow(spec(job("a"), job("b", "a"), job("c", "b"), job("cleanup", "a:t")))
+    started = wf.workflows.submit(
+        spec(job("a"), job("b", "a"), job("c", "b"), job("cleanup", "a:t"))
+    )
     await drain(wf, registry(failing=frozenset({"a"})))
     run = started.run_id
     assert statuses(wf, run) == {
@@ -68,11 +70,11 @@ async def test_a_dead_letter_fails_its_step_cancels_on_success_and_releases_on_t
         "c": "cancelled",
         "cleanup": "succeeded",
     }
-    steps = {step.key: step for step in wf.workflow(run).steps()}
+    steps = {step.key: step for step in wf.workflows.handle(run).steps()}
     assert steps["b"].code == "workflow.dependency_unsatisfied"
     assert steps["c"].reason == "prerequisite b cancelled"
     assert steps["a"].failure is not None and steps["a"].job_id is not None
-    assert wf.workflow(run).status() is RunStatus.COMPLETED_WITH_ERRORS
+    assert wf.workflows.handle(run).status() is RunStatus.COMPLETED_WITH_ERRORS
     assert wf.get(step_job_id(run, "b")) is None  # never released: no job
     assert_history_holds(wf)
 
@@ -80,22 +82,22 @@ async def test_a_dead_letter_fails_its_step_cancels_on_success_and_releases_on_t
 async def test_an_external_gate_is_completed_through_the_api(wf: Ledger) -> None:
     """approve waits after a; complete releases b; the identical completion again changes
     nothing, another conflicts, and completing a job step is a clear error."""
-    started = wf.start_workflow(spec(job("a"), ext("approve", "a"), job("b", "approve")))
+    started = wf.workflows.submit(spec(job("a"), ext("approve", "a"), job("b", "approve")))
     run = started.run_id
     await drain(wf, registry())
     assert statuses(wf, run)["approve"] == "waiting_for_external"
-    assert wf.workflow(run).status() is RunStatus.RUNNING  # b is blocked behind the gate
+    assert wf.workflows.handle(run).status() is RunStatus.RUNNING  # b is blocked behind the gate
     with pytest.raises(StepNotExternalError, match="job step"):
-        wf.complete_step(run, "a", True)
-    wf.complete_step(run, "approve", True, output={"by": "ann"}, reason="ok")
-    version = wf.workflow(run).view().version
-    wf.complete_step(run, "approve", True, output={"by": "ann"}, reason="ok")
-    assert wf.workflow(run).view().version == version
+        wf.workflows.complete_step(run, "a", True)
+    wf.workflows.complete_step(run, "approve", True, output={"by": "ann"}, reason="ok")
+    version = wf.workflows.handle(run).view().version
+    wf.workflows.complete_step(run, "approve", True, output={"by": "ann"}, reason="ok")
+    assert wf.workflows.handle(run).view().version == version
     with pytest.raises(CompletionConflictError):
-        wf.complete_step(run, "approve", False, reason="changed my mind")
+        wf.workflows.complete_step(run, "approve", False, reason="changed my mind")
     assert statuses(wf, run)["b"] == "enqueued"
     await drain(wf, registry())
-    assert wf.workflow(run).status() is RunStatus.SUCCEEDED
+    assert wf.workflows.handle(run).status() is RunStatus.SUCCEEDED
     assert_history_holds(wf)
 
 
@@ -104,21 +106,21 @@ def test_cancelling_a_run_cancels_its_running_job_and_fences_the_late_success(
 ) -> None:
     """A running step's job is cancelled with its run; the worker's later success is
     refused; blocked steps are cancelled with no job; a second cancel changes nothing."""
-    started = wf.start_workflow(spec(job("a"), job("b", "a")))
+    started = wf.workflows.submit(spec(job("a"), job("b", "a")))
     run = started.run_id
     [claimed] = wf.claim("w1", lease_s=60)
     assert statuses(wf, run)["a"] == "running"  # from the job's own history
-    wf.cancel_workflow(run, "no longer needed")
+    wf.workflows.cancel(run, "no longer needed")
     assert statuses(wf, run) == {"a": "cancelled", "b": "cancelled"}
     job_a = wf.get(claimed.job_id)
     assert job_a is not None and job_a.status is JobStatus.CANCELLED
     assert claimed.lease is not None
     with pytest.raises(LedgerError):
         wf.succeed(claimed.lease, output={"late": True})
-    version = wf.workflow(run).view().version
-    wf.cancel_workflow(run, "again")
-    assert wf.workflow(run).view().version == version
-    assert wf.workflow(run).status() is RunStatus.CANCELLED
+    version = wf.workflows.handle(run).view().version
+    wf.workflows.cancel(run, "again")
+    assert wf.workflows.handle(run).view().version == version
+    assert wf.workflows.handle(run).status() is RunStatus.CANCELLED
     assert_history_holds(wf)
 
 
@@ -127,39 +129,39 @@ async def test_appended_steps_run_and_an_append_is_idempotent_by_its_mutation_ke
 ) -> None:
     """A gate keeps the run live; appended steps depending on a finished step are released
     at once; the same key and steps again change nothing, other steps under it conflict."""
-    started = wf.start_workflow(spec(job("a"), ext("hold", "a")))
+    started = wf.workflows.submit(spec(job("a"), ext("hold", "a")))
     run = started.run_id
     await drain(wf, registry())
-    wf.append_steps(run, [job("late", "a")], "grow-1")
-    version = wf.workflow(run).view().version
-    wf.append_steps(run, [job("late", "a")], "grow-1")
-    assert wf.workflow(run).view().version == version
+    wf.workflows.append_steps(run, [job("late", "a")], "grow-1")
+    version = wf.workflows.handle(run).view().version
+    wf.workflows.append_steps(run, [job("late", "a")], "grow-1")
+    assert wf.workflows.handle(run).view().version == version
     with pytest.raises(AppendConflictError):
-        wf.append_steps(run, [job("other", "a")], "grow-1")
+        wf.workflows.append_steps(run, [job("other", "a")], "grow-1")
     assert statuses(wf, run)["late"] == "enqueued"
     await drain(wf, registry())
-    wf.complete_step(run, "hold", True)
-    assert wf.workflow(run).status() is RunStatus.SUCCEEDED
+    wf.workflows.complete_step(run, "hold", True)
+    assert wf.workflows.handle(run).status() is RunStatus.SUCCEEDED
     assert_history_holds(wf)
 
 
 async def test_a_recovery_reruns_from_a_step_and_reuses_the_other_outputs(wf: Ledger) -> None:
     """a -> b -> c with b failing: recovering from b re-runs b and c with new jobs, reuses
     a's output, and the same request key again returns the same run."""
-    source = wf.start_workflow(spec(job("a"), job("b", "a"), job("c", "b"), result_step="c"))
+    source = wf.workflows.submit(spec(job("a"), job("b", "a"), job("c", "b"), result_step="c"))
     await drain(wf, registry(failing=frozenset({"b"})))
-    assert wf.workflow(source.run_id).status() is RunStatus.COMPLETED_WITH_ERRORS
+    assert wf.workflows.handle(source.run_id).status() is RunStatus.COMPLETED_WITH_ERRORS
     with pytest.raises(WorkflowTransitionError):
-        wf.cancel_workflow(source.run_id, "finished already")
-    recovered = wf.recover_workflow(source.run_id, "b", "fixed b", "retry-1")
+        wf.workflows.cancel(source.run_id, "finished already")
+    recovered = wf.workflows.recover(source.run_id, "b", "fixed b", "retry-1")
     assert recovered.created
-    assert wf.recover_workflow(source.run_id, "b", "fixed b", "retry-1") == (
+    assert wf.workflows.recover(source.run_id, "b", "fixed b", "retry-1") == (
         recovered.run_id,
         False,
     )
     assert statuses(wf, recovered.run_id) == {"a": "succeeded", "b": "enqueued", "c": "blocked"}
     await drain(wf, registry())
-    handle = wf.workflow(recovered.run_id)
+    handle = wf.workflows.handle(recovered.run_id)
     assert (handle.status(), handle.result()) == (RunStatus.SUCCEEDED, {"key": "c"})
     assert handle.view().recovered_from == source.run_id
     assert_history_holds(wf)
@@ -169,12 +171,12 @@ def test_an_idempotent_start_returns_the_same_run_and_another_request_conflicts(
     wf: Ledger,
 ) -> None:
     """Same key, same request: the same run, nothing written; another request: a conflict."""
-    first = wf.start_workflow(spec(job("a"), idempotency_key="k1", org="acme"))
-    again = wf.start_workflow(spec(job("a"), idempotency_key="k1", org="acme"))
+    first = wf.workflows.submit(spec(job("a"), idempotency_key="k1", org="acme"))
+    again = wf.workflows.submit(spec(job("a"), idempotency_key="k1", org="acme"))
     assert again == (first.run_id, False)
     with pytest.raises(WorkflowIdempotencyConflictError):
-        wf.start_workflow(spec(job("b"), idempotency_key="k1", org="acme"))
-    page = wf.workflows(org="acme")
+        wf.workflows.submit(spec(job("b"), idempotency_key="k1", org="acme"))
+    page = wf.workflows.runs(org="acme")
     assert [run.run_id for run in page.runs] == [first.run_id]
     assert_history_holds(wf)
 
@@ -182,7 +184,7 @@ def test_an_idempotent_start_returns_the_same_run_and_another_request_conflicts(
 def test_requeueing_a_steps_job_is_refused_and_rolls_back(wf: Ledger, clock: FakeClock) -> None:
     """A step's dead job is not requeued (recover the run instead): clear error, nothing
     written."""
-    started = wf.start_workflow(spec(job("a", max_attempts=1)))
+    started = wf.workflows.submit(spec(job("a", max_attempts=1)))
     [claimed] = wf.claim("w1")
     assert claimed.lease is not None
     wf.fail(claimed.lease, Failure(kind=FailureKind.TERMINAL, code="x", message="boom"))
@@ -200,12 +202,12 @@ def test_runs_are_listed_by_type_status_and_org_a_page_at_a_time(
     """Filters narrow the listing; the cursor walks it in submit order."""
     ids = []
     for _ in range(3):
-        ids.append(wf.start_workflow(spec(job("a"), org="acme")).run_id)
+        ids.append(wf.workflows.submit(spec(job("a"), org="acme")).run_id)
         clock.advance(1)
-    wf.start_workflow(spec(job("a"), org="other"))
-    first = wf.workflows(org="acme", limit=2)
+    wf.workflows.submit(spec(job("a"), org="other"))
+    first = wf.workflows.runs(org="acme", limit=2)
     assert [r.run_id for r in first.runs] == ids[:2] and first.next_cursor is not None
-    rest = wf.workflows(org="acme", limit=2, cursor=first.next_cursor)
+    rest = wf.workflows.runs(org="acme", limit=2, cursor=first.next_cursor)
     assert [r.run_id for r in rest.runs] == ids[2:] and rest.next_cursor is None
-    assert wf.workflows(status="succeeded").runs == []
-    assert len(wf.workflows(workflow_type="test", status="running").runs) == 4
+    assert wf.workflows.runs(status="succeeded").runs == []
+    assert len(wf.workflows.runs(workflow_type="test", status="running").runs) == 4

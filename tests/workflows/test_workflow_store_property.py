@@ -35,14 +35,14 @@ class StoreDriver:
         self.retries: dict[str, int] = {}
 
     def statuses(self) -> dict[str, str]:
-        return {s.key: s.status.value for s in self.ledger.workflow(self.run_id).steps()}
+        return {s.key: s.status.value for s in self.ledger.workflows.handle(self.run_id).steps()}
 
     def act(self, plan: Plan) -> None:
         if plan.external:
-            self.ledger.complete_step(self.run_id, plan.key, plan.outcome == "succeeded")
+            self.ledger.workflows.complete_step(self.run_id, plan.key, plan.outcome == "succeeded")
             return
         job_id = next(
-            s.job_id for s in self.ledger.workflow(self.run_id).steps() if s.key == plan.key
+            s.job_id for s in self.ledger.workflows.handle(self.run_id).steps() if s.key == plan.key
         )
         assert job_id is not None
         if job_id not in self.leases:
@@ -88,7 +88,7 @@ def test_random_runs_through_the_store_match_the_fold_and_the_model(
                 steps=tuple(to_request(plan[:split])),
                 result_step=result_step,
             )
-            run_id = ledger.start_workflow(request).run_id
+            run_id = ledger.workflows.submit(request).run_id
             driver = StoreDriver(ledger, clock, run_id)
             late, turn, cancelled = plan[split:], 0, False
             while True:
@@ -96,26 +96,26 @@ def test_random_runs_through_the_store_match_the_fold_and_the_model(
                 if not live:
                     break
                 if late and turn >= append_at:
-                    ledger.append_steps(run_id, to_request(late), "late")
+                    ledger.workflows.append_steps(run_id, to_request(late), "late")
                     late = []
                     continue
                 if cancel_at is not None and turn == cancel_at:
-                    ledger.cancel_workflow(run_id, "property")
+                    ledger.workflows.cancel(run_id, "property")
                     cancelled = True
                     break
                 pick = picks[turn % len(picks)] if picks else 0
                 driver.act(by_key[live[pick % len(live)]])
                 turn += 1
 
-            folded = fold(r.event for r in ledger.workflow_history(run_id))  # type: ignore[misc]
+            folded = fold(r.event for r in ledger.workflows.history(run_id))  # type: ignore[misc]
             assert folded is not None
-            view = ledger.workflow(run_id).view()
+            view = ledger.workflows.handle(run_id).view()
             assert (view.status, view.result, view.version) == (
                 folded.status,
                 folded.result,
                 folded.version,
             )
-            rows = {s.key: s for s in ledger.workflow(run_id).steps()}
+            rows = {s.key: s for s in ledger.workflows.handle(run_id).steps()}
             assert list(rows) == list(folded.steps)
             for key, step in folded.steps.items():
                 shown = rows[key]

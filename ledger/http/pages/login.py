@@ -77,9 +77,9 @@ def login(
 def _token_of(ledger: Ledger, sessions: Sessions, data: LoginForm) -> TokenState | None:
     """The active token a login form's secret, or else its login code, stands for."""
     if data.token.strip():
-        return ledger.authenticate(data.token.strip())
+        return ledger.tokens.authenticate(data.token.strip())
     token_id = sessions.redeem(data.code.strip(), ledger.clock.now())
-    token = None if token_id is None else ledger.token(token_id)
+    token = None if token_id is None else ledger.tokens.get(token_id)
     return token if token is not None and token.active else None
 
 

@@ -33,7 +33,7 @@ def workflow_list(
     cursor: str | None = None,
 ) -> Template:
     workflow_type, status = workflow_type or None, status or None
-    runs = ledger.workflows(
+    runs = ledger.workflows.runs(
         workflow_type=workflow_type,
         status=status,
         org=scoped_org(caller, None),
@@ -59,8 +59,8 @@ def workflow_page(
     request: Request[Any, Any, Any], ledger: Ledger, caller: TokenState, run_id: UUID
 ) -> Template:
     """The run's header, its DAG and its timeline (404: no such run, or another org's)."""
-    run = ledger.workflow_run(run_id)
-    graph = ledger.workflow_graph(run_id)
+    run = ledger.workflows.run(run_id)
+    graph = ledger.workflows.graph(run_id)
     if run is None or graph is None or not visible(caller, run.org):
         raise WorkflowNotFoundError(f"no workflow run {run_id}")
     drawing = layout([(step.key, step.depends_on) for step in graph.steps])
@@ -72,5 +72,5 @@ def workflow_page(
         run=run,
         drawing=drawing,
         steps=steps,
-        timeline=ledger.workflow_timeline(run_id),
+        timeline=ledger.workflows.timeline(run_id),
     )

@@ -1,6 +1,6 @@
 """Reads of the concurrency limits: what holds a pending job back, and each limit's use.
 
-Counted as the claim counts (:mod:`ledger.api.claim_limits`): the live leases in the queue
+Counted as the claim counts (:mod:`ledger.jobs.claim_limits`): the live leases in the queue
 view of the limited types, and of every type sharing a resource with them; read without
 the claim's locks, so a figure may be a moment old.
 """

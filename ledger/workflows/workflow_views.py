@@ -1,6 +1,6 @@
 """What ``workflow timeline`` and ``workflow graph`` show: the timeline's entries (the run's
 events and its steps' jobs' events, read in the log's order by
-:meth:`~ledger.api.reader.Reader.workflow_timeline`) and the run's graph, from its requests
+:meth:`~ledger.api.reader.Reader.workflows.timeline`) and the run's graph, from its requests
 and the workflow view.
 """
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from ledger.api.shaping import plain
+from ledger.core.plain import plain
 from ledger.core.source_polls.state import SourcePollState
 from projections.rules.sync_state import Source
 

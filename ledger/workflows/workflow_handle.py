@@ -1,4 +1,4 @@
-"""A handle on one workflow run (:meth:`Ledger.workflow <ledger.api.ledger.Ledger.workflow>`):
+"""A handle on one workflow run (``ledger.workflows.handle(run_id)``):
 its status, steps and result as the workflow view holds them, and :meth:`WorkflowHandle.wait`
 for it to finish."""
 
@@ -6,31 +6,42 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 from uuid import UUID
 
-from ledger.api.prerequisites import prerequisite_outputs
 from ledger.core.events import JSON, WorkflowLink
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.core.workflows.status import RunStatus
+from ledger.store.store import Store
 from ledger.store.workflow_reads import RunView, StepView
+from ledger.workflows.prerequisites import prerequisite_outputs
 
-if TYPE_CHECKING:
-    from ledger.api.reader import Reader
+
+class RunReads(Protocol):
+    """What a handle reads through: the workflow reads
+    (:class:`~ledger.workflows.workflow_reader.WorkflowReader`)."""
+
+    store: Store
+
+    def run(self, run_id: UUID) -> RunView | None: ...
+
+    def steps(self, run_id: UUID) -> list[StepView]: ...
+
 
 WAIT_POLL_S = 0.05
 """How often :meth:`WorkflowHandle.wait` looks again (a run's end sends no notification)."""
 
 
 class WorkflowHandle:
-    """One run, read through a reader on each call (a handle holds no state of its own)."""
+    """One run, read through the workflow reads on each call (a handle holds no state of its
+    own)."""
 
-    def __init__(self, reader: Reader, run_id: UUID) -> None:
+    def __init__(self, reader: RunReads, run_id: UUID) -> None:
         self._reader = reader
         self.run_id = run_id
 
     def view(self) -> RunView:
-        found = self._reader.workflow_run(self.run_id)
+        found = self._reader.run(self.run_id)
         if found is None:
             raise WorkflowNotFoundError(f"no workflow run {self.run_id}")
         return found
@@ -39,7 +50,7 @@ class WorkflowHandle:
         return self.view().status
 
     def steps(self) -> list[StepView]:
-        return self._reader.workflow_steps(self.run_id)
+        return self._reader.steps(self.run_id)
 
     def prerequisite_outputs(self, step_key: str) -> dict[str, JSON]:
         """``{key: output}`` of ``step_key``'s prerequisites that succeeded (a failed or

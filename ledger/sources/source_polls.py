@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from uuid import UUID
 
-from ledger.api.enqueueing import plan_in
 from ledger.clock import Clock
 from ledger.core.errors import DefinitionNotFoundError, InvalidRequestError
 from ledger.core.events import EnqueueRequest, Event
@@ -27,6 +26,7 @@ from ledger.core.source_polls.decide import (
 )
 from ledger.core.source_polls.state import PollResult, SourcePollState
 from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
+from ledger.jobs.enqueueing import plan_in
 from ledger.store.store import Store
 
 Lister = Callable[[], Listing]

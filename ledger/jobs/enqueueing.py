@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from uuid import UUID, uuid4
 
-from ledger.api.job_ids import random_uuids
 from ledger.clock import Clock
 from ledger.core.enqueue_plan import (
     EnqueuePlan,
@@ -27,6 +26,7 @@ from ledger.core.events import EnqueueRequest
 from ledger.core.limits import check_actor
 from ledger.core.requests import normalise_request
 from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
+from ledger.jobs.job_ids import random_uuids
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 
@@ -47,7 +47,7 @@ def enqueue_batch(
     per request). ``actor`` names who asked in each new job's ``job_enqueued``.
 
     ``new_id`` is called once per new job; the default, ``uuid4``, is replaced by ids drawn
-    in bulk (:func:`ledger.api.job_ids.random_uuids`: time-ordered version-7 ids of the
+    in bulk (:func:`ledger.jobs.job_ids.random_uuids`: time-ordered version-7 ids of the
     clock's now, a tenth of the cost)."""
     if actor is not None:
         check_actor(actor)
@@ -129,7 +129,7 @@ def sync_listing(
     org: str | None,
 ) -> SourceSync:
     """Diff ``listing`` against the source's sync state and ``enqueue`` the changes in one
-    batch (see :meth:`ledger.api.ledger.Ledger.sync_source` for the contract)."""
+    batch (see :meth:`ledger.api.ledger.Ledger.sources.sync` for the contract)."""
     rows = store.sync_state(source_id)  # one read: snapshot and known URIs agree
     diff = diff_source(
         source_id,

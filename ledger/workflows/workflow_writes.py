@@ -1,8 +1,8 @@
-"""The workflow commands' transactions (:meth:`Ledger.start_workflow
-<ledger.api.ledger.Ledger.start_workflow>` and the others): each is one unit of work that
-decides with :mod:`ledger.core.workflows.decide` and appends the run's events and the job
-changes they cause (a released step's ``job_enqueued``, a cancelled run's ``job_cancelled``)
-together.
+"""The workflow commands' transactions (:meth:`WorkflowCommands.submit
+<ledger.workflows.workflow_commands.WorkflowCommands.submit>` and the others): each is one unit
+of work that decides with :mod:`ledger.core.workflows.decide` and appends the run's events and
+the job changes they cause (a released step's ``job_enqueued``, a cancelled run's
+``job_cancelled``) together.
 
 Locks, as every writer takes them: a job's row before a run's release lock, runs in run-id
 order. A cancel therefore locks the run's live jobs (found by an unlocked read) before the

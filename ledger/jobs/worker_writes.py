@@ -5,7 +5,7 @@ A claim leases due pending jobs in claim order, skipping rows another claim hold
 worker write names a :class:`~ledger.core.state.Lease`; its decision checks the fence
 (:func:`ledger.core.decide.check_fence`) against the job's locked current state. A single-job
 write whose decision refuses raises the decision's :class:`~ledger.core.errors.LedgerError`; a
-batch write reports it per job in :class:`~ledger.api.outcomes.BatchResult`. Either way nothing
+batch write reports it per job in :class:`~ledger.jobs.outcomes.BatchResult`. Either way nothing
 is appended for that job.
 """
 
@@ -16,10 +16,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from uuid import UUID
 
-from ledger.api.claim_limits import claim_within_limits
-from ledger.api.leases import LeaseLength, all_positive, lease_for
-from ledger.api.outcomes import BatchResult, Completion, Outcome
-from ledger.api.rate_room import RatedClaim, within_rate
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.errors import (
@@ -31,6 +27,10 @@ from ledger.core.errors import (
 from ledger.core.events import HandlerStop, JobEvent
 from ledger.core.requests import check_name
 from ledger.core.state import JobState, Lease, fold
+from ledger.jobs.claim_limits import claim_within_limits
+from ledger.jobs.leases import LeaseLength, all_positive, lease_for
+from ledger.jobs.outcomes import BatchResult, Completion, Outcome
+from ledger.jobs.rate_room import RatedClaim, within_rate
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 
@@ -81,8 +81,8 @@ def claim_due(
 ) -> RatedClaim:
     """The due jobs a claim leases, locked, in claim order: the claim query's (which skips
     paused queues and rate keys without a token), within the concurrency limits
-    (:func:`ledger.api.claim_limits.claim_within_limits`; ``freed``: leases this transaction
-    ends, their slots free), then the rate step's (:func:`ledger.api.rate_room.within_rate`:
+    (:func:`ledger.jobs.claim_limits.claim_within_limits`; ``freed``: leases this transaction
+    ends, their slots free), then the rate step's (:func:`ledger.jobs.rate_room.within_rate`:
     no more of a key than it has tokens). Limits first: a job the rate step then drops only
     leaves a slot unused, never one too many."""
     now = clock.now()

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from ledger.api.workflow_views import Edge, WorkflowGraph
 from ledger.core.workflows.spec import ReleaseMode, StepKind
 from ledger.store.workflow_reads import StepView
+from ledger.workflows.workflow_views import Edge, WorkflowGraph
 
 FORMATS = ("text", "dot", "mermaid")
 

@@ -17,14 +17,14 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.api.leases import LeaseLength
-from ledger.api.outcomes import BatchResult
-from ledger.api.rate_room import RatedClaim
-from ledger.api.worker_writes import Decision, checked_claim, claim_due, decide_each, lease_changes
 from ledger.clock import Clock
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import JobEvent, JobStatus
 from ledger.core.state import JobState, fold
+from ledger.jobs.leases import LeaseLength
+from ledger.jobs.outcomes import BatchResult
+from ledger.jobs.rate_room import RatedClaim
+from ledger.jobs.worker_writes import Decision, checked_claim, claim_due, decide_each, lease_changes
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 
@@ -52,7 +52,7 @@ def finish_and_claim(
     """Decide ``outcomes`` (job, decision) under their jobs' row locks, lease up to ``limit``
     due jobs (of ``types`` and in ``queues``; any if ``None``; ``limit`` 0 claims nothing) to
     ``worker_id``, and append both in one transaction (see the module docstring); the first
-    ``starting`` claimed jobs also started (as :func:`ledger.api.worker_writes.claim`)."""
+    ``starting`` claimed jobs also started (as :func:`ledger.jobs.worker_writes.claim`)."""
     if limit < 0:
         raise InvalidRequestError("a turn needs limit >= 0")
     queues = checked_claim(worker_id, lease_s, queues)

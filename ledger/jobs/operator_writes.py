@@ -10,7 +10,6 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.api.worker_writes import write_fenced_many
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.errors import JobNotFoundError
@@ -18,6 +17,7 @@ from ledger.core.events import JobCancelled, JobStatus
 from ledger.core.reaping import BootReap, plan_boot_reap
 from ledger.core.requests import check_reason
 from ledger.core.state import JobState
+from ledger.jobs.worker_writes import write_fenced_many
 from ledger.store.store import Store
 
 

@@ -13,8 +13,8 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.api.shaping import plain
 from ledger.core.events import JSON
+from ledger.core.plain import plain
 from ledger.core.schedules.events import ScheduleFired, ScheduleMissed
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, next_slots
 from ledger.core.schedules.state import ScheduleState, ScheduleStatus, schedule_stream_id

@@ -5,7 +5,7 @@ both pass the check of the status they read.
 What a schedule will enqueue is checked when it is added, the way enqueue would check each of
 its jobs (the type is defined and enabled, the payload, org, queue and priority are valid),
 so a bad schedule is refused by its ``add``, not at its first slot. The fire transaction is
-:mod:`ledger.api.schedule_firing`.
+:mod:`ledger.schedules.schedule_firing`.
 """
 
 from __future__ import annotations

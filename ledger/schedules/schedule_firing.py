@@ -35,7 +35,6 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.api.enqueueing import stored_keys
 from ledger.clock import Clock
 from ledger.core.enqueue_plan import EnqueuePlan, plan_enqueue
 from ledger.core.errors import (
@@ -52,6 +51,7 @@ from ledger.core.schedules.events import ScheduleFired, ScheduleMissed
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError
 from ledger.core.schedules.state import ScheduleState
 from ledger.core.times import to_us
+from ledger.jobs.enqueueing import stored_keys
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 
