@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ledger.core import decide
+from ledger.core import state as state_module
 from ledger.core.errors import (
     DefinitionNotFoundError,
     InvalidRequestError,
@@ -18,12 +19,14 @@ from ledger.core.errors import (
     LedgerError,
 )
 from ledger.core.events import (
+    JOB_EVENTS,
     BackoffPolicy,
     EnqueueRequest,
     Failure,
     FailureKind,
     JobDeadLettered,
     JobDefinition,
+    JobEnqueued,
     JobEvent,
     JobFailed,
     JobHeartbeated,
@@ -32,6 +35,7 @@ from ledger.core.events import (
     JobRetryScheduled,
     JobStageChanged,
     JobStatus,
+    JobTypeDefined,
     Stage,
 )
 from ledger.core.requests import MAX_PAYLOAD_BYTES, normalise_request
@@ -283,6 +287,15 @@ def test_illegal_transitions_are_refused_by_the_fold() -> None:
         )
     with pytest.raises(IllegalTransitionError):
         evolve(state, JobLeased(at=T0, run_number=1, attempt=3, worker_id="w", lease_expires_at=T0))
+
+
+def test_every_job_event_has_its_transition_and_nothing_else_folds() -> None:
+    """The fold's table holds every job event but the enqueue (which evolve builds itself);
+    a job-type event is refused as no job event."""
+    assert set(state_module._APPLY) == set(JOB_EVENTS) - {JobEnqueued}
+    defined = JobTypeDefined(at=T0, definition=JobDefinition(job_type="t"))
+    with pytest.raises(IllegalTransitionError, match="not a job event: JobTypeDefined"):
+        evolve(None, defined)  # type: ignore[arg-type]
 
 
 # --- property: no sequence of decisions yields an illegal state --------------------------
