@@ -26,10 +26,9 @@ from ledger.core.exchange import (
     event_line,
     format_time,
     header_line,
-    parse_line,
-    read_streams,
     stored_fields,
 )
+from ledger.core.exchange_reader import parse_line, read_streams
 from ledger.store.streams import job_type_stream_id
 
 AT = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -22,7 +22,8 @@ from ledger import FakeClock, Ledger
 from ledger.core.codec import DEFAULT_CODEC
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import BackoffPolicy, EnqueueRequest, JobEnqueued
-from ledger.core.exchange import Selection, StreamKind, event_line, parse_line, stored_fields
+from ledger.core.exchange import Selection, StreamKind, event_line, stored_fields
+from ledger.core.exchange_reader import parse_line
 from ledger.core.requests import normalise_request
 
 DAY = timedelta(hours=24)

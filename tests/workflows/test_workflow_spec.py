@@ -18,9 +18,9 @@ from ledger.core.exchange import (
     StreamKind,
     event_line,
     header_line,
-    read_streams,
     stored_fields,
 )
+from ledger.core.exchange_reader import read_streams
 from ledger.core.workflows import validation
 from ledger.core.workflows.decide import check_repeat, decide_submit
 from ledger.core.workflows.errors import (
