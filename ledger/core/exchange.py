@@ -75,9 +75,10 @@ class ImportTrailerMismatchError(ImportBadLineError):
 
 
 class FileEnd(msgspec.Struct):
-    """What :func:`~ledger.core.exchange_reader.read_streams` found once it has read a whole file: its format version,
-    its lines (trailer included) and event lines, and the digest its trailer stated and the
-    reader checked (``None``: an untrailed version-1 file, read as it stands)."""
+    """What :func:`~ledger.core.exchange_reader.read_streams` found once it has read a whole
+    file: its format version, its lines (trailer included) and event lines, and the digest its
+    trailer stated and the reader checked (``None``: an untrailed version-1 file, read as it
+    stands)."""
 
     version: int = 0
     lines: int = 0
