@@ -149,7 +149,7 @@ def _require_execution(state: JobState, event: JobEvent, run_number: int, attemp
         )
 
 
-# --- one small function per later job event: (state, event, version after) -> state after ---
+# --- one function per later job event: (state, event, version after) -> state after ---------
 
 
 def _leased(state: JobState | None, event: JobLeased, version: int) -> JobState:

@@ -19,7 +19,6 @@ from replay_helpers import (
 )
 
 from ledger import BackoffPolicy, FailureKind, FakeClock, Ledger
-from ledger.core.decide import LEASE_EXPIRED_CODE
 from ledger.core.events import (
     Failure,
     JobDeadLettered,
@@ -27,6 +26,7 @@ from ledger.core.events import (
     JobHeartbeated,
     JobRetryScheduled,
 )
+from ledger.core.lost_attempts import LEASE_EXPIRED_CODE
 from ledger.core.replay_findings import ReplayFinding, ReplaySummary
 
 

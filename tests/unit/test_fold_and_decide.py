@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.core import decide
+from ledger.core import decide, lost_attempts
 from ledger.core import state as state_module
 from ledger.core.errors import (
     DefinitionNotFoundError,
@@ -263,9 +263,9 @@ def test_reap_only_takes_leases_that_ended_strictly_before_now() -> None:
     """lease_expires_at == now is not expired; a microsecond later it is."""
     state = leased(enqueued()[0])
     assert state.lease_expires_at is not None
-    assert not decide.lease_is_expired(state, state.lease_expires_at)
+    assert not lost_attempts.lease_is_expired(state, state.lease_expires_at)
     later = state.lease_expires_at + timedelta(microseconds=1)
-    events = decide.decide_reap(state, later, retry_delay_s=60)
+    events = lost_attempts.decide_reap(state, later, retry_delay_s=60)
     failed = events[0]
     assert isinstance(failed, JobFailed)
     assert failed.failure.kind is FailureKind.LEASE_EXPIRED
@@ -348,7 +348,7 @@ def _apply(
     if command == "requeue":
         return [decide.decide_requeue(state, now, "q")]
     if command == "reap":
-        return decide.decide_reap(state, now, retry_delay_s=5)
+        return lost_attempts.decide_reap(state, now, retry_delay_s=5)
     raise AssertionError(command)
 
 
