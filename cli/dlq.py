@@ -30,7 +30,7 @@ from ledger.api.ledger import Ledger
 from ledger.api.operator_writes import Refusal
 from ledger.api.shaping import dead_letter_json, plain
 from ledger.core.errors import LedgerError
-from ledger.core.events import Subject
+from ledger.core.values import Subject
 from projections.rules.dead_letters import DeadLetter
 
 DEFAULT_REASON = "requeued by operator"

@@ -33,11 +33,11 @@ from ledger.api.schedule_views import (
     schedule_detail_json,
     schedule_json,
 )
-from ledger.core.events import JSON
 from ledger.core.schedules.errors import ScheduleNotFoundError
 from ledger.core.schedules.events import CatchUp
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, check_cron, zone
 from ledger.core.schedules.state import ScheduleState
+from ledger.core.values import JSON
 from projections.rules.schedules import upcoming
 
 

@@ -48,14 +48,6 @@ from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.enqueue_plan import EnqueuePlan
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import (
-    JSON,
-    BackoffPolicy,
-    EnqueueRequest,
-    JobDefinition,
-    RateLimit,
-    Subject,
-)
 from ledger.core.exchange import FileEnd
 from ledger.core.queues import QueueState
 from ledger.core.reaping import BootReap, ReaperConfig, ReapReport
@@ -72,6 +64,14 @@ from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
 from ledger.core.sources import Listing, SourceSync
 from ledger.core.state import JobState
 from ledger.core.tokens import TokenState
+from ledger.core.values import (
+    JSON,
+    BackoffPolicy,
+    EnqueueRequest,
+    JobDefinition,
+    RateLimit,
+    Subject,
+)
 from ledger.core.workflows.spec import StepRequest, WorkflowRequest
 from ledger.core.workflows.state import RunState
 from ledger.store.frozen_writers import FrozenWriter

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 from ledger.clock import Clock, SystemClock
 from ledger.core.errors import ReadOnlyDatabaseError
-from ledger.core.events import JobDefinition, JobEvent, JobStatus
+from ledger.core.events import JobEvent
 from ledger.core.state import JobState
+from ledger.core.values import JobDefinition, JobStatus
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage
 
 # Most imports are inside the methods that use them: a CLI read command (`jobledger show`)

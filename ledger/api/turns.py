@@ -23,8 +23,9 @@ from ledger.api.rate_room import RatedClaim
 from ledger.api.worker_writes import Decision, checked_claim, claim_due, decide_each, lease_changes
 from ledger.clock import Clock
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JobEvent, JobStatus
+from ledger.core.events import JobEvent
 from ledger.core.state import JobState, fold
+from ledger.core.values import JobStatus
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 

@@ -21,8 +21,8 @@ from ledger.api.reader import Reader
 from ledger.api.turns import TurnResult
 from ledger.clock import Clock
 from ledger.core import decide
-from ledger.core.events import JSON, Failure
 from ledger.core.state import JobState, Lease
+from ledger.core.values import JSON, Failure
 from ledger.store.store import Store
 
 

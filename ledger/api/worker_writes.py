@@ -28,9 +28,10 @@ from ledger.core.errors import (
     JobNotFoundError,
     LedgerError,
 )
-from ledger.core.events import HandlerStop, JobEvent
+from ledger.core.events import JobEvent
 from ledger.core.requests import check_name
 from ledger.core.state import JobState, Lease, fold
+from ledger.core.values import HandlerStop
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 from ledger.api.prerequisites import prerequisite_outputs
-from ledger.core.events import JSON, WorkflowLink
+from ledger.core.values import JSON, WorkflowLink
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.core.workflows.status import RunStatus
 from ledger.store.workflow_reads import RunView, StepView

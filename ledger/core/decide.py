@@ -22,13 +22,8 @@ from ledger.core.errors import (
     LeaseOwnerMismatchError,
 )
 from ledger.core.events import (
-    JSON,
-    EnqueueRequest,
-    Failure,
-    HandlerStop,
     JobCancelled,
     JobDeadLettered,
-    JobDefinition,
     JobEnqueued,
     JobEvent,
     JobFailed,
@@ -40,10 +35,7 @@ from ledger.core.events import (
     JobRequeued,
     JobRetryScheduled,
     JobStageChanged,
-    JobStatus,
     JobSucceeded,
-    RateLimit,
-    Stage,
 )
 from ledger.core.limits import (
     MAX_LEASE_S,
@@ -55,6 +47,16 @@ from ledger.core.limits import (
 )
 from ledger.core.requests import aware, check_failure, check_output
 from ledger.core.state import JobState, Lease
+from ledger.core.values import (
+    JSON,
+    EnqueueRequest,
+    Failure,
+    HandlerStop,
+    JobDefinition,
+    JobStatus,
+    RateLimit,
+    Stage,
+)
 
 # --- enqueue --------------------------------------------------------------------------------
 

@@ -15,8 +15,9 @@ from datetime import datetime
 
 from ledger.core.decide import failure_outcome, handler_started
 from ledger.core.errors import InvalidTransitionError
-from ledger.core.events import Failure, FailureKind, JobEvent, JobFailed, JobReleased, JobStatus
+from ledger.core.events import JobEvent, JobFailed, JobReleased
 from ledger.core.state import JobState
+from ledger.core.values import Failure, FailureKind, JobStatus
 
 LEASE_EXPIRED_CODE = "job.lease_expired"
 WORKER_LOST_CODE = "job.worker_lost"

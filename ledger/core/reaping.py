@@ -32,9 +32,6 @@ from ledger.core.codec import Record
 from ledger.core.diagnostics import started_without_renewal_heartbeat
 from ledger.core.errors import InvalidTransitionError, LedgerError
 from ledger.core.events import (
-    JSON,
-    DeferralCause,
-    Failure,
     JobDeadLettered,
     JobEvent,
     JobFailed,
@@ -43,6 +40,7 @@ from ledger.core.events import (
 )
 from ledger.core.limits import check_setting_seconds
 from ledger.core.state import JobState
+from ledger.core.values import JSON, DeferralCause, Failure
 
 Disposition = Literal["retry_scheduled", "dead_lettered"]
 

@@ -23,11 +23,8 @@ from ledger.core.backoff import delay_bounds
 from ledger.core.codec import Record
 from ledger.core.errors import LedgerError
 from ledger.core.events import (
-    EnqueueRequest,
-    FailureKind,
     JobCancelled,
     JobDeadLettered,
-    JobDefinition,
     JobEnqueued,
     JobEvent,
     JobFailed,
@@ -46,6 +43,7 @@ from ledger.core.reaping import decide_reap_deferral
 from ledger.core.replay_findings import MismatchError, compare, describe, describe_value
 from ledger.core.requests import normalise_request
 from ledger.core.state import JobState, Lease
+from ledger.core.values import EnqueueRequest, FailureKind, JobDefinition
 from ledger.core.workflows.ids import step_job_id
 
 DELAY_TOLERANCE_S = 1e-6

@@ -17,14 +17,9 @@ from msgspec.structs import replace
 
 from ledger.core.errors import LedgerError
 from ledger.core.events import (
-    JSON,
-    BackoffPolicy,
-    EnqueueRequest,
     Event,
-    Failure,
     JobCancelled,
     JobDeadLettered,
-    JobDefinition,
     JobEnqueued,
     JobEvent,
     JobFailed,
@@ -37,10 +32,17 @@ from ledger.core.events import (
     JobRequeued,
     JobRetryScheduled,
     JobStageChanged,
-    JobStatus,
     JobSucceeded,
     JobTypeDefined,
     JobTypeUpdated,
+)
+from ledger.core.values import (
+    JSON,
+    BackoffPolicy,
+    EnqueueRequest,
+    Failure,
+    JobDefinition,
+    JobStatus,
     Stage,
     Subject,
     WorkflowLink,

@@ -38,8 +38,8 @@ from uuid import UUID
 from ledger.api.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.api.ledger import BatchResult, Completion, Ledger, Outcome
 from ledger.core.errors import DatabaseUnusableError
-from ledger.core.events import JobStatus
 from ledger.core.state import JobState
+from ledger.core.values import JobStatus
 from ledger.runtime.retrying import (
     PASSING_ERRORS,
     RETRY_FIRST_DELAY_S,

@@ -29,10 +29,10 @@ from ledger.api.leases import lease_for
 from ledger.api.ledger import Completion, FailureReport, LeaseLength, Ledger, Outcome
 from ledger.api.worker_writes import CANCELLED_BY_POOL_CODE
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON, Failure, FailureKind, WorkflowLink
 from ledger.core.limits import check_code
 from ledger.core.requests import check_output
 from ledger.core.state import JobState, Lease
+from ledger.core.values import JSON, Failure, FailureKind, WorkflowLink
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.cancellation import Cancellation, HandlerCancelledError
 from ledger.runtime.handlers import (

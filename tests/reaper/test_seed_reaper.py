@@ -15,7 +15,6 @@ from reaper_helpers import plant_conflicting_dead_letter
 
 from ledger import FakeClock, JobStatus, Ledger
 from ledger.core.events import (
-    DeferralCause,
     JobDeadLettered,
     JobEnqueued,
     JobFailed,
@@ -23,6 +22,7 @@ from ledger.core.events import (
     JobReapDeferred,
     JobRetryScheduled,
 )
+from ledger.core.values import DeferralCause
 from ledger.maintenance.reaper import Reaper, ReaperConfig
 
 LOCK_TIMEOUT_MESSAGE = "canceling statement due to lock timeout"

@@ -16,21 +16,18 @@ from ledger.core.codec import Record
 from ledger.core.decision_replay import check_history
 from ledger.core.diagnostics import started_without_renewal_heartbeat
 from ledger.core.errors import LedgerError
-from ledger.core.events import (
+from ledger.core.events import JobEvent, JobFailed, JobReapDeferred, JobRetryScheduled
+from ledger.core.reaping import decide_reap_deferral
+from ledger.core.requests import normalise_request
+from ledger.core.state import JobState, Lease, evolve
+from ledger.core.values import (
     BackoffPolicy,
     DeferralCause,
     EnqueueRequest,
     Failure,
     FailureKind,
     JobDefinition,
-    JobEvent,
-    JobFailed,
-    JobReapDeferred,
-    JobRetryScheduled,
 )
-from ledger.core.reaping import decide_reap_deferral
-from ledger.core.requests import normalise_request
-from ledger.core.state import JobState, Lease, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(

@@ -18,17 +18,17 @@ from ledger.core.diagnostics import (
     time_to_first_lease,
     workers_lost,
 )
-from ledger.core.events import (
+from ledger.core.events import JobEvent
+from ledger.core.reaping import decide_reap_deferral
+from ledger.core.state import JobState, evolve
+from ledger.core.values import (
     BackoffPolicy,
     DeferralCause,
     EnqueueRequest,
     Failure,
     FailureKind,
     JobDefinition,
-    JobEvent,
 )
-from ledger.core.reaping import decide_reap_deferral
-from ledger.core.state import JobState, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(job_type="t", backoff=BackoffPolicy(base_s=10, max_s=100, jitter=0))

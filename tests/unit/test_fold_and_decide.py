@@ -20,12 +20,7 @@ from ledger.core.errors import (
 )
 from ledger.core.events import (
     JOB_EVENTS,
-    BackoffPolicy,
-    EnqueueRequest,
-    Failure,
-    FailureKind,
     JobDeadLettered,
-    JobDefinition,
     JobEnqueued,
     JobEvent,
     JobFailed,
@@ -34,12 +29,19 @@ from ledger.core.events import (
     JobProgressed,
     JobRetryScheduled,
     JobStageChanged,
-    JobStatus,
     JobTypeDefined,
-    Stage,
 )
 from ledger.core.requests import MAX_PAYLOAD_BYTES, normalise_request
 from ledger.core.state import IllegalTransitionError, JobState, Lease, evolve, fold
+from ledger.core.values import (
+    BackoffPolicy,
+    EnqueueRequest,
+    Failure,
+    FailureKind,
+    JobDefinition,
+    JobStatus,
+    Stage,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(job_type="t", backoff=BackoffPolicy(base_s=10, max_s=100, jitter=0))

@@ -11,14 +11,7 @@ import pytest
 from ledger.core import decide, lost_attempts
 from ledger.core.codec import Record
 from ledger.core.errors import DatabaseBusyError, InvalidTransitionError
-from ledger.core.events import (
-    DeferralCause,
-    EnqueueRequest,
-    JobDefinition,
-    JobEvent,
-    JobFailed,
-    JobHeartbeated,
-)
+from ledger.core.events import JobEvent, JobFailed, JobHeartbeated
 from ledger.core.reaping import (
     ReaperConfig,
     decide_reap_deferral,
@@ -28,6 +21,7 @@ from ledger.core.reaping import (
     reap_report,
 )
 from ledger.core.state import IllegalTransitionError, JobState, evolve
+from ledger.core.values import DeferralCause, EnqueueRequest, JobDefinition
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
