@@ -21,7 +21,6 @@ from ledger.core.errors import (
 from ledger.core.events import (
     JOB_EVENTS,
     JobDeadLettered,
-    JobEnqueued,
     JobEvent,
     JobFailed,
     JobHeartbeated,
@@ -292,9 +291,8 @@ def test_illegal_transitions_are_refused_by_the_fold() -> None:
 
 
 def test_every_job_event_has_its_transition_and_nothing_else_folds() -> None:
-    """The fold's table holds every job event but the enqueue (which evolve builds itself);
-    a job-type event is refused as no job event."""
-    assert set(state_module._APPLY) == set(JOB_EVENTS) - {JobEnqueued}
+    """The fold's table holds every job event; a job-type event is refused as no job event."""
+    assert set(state_module._APPLY) == set(JOB_EVENTS)
     defined = JobTypeDefined(at=T0, definition=JobDefinition(job_type="t"))
     with pytest.raises(IllegalTransitionError, match="not a job event: JobTypeDefined"):
         evolve(None, defined)  # type: ignore[arg-type]
