@@ -28,7 +28,7 @@ from scratch import scratch_database
 
 import ledger as ledger_module
 from ledger import Completion, EnqueueRequest, Failure, FailureKind, Ledger
-from ledger.core.events import Subject
+from ledger.core.values import Subject
 
 BATCH = 1000
 

@@ -19,8 +19,8 @@ from uuid import uuid4
 import msgspec
 
 from ledger.core import decide
-from ledger.core.events import JobDefinition
 from ledger.core.state import evolve
+from ledger.core.values import JobDefinition
 from ledger.core.workflows.decide import decide_job_event, decide_submit
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.spec import Dependency, JobStep, WorkflowRequest

@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 
 from ledger import Ledger
-from ledger.core.events import EnqueueRequest
+from ledger.core.values import EnqueueRequest
 from ledger.runtime.handlers import Registry
 from ledger.testing import run_until_idle
 

@@ -45,7 +45,7 @@ from .progress import progress_file
 from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.core.errors import StoreError
-from ledger.core.events import JobStatus
+from ledger.core.values import JobStatus
 from ledger.store.config import is_postgres
 from ledger.store.server import analyze_queue, server_version
 

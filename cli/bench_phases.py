@@ -16,7 +16,7 @@ from uuid import UUID
 
 from .errors import CliError
 from ledger.api.ledger import Ledger
-from ledger.core.events import EnqueueRequest
+from ledger.core.values import EnqueueRequest
 from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.pool import WorkerPool
 

@@ -26,7 +26,7 @@ from .invocation import program
 from .progress import progress_file
 from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
-from ledger.core.events import BackoffPolicy, EnqueueRequest, JobStatus
+from ledger.core.values import BackoffPolicy, EnqueueRequest, JobStatus
 from ledger.runtime.handlers import JobContext, PermanentError, Registry, TransientError
 from ledger.runtime.pool import WorkerPool
 

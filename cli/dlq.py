@@ -29,7 +29,7 @@ from .reports import per_job_report, raise_if_refused
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import dead_letter_json, plain
 from ledger.core.errors import LedgerError
-from ledger.core.events import Subject
+from ledger.core.values import Subject
 from ledger.jobs.operator_writes import Refusal
 from projections.rules.dead_letters import DeadLetter
 

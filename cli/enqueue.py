@@ -9,7 +9,7 @@ import click
 from . import params
 from .database import Settings, open_ledger
 from .render import echo_json, echo_line, json_option
-from ledger.core.events import JSON, Subject, SubjectOp
+from ledger.core.values import JSON, Subject, SubjectOp
 
 
 def _subject(

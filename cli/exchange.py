@@ -28,8 +28,8 @@ from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain
-from ledger.core.events import JobStatus
 from ledger.core.exchange import Selection
+from ledger.core.values import JobStatus
 from ledger.store.config import resolve_url
 from ledger.store.exporter import ExportReport
 from ledger.store.importer import ImportReport, OpenLines, validate

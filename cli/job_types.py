@@ -12,8 +12,8 @@ from .render import MISSING, echo_json, echo_line, json_option, scalar, seconds,
 from ledger.api.shaping import plain
 from ledger.core.concurrency import limits_of
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import BackoffPolicy, JobDefinition, RateLimit
 from ledger.core.rates import parse_rate, rate_text
+from ledger.core.values import BackoffPolicy, JobDefinition, RateLimit
 
 _DEFAULTS = JobDefinition(job_type="-")
 

@@ -18,10 +18,10 @@ import click
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON
 from ledger.core.json_text import duplicate_key, duplicate_key_message
 from ledger.core.limits import MAX_DURATION_S, MAX_JSON_DEPTH
 from ledger.core.times import EPOCH, parse_moment
+from ledger.core.values import JSON
 
 _JSON_KINDS = {
     list: "an array",

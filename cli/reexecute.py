@@ -22,8 +22,8 @@ from .worker import load_registry
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain
 from ledger.core.diagnostics import current_state
-from ledger.core.events import JSON, Failure, JobStatus, Stage, WorkflowLink
 from ledger.core.state import JobState, Lease
+from ledger.core.values import JSON, Failure, JobStatus, Stage, WorkflowLink
 from ledger.runtime import executor
 from ledger.runtime.executor import Verdict
 from ledger.runtime.handlers import HandlerSpec, Result

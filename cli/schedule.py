@@ -26,11 +26,11 @@ from .render import (
     table,
     when,
 )
-from ledger.core.events import JSON
 from ledger.core.schedules.errors import ScheduleNotFoundError
 from ledger.core.schedules.events import CatchUp
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, check_cron, zone
 from ledger.core.schedules.state import ScheduleState
+from ledger.core.values import JSON
 from ledger.schedules.schedule_views import (
     MissedSlotsView,
     ScheduleDetail,

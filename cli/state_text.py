@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from .render import MISSING, PAYLOAD_PREVIEW, compact_json, seconds, when
-from ledger.core.events import Subject
 from ledger.core.state import JobState
+from ledger.core.values import Subject
 
 
 def _error_text(state: JobState) -> str:

@@ -21,7 +21,7 @@ from .database import Settings, open_ledger
 from .render import echo_json, echo_line, json_option
 from .workflow_views import graph, list_runs, show, timeline
 from ledger.api.shaping import plain, workflow_started_json
-from ledger.core.events import JSON
+from ledger.core.values import JSON
 from ledger.core.workflows.state import RunState
 
 DEFAULT_CANCEL_REASON = "cancelled by operator"

@@ -17,7 +17,7 @@ _EXPORTS: dict[str, str] = {
     "AuditPage": "projections.rules.audit_query",
     "AuditQuery": "projections.rules.audit_query",
     "AuditRow": "projections.rules.audit_query",
-    "BackoffPolicy": "ledger.core.events",
+    "BackoffPolicy": "ledger.core.values",
     "BatchResult": "ledger.jobs.outcomes",
     "Clock": "ledger.clock",
     "Completion": "ledger.jobs.outcomes",
@@ -29,11 +29,11 @@ _EXPORTS: dict[str, str] = {
     "Dependency": "ledger.core.workflows.spec",
     "EnqueueOptions": "ledger.runtime.typed_jobs",
     "EnqueueOutcome": "ledger.api.job_handle",
-    "EnqueueRequest": "ledger.core.events",
+    "EnqueueRequest": "ledger.core.values",
     "Enqueued": "ledger.api.job_handle",
     "ExternalStep": "ledger.core.workflows.spec",
-    "Failure": "ledger.core.events",
-    "FailureKind": "ledger.core.events",
+    "Failure": "ledger.core.values",
+    "FailureKind": "ledger.core.values",
     "FailureReport": "ledger.jobs.outcomes",
     "FakeClock": "ledger.clock",
     "Health": "ledger.runtime.health",
@@ -43,12 +43,12 @@ _EXPORTS: dict[str, str] = {
     "InvalidTransitionError": "ledger.core.errors",
     "JobCancelledError": "ledger.core.errors",
     "JobContext": "ledger.runtime.handlers",
-    "JobDefinition": "ledger.core.events",
+    "JobDefinition": "ledger.core.values",
     "JobNotFoundError": "ledger.core.errors",
     "JobNotSucceededError": "ledger.core.errors",
     "JobPage": "projections.rules.job_list",
     "JobState": "ledger.core.state",
-    "JobStatus": "ledger.core.events",
+    "JobStatus": "ledger.core.values",
     "JobStep": "ledger.core.workflows.spec",
     "JobWaitTimeoutError": "ledger.core.errors",
     "KeywordJob": "ledger.runtime.typed_jobs",
@@ -62,7 +62,7 @@ _EXPORTS: dict[str, str] = {
     "PermanentError": "ledger.runtime.handlers",
     "PoolConfig": "ledger.runtime.config",
     "PoolStats": "ledger.runtime.health",
-    "RateLimit": "ledger.core.events",
+    "RateLimit": "ledger.core.values",
     "ReadOnlyDatabaseError": "ledger.core.errors",
     "Reader": "ledger.api.reader",
     "Record": "ledger.core.codec",
@@ -77,10 +77,10 @@ _EXPORTS: dict[str, str] = {
     "SourceCommands": "ledger.sources.source_commands",
     "SourceNotFoundError": "ledger.core.errors",
     "SourceReader": "ledger.sources.source_reader",
-    "Stage": "ledger.core.events",
+    "Stage": "ledger.core.values",
     "StoreError": "ledger.core.errors",
-    "Subject": "ledger.core.events",
-    "SubjectOp": "ledger.core.events",
+    "Subject": "ledger.core.values",
+    "SubjectOp": "ledger.core.values",
     "SyncJobContext": "ledger.runtime.handlers",
     "SystemClock": "ledger.clock",
     "TokenCommands": "ledger.tokens.token_commands",
@@ -222,7 +222,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
         StoreError,
         UnknownEventError,
     )
-    from ledger.core.events import (
+    from ledger.core.state import IllegalTransitionError, JobState, Lease
+    from ledger.core.values import (
         BackoffPolicy,
         EnqueueRequest,
         Failure,
@@ -234,7 +235,6 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
         Subject,
         SubjectOp,
     )
-    from ledger.core.state import IllegalTransitionError, JobState, Lease
     from ledger.core.workflows.errors import WorkflowNotFoundError
     from ledger.core.workflows.spec import Dependency, ExternalStep, JobStep, WorkflowRequest
     from ledger.jobs.outcomes import BatchResult, Completion, FailureReport

@@ -13,11 +13,11 @@ import msgspec
 from ledger.api.pools import read_pools
 from ledger.core import blockers
 from ledger.core.blockers import Blocker
-from ledger.core.events import RateLimit, queue_of
 from ledger.core.queues import QueueState
 from ledger.core.rates import kept_under, next_token_us, rate_key, tokens
 from ledger.core.state import JobState
 from ledger.core.times import from_us, to_us
+from ledger.core.values import RateLimit, queue_of
 from ledger.store.store import Store
 from projections.rules.rate_buckets import RateBucket
 

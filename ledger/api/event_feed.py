@@ -30,11 +30,11 @@ from ledger.core.events import (
     JobReleased,
     JobRequeued,
     JobRetryScheduled,
-    JobStatus,
     JobSucceeded,
     JobTypeDefined,
     JobTypeUpdated,
 )
+from ledger.core.values import JobStatus
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.follow import EventWaiter, event_waiter
 from projections.rules.stream_events import StreamEvent, TailPosition

@@ -26,8 +26,8 @@ import msgspec
 from ledger.core.codec import Record
 from ledger.core.enqueue_plan import EnqueuePlan
 from ledger.core.errors import JobNotFoundError, JobNotSucceededError, JobWaitTimeoutError
-from ledger.core.events import JobStatus
 from ledger.core.state import JobState
+from ledger.core.values import JobStatus
 from ledger.store.follow import event_waiter
 
 if TYPE_CHECKING:

@@ -36,7 +36,11 @@ from ledger.api.worker_commands import WorkerCommands
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.enqueue_plan import EnqueuePlan
-from ledger.core.events import (
+from ledger.core.exchange import FileEnd
+from ledger.core.reaping import BootReap, ReaperConfig, ReapReport
+from ledger.core.requests import validate_definition
+from ledger.core.state import JobState
+from ledger.core.values import (
     JSON,
     BackoffPolicy,
     EnqueueRequest,
@@ -44,10 +48,6 @@ from ledger.core.events import (
     RateLimit,
     Subject,
 )
-from ledger.core.exchange import FileEnd
-from ledger.core.reaping import BootReap, ReaperConfig, ReapReport
-from ledger.core.requests import validate_definition
-from ledger.core.state import JobState
 from ledger.jobs import definitions, operator_writes
 from ledger.jobs.binding import LedgerBinding
 from ledger.jobs.enqueueing import enqueue_batch

@@ -20,8 +20,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from ledger.api.reader import Reader
-from ledger.core.events import JobStatus
 from ledger.core.tokens import Role
+from ledger.core.values import JobStatus
 
 TOTALS = (
     ("jobledger_jobs_enqueued", "job_enqueued", "Jobs enqueued (job_enqueued events)."),

@@ -22,8 +22,9 @@ from ledger.api.deprecated import DeprecatedReaderMethods
 from ledger.api.reader_namespaces import ReaderNamespaces
 from ledger.api.view_reads import ViewReads
 from ledger.clock import Clock, SystemClock
-from ledger.core.events import JobDefinition, JobEvent, JobStatus
+from ledger.core.events import JobEvent
 from ledger.core.state import JobState
+from ledger.core.values import JobDefinition, JobStatus
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage
 
 # Most imports are inside the methods that use them: a CLI read command (`jobledger show`)

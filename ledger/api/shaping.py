@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from ledger.core.blockers import Blocker
     from ledger.core.codec import Record
     from ledger.core.diagnostics import Finding
-    from ledger.core.events import JSON
     from ledger.core.facts import StateChange
     from ledger.core.state import JobState
     from ledger.core.tokens import TokenState
+    from ledger.core.values import JSON
     from ledger.store.workflow_reads import RunPage, RunView, StepView
     from ledger.workflows.workflow_views import TimelineEntry
     from ledger.workflows.workflow_writes import WorkflowStarted

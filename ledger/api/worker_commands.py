@@ -17,8 +17,8 @@ from uuid import UUID
 from ledger.api.reader import Reader
 from ledger.clock import Clock
 from ledger.core import decide
-from ledger.core.events import JSON, Failure
 from ledger.core.state import JobState, Lease
+from ledger.core.values import JSON, Failure
 from ledger.jobs import turns, worker_writes
 from ledger.jobs.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.jobs.outcomes import BatchResult, Completion, FailureReport, Outcome

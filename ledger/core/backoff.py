@@ -6,7 +6,7 @@ Pure: the random draw is an argument, so the decision can be replayed and checke
 
 from __future__ import annotations
 
-from ledger.core.events import BackoffPolicy
+from ledger.core.values import BackoffPolicy
 
 
 def base_delay(policy: BackoffPolicy, attempt: int) -> float:

@@ -18,11 +18,11 @@ from datetime import datetime
 import msgspec
 
 from ledger.core.concurrency import Room, TypeLimits, org_key
-from ledger.core.events import JobStatus, RateLimit, queue_of
 from ledger.core.queues import QueueState
 from ledger.core.rates import next_token_us, tokens
 from ledger.core.state import JobState
 from ledger.core.times import from_us, to_us
+from ledger.core.values import JobStatus, RateLimit, queue_of
 
 
 class Blocker(msgspec.Struct, frozen=True):

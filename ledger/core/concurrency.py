@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import msgspec
 
-from ledger.core.events import JobDefinition
 from ledger.core.state import JobState
+from ledger.core.values import JobDefinition
 
 NO_ORG = ""
 """How the counts spell "no org" (the queue view's ``coalesce(org, '')``)."""

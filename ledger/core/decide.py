@@ -4,6 +4,8 @@ Each returns events or raises a :class:`~ledger.core.errors.LedgerError` with a 
 never read a clock, a random source or a store: the shell passes ``now`` and any random draw
 in, which is what lets ``replay --check`` re-run them over recorded history. What a caller
 sends is validated by :mod:`ledger.core.requests`; this module holds only the transitions.
+The decisions for an attempt that ends without its worker (an expired lease, a dead process)
+are in :mod:`ledger.core.lost_attempts`.
 """
 
 from __future__ import annotations
@@ -20,14 +22,8 @@ from ledger.core.errors import (
     LeaseOwnerMismatchError,
 )
 from ledger.core.events import (
-    JSON,
-    EnqueueRequest,
-    Failure,
-    FailureKind,
-    HandlerStop,
     JobCancelled,
     JobDeadLettered,
-    JobDefinition,
     JobEnqueued,
     JobEvent,
     JobFailed,
@@ -39,10 +35,7 @@ from ledger.core.events import (
     JobRequeued,
     JobRetryScheduled,
     JobStageChanged,
-    JobStatus,
     JobSucceeded,
-    RateLimit,
-    Stage,
 )
 from ledger.core.limits import (
     MAX_LEASE_S,
@@ -54,10 +47,16 @@ from ledger.core.limits import (
 )
 from ledger.core.requests import aware, check_failure, check_output
 from ledger.core.state import JobState, Lease
-
-LEASE_EXPIRED_CODE = "job.lease_expired"
-WORKER_LOST_CODE = "job.worker_lost"
-
+from ledger.core.values import (
+    JSON,
+    EnqueueRequest,
+    Failure,
+    HandlerStop,
+    JobDefinition,
+    JobStatus,
+    RateLimit,
+    Stage,
+)
 
 # --- enqueue --------------------------------------------------------------------------------
 
@@ -264,7 +263,7 @@ def decide_succeed(
     )
 
 
-def _failure_outcome(
+def failure_outcome(
     state: JobState,
     now: datetime,
     failure: Failure,
@@ -274,6 +273,10 @@ def _failure_outcome(
     fixed_delay_s: float | None,
     started_without_renewal_heartbeat: bool | None,
 ) -> JobRetryScheduled | JobDeadLettered:
+    """What follows a failed attempt: a dead letter once the failure is not retryable or the
+    attempts are used up, else a retry after ``fixed_delay_s`` or the job's backoff at
+    ``jitter_draw``, never before ``not_before`` (shared with
+    :mod:`ledger.core.lost_attempts`, whose attempts end without their worker)."""
     gives_up = not failure.kind.is_retryable or state.attempt >= state.max_attempts
     if gives_up:
         return JobDeadLettered(
@@ -329,7 +332,7 @@ def decide_fail(
             worker_id=lease.worker_id,
             failure=failure,
         ),
-        _failure_outcome(
+        failure_outcome(
             state,
             now,
             failure,
@@ -354,36 +357,7 @@ def decide_release(state: JobState, lease: Lease, now: datetime, reason: str) ->
     )
 
 
-# --- reaper and operators (not fenced: they act on the job, not on a lease) -----------------
-
-
-def lease_is_expired(state: JobState, now: datetime) -> bool:
-    """Expired means strictly before ``now``; a lease ending exactly now is still live."""
-    return (
-        state.status is JobStatus.LEASED
-        and state.lease_expires_at is not None
-        and state.lease_expires_at < now
-    )
-
-
-def decide_reap(
-    state: JobState,
-    now: datetime,
-    *,
-    retry_delay_s: float,
-    started_without_renewal_heartbeat: bool | None = None,
-) -> list[JobEvent]:
-    """Fail an expired lease as ``lease_expired``: a fixed-delay retry, or a dead letter."""
-    if not lease_is_expired(state, now):
-        raise InvalidTransitionError(f"the lease on job {state.job_id} has not expired")
-    assert state.worker_id is not None
-    failure = Failure(
-        kind=FailureKind.LEASE_EXPIRED,
-        code=LEASE_EXPIRED_CODE,
-        message=f"lease held by {state.worker_id} expired at "
-        f"{state.lease_expires_at.isoformat() if state.lease_expires_at else '?'}",
-    )
-    return _lost_attempt(state, now, failure, retry_delay_s, started_without_renewal_heartbeat)
+# --- the start of a handler -----------------------------------------------------------------
 
 
 def handler_started(state: JobState) -> bool:
@@ -391,77 +365,6 @@ def handler_started(state: JobState) -> bool:
     ``running`` (``job_stage_changed``) before it calls a handler, and a handler may report
     any stage of its own after; a claim alone leaves the stage ``claimed``."""
     return state.started_at is not None or state.stage != Stage.CLAIMED
-
-
-def decide_release_stale(state: JobState, now: datetime, reason: str) -> JobReleased:
-    """Release a claim left by a dead process (boot reap): its attempt is not consumed.
-
-    The boot reap releases only claims whose handler never started
-    (:func:`ledger.core.reaping.plan_boot_reap`); this decision does not refuse a started
-    one, since histories recorded before that rule released those too and must still replay."""
-    if state.status is not JobStatus.LEASED or state.worker_id is None:
-        raise InvalidTransitionError(f"job {state.job_id} is {state.status}, not leased")
-    return JobReleased(
-        at=now,
-        run_number=state.run_number,
-        attempt=state.attempt,
-        worker_id=state.worker_id,
-        reason=reason,
-    )
-
-
-def decide_worker_lost(
-    state: JobState, now: datetime, *, started_without_renewal_heartbeat: bool | None = None
-) -> list[JobEvent]:
-    """Fail an attempt whose handler had started when its process died (boot reap), as
-    ``worker_lost`` (``job.worker_lost``): it spends the attempt, so a handler that kills its
-    worker every time ends dead after ``max_attempts`` instead of looping. Retried after the
-    job's own backoff at its mid-point (no random draw, so replay recomputes it exactly):
-    growing delays space out the crashes."""
-    if state.status is not JobStatus.LEASED or state.worker_id is None:
-        raise InvalidTransitionError(f"job {state.job_id} is {state.status}, not leased")
-    if not handler_started(state):
-        raise InvalidTransitionError(
-            f"job {state.job_id}'s handler never started: its claim is released, not failed"
-        )
-    failure = Failure(
-        kind=FailureKind.WORKER_LOST,
-        code=WORKER_LOST_CODE,
-        message=f"worker {state.worker_id} died while the handler ran (stage {state.stage})",
-    )
-    return _lost_attempt(state, now, failure, None, started_without_renewal_heartbeat)
-
-
-def _lost_attempt(
-    state: JobState,
-    now: datetime,
-    failure: Failure,
-    fixed_delay_s: float | None,
-    started_without_renewal_heartbeat: bool | None,
-) -> list[JobEvent]:
-    """An attempt its worker can no longer end (its lease expired, its process died): the
-    failure, then a retry or a dead letter, with no random draw so that replay recomputes
-    the delay exactly (``fixed_delay_s``, else the job's backoff at its mid-point)."""
-    assert state.worker_id is not None
-    return [
-        JobFailed(
-            at=now,
-            run_number=state.run_number,
-            attempt=state.attempt,
-            worker_id=state.worker_id,
-            failure=failure,
-            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
-        ),
-        _failure_outcome(
-            state,
-            now,
-            failure,
-            jitter_draw=0.5,
-            not_before=None,
-            fixed_delay_s=fixed_delay_s,
-            started_without_renewal_heartbeat=started_without_renewal_heartbeat,
-        ),
-    ]
 
 
 def start_with_lease(leased: JobLeased) -> JobStageChanged:
@@ -479,6 +382,9 @@ def decide_start(state: JobState, lease: Lease, now: datetime) -> list[JobEvent]
     (fenced, so a lease lost meanwhile is refused and the handler is not started). Nothing
     if the stage is ``running`` already."""
     return decide_progress(state, lease, now, stage=Stage.RUNNING)
+
+
+# --- operators (not fenced: they act on the job, not on a lease) ----------------------------
 
 
 def decide_cancel(state: JobState, now: datetime, reason: str) -> JobCancelled:

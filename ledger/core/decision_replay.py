@@ -22,7 +22,6 @@ from ledger.core import diagnostics
 from ledger.core.codec import Record
 from ledger.core.events import (
     JobDeadLettered,
-    JobDefinition,
     JobEvent,
     JobFailed,
     JobRetryScheduled,
@@ -32,6 +31,7 @@ from ledger.core.events import (
 from ledger.core.replay_checks import check_group
 from ledger.core.replay_findings import JobReplay, MismatchError, ReplayFinding, describe
 from ledger.core.state import IllegalTransitionError, JobState, evolve
+from ledger.core.values import JobDefinition
 
 DIAGNOSTICS_TOPIC = "diagnostics"
 

@@ -15,7 +15,6 @@ import msgspec
 
 from ledger.core.codec import Record
 from ledger.core.events import (
-    FailureKind,
     JobCancelled,
     JobEnqueued,
     JobEvent,
@@ -26,11 +25,10 @@ from ledger.core.events import (
     JobReleased,
     JobRetryScheduled,
     JobStageChanged,
-    JobStatus,
     JobSucceeded,
-    Stage,
 )
 from ledger.core.state import JobState, fold
+from ledger.core.values import FailureKind, JobStatus, Stage
 
 # Events that end an attempt (the failure, success, release or cancel that closes it).
 _ATTEMPT_ENDS = (JobFailed, JobSucceeded, JobReleased, JobCancelled)

@@ -35,8 +35,9 @@ import msgspec
 
 from ledger.core import decide
 from ledger.core.errors import IdempotencyConflictError
-from ledger.core.events import EnqueueRequest, Event, JobDefinition, JobEvent, JobTypeDefined
+from ledger.core.events import Event, JobEvent, JobTypeDefined
 from ledger.core.requests import same_request
+from ledger.core.values import EnqueueRequest, JobDefinition
 
 IdempotencyKey = tuple[str, str, str]
 """``(job_type, org or "", key)``: the namespace an idempotency key is unique in."""

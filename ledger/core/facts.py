@@ -22,9 +22,9 @@ from ledger.core.events import (
     JobReleased,
     JobRequeued,
     JobRetryScheduled,
-    JobStatus,
 )
 from ledger.core.state import JobState, evolve
+from ledger.core.values import JobStatus
 
 
 def history_prefix(

@@ -32,8 +32,9 @@ from typing import ClassVar, NamedTuple, Protocol
 from uuid import UUID, uuid5
 
 from ledger.core.errors import LedgerError
-from ledger.core.events import JobDefinition, JobEvent
+from ledger.core.events import JobEvent
 from ledger.core.state import JobState, evolve
+from ledger.core.values import JobDefinition
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState, StepsNotLoadedError
 from ledger.core.workflows.state import evolve as evolve_run

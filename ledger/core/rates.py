@@ -19,7 +19,7 @@ import re
 from typing import NamedTuple
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import RateLimit
+from ledger.core.values import RateLimit
 
 TYPE_SCOPE = "type"
 ORG_SCOPE = "org"

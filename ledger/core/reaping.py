@@ -27,14 +27,11 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core import decide
+from ledger.core import decide, lost_attempts
 from ledger.core.codec import Record
 from ledger.core.diagnostics import started_without_renewal_heartbeat
 from ledger.core.errors import InvalidTransitionError, LedgerError
 from ledger.core.events import (
-    JSON,
-    DeferralCause,
-    Failure,
     JobDeadLettered,
     JobEvent,
     JobFailed,
@@ -43,6 +40,7 @@ from ledger.core.events import (
 )
 from ledger.core.limits import check_setting_seconds
 from ledger.core.state import JobState
+from ledger.core.values import JSON, DeferralCause, Failure
 
 Disposition = Literal["retry_scheduled", "dead_lettered"]
 
@@ -138,7 +136,7 @@ def plan_reaps(
     planned = []
     for state in expired:
         bare = bool(started_without_renewal_heartbeat(histories[state.job_id]).value)
-        events = decide.decide_reap(
+        events = lost_attempts.decide_reap(
             state, now, retry_delay_s=retry_delay_s, started_without_renewal_heartbeat=bare
         )
         planned.append(PlannedReap(state, events, bare))
@@ -166,9 +164,11 @@ def plan_boot_reap(
     for state in held:
         if decide.handler_started(state):
             bare = bool(started_without_renewal_heartbeat(histories[state.job_id]).value)
-            events = decide.decide_worker_lost(state, now, started_without_renewal_heartbeat=bare)
+            events = lost_attempts.decide_worker_lost(
+                state, now, started_without_renewal_heartbeat=bare
+            )
         else:
-            events = [decide.decide_release_stale(state, now, reason)]
+            events = [lost_attempts.decide_release_stale(state, now, reason)]
         changes.append((state.job_id, events))
     return changes
 
@@ -209,7 +209,7 @@ def decide_reap_deferral(
 
     Only an expired lease is deferred (the pass took the job because it was), and the lease
     stays its holder's: same run, attempt and worker."""
-    if not decide.lease_is_expired(state, now):
+    if not lost_attempts.lease_is_expired(state, now):
         raise InvalidTransitionError(f"the lease on job {state.job_id} has not expired")
     assert state.worker_id is not None
     return JobReapDeferred(

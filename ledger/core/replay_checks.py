@@ -18,16 +18,13 @@ from datetime import datetime, timedelta
 
 import msgspec
 
-from ledger.core import decide, diagnostics
+from ledger.core import decide, diagnostics, lost_attempts
 from ledger.core.backoff import delay_bounds
 from ledger.core.codec import Record
 from ledger.core.errors import LedgerError
 from ledger.core.events import (
-    EnqueueRequest,
-    FailureKind,
     JobCancelled,
     JobDeadLettered,
-    JobDefinition,
     JobEnqueued,
     JobEvent,
     JobFailed,
@@ -46,6 +43,7 @@ from ledger.core.reaping import decide_reap_deferral
 from ledger.core.replay_findings import MismatchError, compare, describe, describe_value
 from ledger.core.requests import normalise_request
 from ledger.core.state import JobState, Lease
+from ledger.core.values import EnqueueRequest, FailureKind, JobDefinition
 from ledger.core.workflows.ids import step_job_id
 
 DELAY_TOLERANCE_S = 1e-6
@@ -269,7 +267,7 @@ def _check_worker_failure(state: JobState, failed: JobFailed, outcome: JobEvent)
 def _check_reap(
     state: JobState, failed: JobFailed, outcome: JobEvent, prefix: Sequence[Record]
 ) -> None:
-    if not decide.lease_is_expired(state, failed.at):
+    if not lost_attempts.lease_is_expired(state, failed.at):
         expires = state.lease_expires_at.isoformat() if state.lease_expires_at else "never"
         raise MismatchError(
             "reap.lease_live",
@@ -280,7 +278,7 @@ def _check_reap(
     delay = outcome.delay_s if isinstance(outcome, JobRetryScheduled) else 0.0
     flag = bool(diagnostics.started_without_renewal_heartbeat(prefix).value)
     expected = _decided(
-        lambda: decide.decide_reap(
+        lambda: lost_attempts.decide_reap(
             state, failed.at, retry_delay_s=delay, started_without_renewal_heartbeat=flag
         ),
         [failed, outcome],
@@ -310,7 +308,9 @@ def _check_worker_lost(
     the same state, its flag derived from the same history (no random draw to bound)."""
     flag = bool(diagnostics.started_without_renewal_heartbeat(prefix).value)
     expected = _decided(
-        lambda: decide.decide_worker_lost(state, failed.at, started_without_renewal_heartbeat=flag),
+        lambda: lost_attempts.decide_worker_lost(
+            state, failed.at, started_without_renewal_heartbeat=flag
+        ),
         [failed, outcome],
     )
     compare(expected, [failed, outcome])
@@ -319,7 +319,7 @@ def _check_worker_lost(
 def _check_reap_deferral(state: JobState, event: JobReapDeferred) -> None:
     """A deferral defers an expired lease only, and pushes it out by exactly its recorded
     delay (the reaper's retry delay, read back from the event as for a reap's retry)."""
-    if not decide.lease_is_expired(state, event.at):
+    if not lost_attempts.lease_is_expired(state, event.at):
         expires = state.lease_expires_at.isoformat() if state.lease_expires_at else "never"
         raise MismatchError(
             "reap.lease_live",
@@ -357,7 +357,7 @@ def _check_release(state: JobState, event: JobReleased) -> None:
     except LedgerError:
         # Not a fenced release, then the boot reap's (a dead process's claim, not fenced).
         produced = _decided(
-            lambda: decide.decide_release_stale(state, event.at, event.reason), [event]
+            lambda: lost_attempts.decide_release_stale(state, event.at, event.reason), [event]
         )[0]
     compare([produced], [event])
 

@@ -15,15 +15,6 @@ from typing import TypeVar
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import (
-    JSON,
-    EnqueueRequest,
-    Failure,
-    JobDefinition,
-    RateLimit,
-    Subject,
-    SubjectOp,
-)
 from ledger.core.limits import (
     MAX_JSON_BYTES,
     MAX_NAME_LENGTH,
@@ -38,6 +29,15 @@ from ledger.core.limits import (
     flat_plain,
 )
 from ledger.core.rates import check_rate
+from ledger.core.values import (
+    JSON,
+    EnqueueRequest,
+    Failure,
+    JobDefinition,
+    RateLimit,
+    Subject,
+    SubjectOp,
+)
 
 MAX_PAYLOAD_BYTES = MAX_JSON_BYTES
 """The largest payload (as JSON) an enqueue accepts; larger data belongs in a blob store."""

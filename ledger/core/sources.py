@@ -39,8 +39,8 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import Subject, SubjectOp
 from ledger.core.limits import check_subject_text
+from ledger.core.values import Subject, SubjectOp
 
 Listing = Iterable[tuple[str, str | None]]
 """A source listing: ``(uri, revision)`` pairs, ``None`` where the source gives no revision."""

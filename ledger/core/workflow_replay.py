@@ -29,15 +29,10 @@ from uuid import UUID
 
 from ledger.core.codec import Record
 from ledger.core.errors import LedgerError
-from ledger.core.events import (
-    JobCancelled,
-    JobDeadLettered,
-    JobDefinition,
-    JobEvent,
-    JobSucceeded,
-)
+from ledger.core.events import JobCancelled, JobDeadLettered, JobEvent, JobSucceeded
 from ledger.core.replay_findings import JobReplay, MismatchError, ReplayFinding, compare, describe
 from ledger.core.state import IllegalTransitionError, JobState, evolve
+from ledger.core.values import JobDefinition
 from ledger.core.workflows import decide
 from ledger.core.workflows.events import (
     WorkflowCancelled,

@@ -17,8 +17,8 @@ from litestar.response import Response
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import state_json
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON, EnqueueRequest, Subject, SubjectOp
 from ledger.core.tokens import TokenState
+from ledger.core.values import JSON, EnqueueRequest, Subject, SubjectOp
 from ledger.http.auth import OPERATE, actor, scoped_org
 
 MAX_BATCH = 1_000

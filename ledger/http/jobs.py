@@ -14,9 +14,9 @@ from ledger.api.ledger import Ledger
 from ledger.api.shaping import job_details_json, job_page_json, record_json, state_json
 from ledger.core import diagnostics
 from ledger.core.errors import JobNotFoundError
-from ledger.core.events import JobStatus
 from ledger.core.state import JobState
 from ledger.core.tokens import TokenState
+from ledger.core.values import JobStatus
 from ledger.http.auth import OPERATE, actor, scoped_org, visible
 from projections.rules.job_list import DEFAULT_LIMIT
 

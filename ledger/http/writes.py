@@ -13,8 +13,8 @@ from litestar import post
 from ledger.api.ledger import Ledger
 from ledger.api.shaping import state_json, workflow_json
 from ledger.core.errors import InvalidTransitionError
-from ledger.core.events import JSON, JobStatus
 from ledger.core.tokens import TokenState
+from ledger.core.values import JSON, JobStatus
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.http.auth import OPERATE, actor, visible
 from ledger.http.jobs import Reason, reason_of, visible_job

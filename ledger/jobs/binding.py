@@ -16,7 +16,7 @@ from uuid import UUID
 
 from ledger.clock import Clock
 from ledger.core.enqueue_plan import EnqueuePlan
-from ledger.core.events import EnqueueRequest, JobDefinition
+from ledger.core.values import EnqueueRequest, JobDefinition
 from ledger.store.store import Store
 
 

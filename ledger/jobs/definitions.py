@@ -10,8 +10,9 @@ import msgspec
 
 from ledger.clock import Clock
 from ledger.core.errors import DefinitionNotFoundError
-from ledger.core.events import Event, JobDefinition, JobTypeDefined, JobTypeUpdated
+from ledger.core.events import Event, JobTypeDefined, JobTypeUpdated
 from ledger.core.limits import check_actor
+from ledger.core.values import JobDefinition
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 

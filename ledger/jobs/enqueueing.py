@@ -22,10 +22,10 @@ from ledger.core.enqueue_plan import (
     plan_enqueue,
     subject_key,
 )
-from ledger.core.events import EnqueueRequest
 from ledger.core.limits import check_actor
 from ledger.core.requests import normalise_request
 from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
+from ledger.core.values import EnqueueRequest
 from ledger.jobs.job_ids import random_uuids
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork

@@ -13,10 +13,11 @@ import msgspec
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.errors import JobNotFoundError
-from ledger.core.events import JobCancelled, JobStatus
+from ledger.core.events import JobCancelled
 from ledger.core.reaping import BootReap, plan_boot_reap
 from ledger.core.requests import check_reason
 from ledger.core.state import JobState
+from ledger.core.values import JobStatus
 from ledger.jobs.worker_writes import write_fenced_many
 from ledger.store.store import Store
 

@@ -8,8 +8,8 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.errors import LedgerError
-from ledger.core.events import JSON, Failure
 from ledger.core.state import JobState, Lease
+from ledger.core.values import JSON, Failure
 
 
 class Completion(msgspec.Struct, frozen=True):

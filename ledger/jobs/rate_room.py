@@ -18,10 +18,10 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core.events import RateLimit
 from ledger.core.rates import RateKey, kept_under, rate_key, rate_scope, tokens
 from ledger.core.state import JobState
 from ledger.core.times import to_us
+from ledger.core.values import RateLimit
 from ledger.store.unit_of_work import UnitOfWork
 
 

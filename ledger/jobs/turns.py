@@ -19,8 +19,9 @@ import msgspec
 
 from ledger.clock import Clock
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JobEvent, JobStatus
+from ledger.core.events import JobEvent
 from ledger.core.state import JobState, fold
+from ledger.core.values import JobStatus
 from ledger.jobs.leases import LeaseLength
 from ledger.jobs.outcomes import BatchResult
 from ledger.jobs.rate_room import RatedClaim

@@ -24,9 +24,10 @@ from ledger.core.errors import (
     JobNotFoundError,
     LedgerError,
 )
-from ledger.core.events import HandlerStop, JobEvent
+from ledger.core.events import JobEvent
 from ledger.core.requests import check_name
 from ledger.core.state import JobState, Lease, fold
+from ledger.core.values import HandlerStop
 from ledger.jobs.claim_limits import claim_within_limits
 from ledger.jobs.leases import LeaseLength, all_positive, lease_for
 from ledger.jobs.outcomes import BatchResult, Completion, Outcome

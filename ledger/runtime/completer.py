@@ -37,8 +37,8 @@ from uuid import UUID
 
 from ledger.api.ledger import BatchResult, Completion, Ledger, Outcome
 from ledger.core.errors import DatabaseUnusableError
-from ledger.core.events import JobStatus
 from ledger.core.state import JobState
+from ledger.core.values import JobStatus
 from ledger.jobs.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.runtime.retrying import (
     PASSING_ERRORS,

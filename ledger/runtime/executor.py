@@ -27,10 +27,10 @@ from uuid import UUID
 
 from ledger.api.ledger import Completion, FailureReport, LeaseLength, Ledger, Outcome
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON, Failure, FailureKind, WorkflowLink
 from ledger.core.limits import check_code
 from ledger.core.requests import check_output
 from ledger.core.state import JobState, Lease
+from ledger.core.values import JSON, Failure, FailureKind, WorkflowLink
 from ledger.jobs.leases import lease_for
 from ledger.jobs.worker_writes import CANCELLED_BY_POOL_CODE
 from ledger.runtime.breaker import CircuitBreaker

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ledger.core.events import BackoffPolicy, JobDefinition
+from ledger.core.values import BackoffPolicy, JobDefinition
 from ledger.runtime.job_context import JobContext, SyncJobContext
 
 if TYPE_CHECKING:

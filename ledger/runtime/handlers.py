@@ -19,13 +19,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ledger.core.events import BackoffPolicy
 from ledger.core.source_polls.decide import (
     DEFAULT_COOLDOWN_S,
     DEFAULT_THRESHOLD,
     BreakerPolicy,
     SourceConfig,
 )
+from ledger.core.values import BackoffPolicy
 from ledger.runtime.handler_spec import AsyncHandler, Handler, HandlerSpec, SyncHandler
 from ledger.runtime.job_context import (
     PERMANENT_ERROR_CODE,

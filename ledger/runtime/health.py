@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from ledger.core.events import JobStatus
 from ledger.core.state import JobState
+from ledger.core.values import JobStatus
 
 
 @dataclass

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from ledger.core.errors import JobCancelledError
-from ledger.core.events import JSON, Subject, WorkflowLink
 from ledger.core.state import JobState, Lease
+from ledger.core.values import JSON, Subject, WorkflowLink
 from ledger.runtime.cancellation import Cancellation
 
 T = TypeVar("T")

@@ -26,9 +26,9 @@ from prometheus_client.registry import Collector
 
 from ledger.api.metrics import LedgerCollector
 from ledger.api.reader import Reader
-from ledger.core.events import JobStatus
 from ledger.core.reaping import ReapReport
 from ledger.core.state import JobState
+from ledger.core.values import JobStatus
 from ledger.maintenance.runner import ServiceStats
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.health import Health, PoolStats

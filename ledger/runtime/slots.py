@@ -16,8 +16,8 @@ from uuid import UUID
 
 from ledger.api.ledger import Outcome
 from ledger.clock import Clock
-from ledger.core.events import Stage
 from ledger.core.state import JobState
+from ledger.core.values import Stage
 from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
 from ledger.runtime.executor import Executor

@@ -20,8 +20,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from ledger.core.events import Failure
 from ledger.core.state import JobState
+from ledger.core.values import Failure
 
 TRACER_NAME = "jobledger"
 SUCCEEDED = "succeeded"

@@ -39,7 +39,7 @@ import msgspec
 
 from ledger.api.job_handle import Enqueued, handles_of
 from ledger.core.errors import DefinitionNotFoundError, InvalidRequestError
-from ledger.core.events import JSON, EnqueueRequest, Subject
+from ledger.core.values import JSON, EnqueueRequest, Subject
 from ledger.runtime.handler_spec import HandlerSpec, define_from_handler
 from ledger.runtime.job_context import JobContext, PermanentError, Result, SyncJobContext
 

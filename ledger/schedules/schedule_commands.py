@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from ledger.core.events import JSON
 from ledger.core.schedules.catch_up import PassBounds
 from ledger.core.schedules.state import ScheduleState
+from ledger.core.values import JSON
 from ledger.jobs.binding import LedgerBinding
 from ledger.schedules import schedule_writes as schedules
 from ledger.schedules.schedule_firing import DEFAULT_SCHEDULES_PER_PASS, FireReport, fire_due

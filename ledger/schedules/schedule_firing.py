@@ -43,7 +43,7 @@ from ledger.core.errors import (
     IdempotencyConflictError,
     InvalidRequestError,
 )
-from ledger.core.events import Event, JobDefinition, JobEvent
+from ledger.core.events import Event, JobEvent
 from ledger.core.requests import normalise_request
 from ledger.core.schedules.catch_up import MAX_NAMED_MISSED, PassBounds, PassPlan, plan_pass
 from ledger.core.schedules.errors import UnplannableScheduleError
@@ -51,6 +51,7 @@ from ledger.core.schedules.events import ScheduleFired, ScheduleMissed
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError
 from ledger.core.schedules.state import ScheduleState
 from ledger.core.times import to_us
+from ledger.core.values import JobDefinition
 from ledger.jobs.enqueueing import stored_keys
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork

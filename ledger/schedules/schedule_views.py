@@ -13,11 +13,11 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core.events import JSON
 from ledger.core.plain import plain
 from ledger.core.schedules.events import ScheduleFired, ScheduleMissed
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, next_slots
 from ledger.core.schedules.state import ScheduleState, ScheduleStatus, schedule_stream_id
+from ledger.core.values import JSON
 from ledger.store.store import Store
 from projections.rules.schedules import upcoming
 

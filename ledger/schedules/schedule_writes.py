@@ -16,7 +16,7 @@ import msgspec
 
 from ledger.clock import Clock
 from ledger.core.errors import DefinitionNotFoundError, InvalidRequestError
-from ledger.core.events import JSON, EnqueueRequest, Event
+from ledger.core.events import Event
 from ledger.core.limits import check_name, check_reason, check_seconds
 from ledger.core.requests import normalise_request
 from ledger.core.schedules.errors import (
@@ -33,6 +33,7 @@ from ledger.core.schedules.events import (
 )
 from ledger.core.schedules.slots import check_cron
 from ledger.core.schedules.state import ScheduleState, ScheduleStatus
+from ledger.core.values import JSON, EnqueueRequest
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
 

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from uuid import UUID
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import EnqueueRequest
 from ledger.core.source_polls.decide import (
     POLL_JOB_MAX_ATTEMPTS,
     POLL_JOB_TIMEOUT_S,
@@ -20,6 +19,7 @@ from ledger.core.source_polls.decide import (
 )
 from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
 from ledger.core.sources import Listing, SourceSync
+from ledger.core.values import EnqueueRequest
 from ledger.jobs.binding import LedgerBinding
 from ledger.jobs.enqueueing import sync_listing
 from ledger.sources import source_polls

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from ledger.clock import Clock
 from ledger.core.errors import DefinitionNotFoundError, InvalidRequestError
-from ledger.core.events import EnqueueRequest, Event
+from ledger.core.events import Event
 from ledger.core.requests import normalise_request
 from ledger.core.source_polls.decide import (
     SourceConfig,
@@ -26,6 +26,7 @@ from ledger.core.source_polls.decide import (
 )
 from ledger.core.source_polls.state import PollResult, SourcePollState
 from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
+from ledger.core.values import EnqueueRequest
 from ledger.jobs.enqueueing import plan_in
 from ledger.store.store import Store
 

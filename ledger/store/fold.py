@@ -22,7 +22,6 @@ from ledger.core.events import (
     JobReleased,
     JobRequeued,
     JobRetryScheduled,
-    JobStatus,
 )
 from ledger.core.policy import Change, RunEvents, Trigger
 from ledger.core.queues import QueueState, evolve_queue, queue_stream_id
@@ -34,6 +33,7 @@ from ledger.core.source_polls.state import (
 )
 from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
 from ledger.core.tokens import TokenState, evolve_token
+from ledger.core.values import JobStatus
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
 from ledger.store.streams import job_type_stream_id

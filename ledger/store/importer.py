@@ -44,9 +44,8 @@ from ledger.core.exchange import (
     ImportLiveWorkError,
     Stream,
     StreamKind,
-    read_streams,
-    same_history,
 )
+from ledger.core.exchange_reader import read_streams, same_history
 from ledger.core.policy import RunEvents
 from ledger.core.state import fold
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted

@@ -30,9 +30,9 @@ from uuid import UUID
 
 from msgspec.structs import replace
 
-from ledger.core.events import JobDefinition
 from ledger.core.policy import MAX_CASCADE_DEPTH, Change, Policy, Trigger, cascade
 from ledger.core.state import DefinitionState, JobState
+from ledger.core.values import JobDefinition
 from ledger.core.workflows.state import RunState, StepsNotLoadedError
 from ledger.store.fold import AppendFold
 

@@ -22,11 +22,12 @@ from uuid import UUID
 from ledger.core.codec import Record
 from ledger.core.decision_replay import check_history, definitions_of
 from ledger.core.errors import JobNotFoundError
-from ledger.core.events import JobDefinition, JobEnqueued
+from ledger.core.events import JobEnqueued
 from ledger.core.replay_findings import JobReplay
 from ledger.core.schedules.events import ScheduleAdded
 from ledger.core.schedules.replay import check_schedule
 from ledger.core.schedules.state import schedule_stream_id
+from ledger.core.values import JobDefinition
 from ledger.core.workflow_replay import check_run, job_types, step_job_ids
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.store.reads import ReadSnapshot

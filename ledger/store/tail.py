@@ -26,8 +26,9 @@ from uuid import UUID
 
 from ledger.core.codec import Record
 from ledger.core.errors import JobNotFoundError
-from ledger.core.events import JobEvent, JobStatus
+from ledger.core.events import JobEvent
 from ledger.core.state import JobState, evolve
+from ledger.core.values import JobStatus
 from ledger.store.follow import EventWaiter, event_waiter
 from ledger.store.reads import decode_records
 from ledger.store.store import Store

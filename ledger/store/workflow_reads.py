@@ -13,8 +13,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from ledger.core.events import JSON, Failure, JobStatus
 from ledger.core.times import from_us
+from ledger.core.values import JSON, Failure, JobStatus
 from ledger.core.workflows.spec import StepKind
 from ledger.core.workflows.state import RunState, StepState
 from ledger.core.workflows.status import RunStatus, StepStatus

@@ -18,7 +18,8 @@ from uuid import UUID
 
 from ledger.api.event_feed import EventFeed, TailPosition
 from ledger.api.reader import Reader
-from ledger.core.events import JSON, EnqueueRequest, JobEnqueued
+from ledger.core.events import JobEnqueued
+from ledger.core.values import JSON, EnqueueRequest
 
 __all__ = [
     "EnqueuedJob",

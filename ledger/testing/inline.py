@@ -26,7 +26,7 @@ from typing import Any, Unpack
 
 from ledger.api.ledger import Ledger
 from ledger.core.enqueue_plan import EnqueuePlan
-from ledger.core.events import EnqueueRequest
+from ledger.core.values import EnqueueRequest
 from ledger.runtime.config import PoolSettings
 from ledger.runtime.definitions import sync_definitions
 from ledger.runtime.handlers import Registry

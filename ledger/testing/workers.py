@@ -12,8 +12,8 @@ from typing import Any, Unpack
 
 from ledger.api.ledger import Ledger
 from ledger.clock import FakeClock
-from ledger.core.events import JobStatus
 from ledger.core.state import JobState
+from ledger.core.values import JobStatus
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter

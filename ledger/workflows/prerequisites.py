@@ -9,7 +9,7 @@ so what this reads for a running step's job no longer changes.
 
 from __future__ import annotations
 
-from ledger.core.events import JSON, WorkflowLink
+from ledger.core.values import JSON, WorkflowLink
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.core.workflows.state import StepState
 from ledger.core.workflows.status import StepStatus

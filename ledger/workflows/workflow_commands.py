@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from ledger.core.events import JSON
+from ledger.core.values import JSON
 from ledger.core.workflows.spec import StepRequest, WorkflowRequest
 from ledger.core.workflows.state import RunState
 from ledger.jobs.binding import LedgerBinding

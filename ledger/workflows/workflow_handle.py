@@ -9,7 +9,7 @@ import time
 from typing import Protocol
 from uuid import UUID
 
-from ledger.core.events import JSON, WorkflowLink
+from ledger.core.values import JSON, WorkflowLink
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.core.workflows.status import RunStatus
 from ledger.store.store import Store

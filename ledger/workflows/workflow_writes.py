@@ -21,8 +21,9 @@ import msgspec
 
 from ledger.clock import Clock
 from ledger.core import decide
-from ledger.core.events import JSON, JobEvent
+from ledger.core.events import JobEvent
 from ledger.core.policy import RunEvents
+from ledger.core.values import JSON
 from ledger.core.workflows.decide import (
     check_recovery_repeat,
     check_repeat,

@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from ledger.core.events import Event, Failure, JobEvent, JobReapDeferred
+from ledger.core.events import Event, JobEvent, JobReapDeferred
 from ledger.core.queues import QUEUE_EVENTS, QueuePaused, QueueResumed
 from ledger.core.retention import RETENTION_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS, ScheduleEvent, ScheduleMissed
@@ -50,6 +50,7 @@ from ledger.core.source_polls.events import (
     SourcePollSkipped,
 )
 from ledger.core.times import to_us
+from ledger.core.values import Failure
 from ledger.core.workflows.events import WORKFLOW_EVENTS, WorkflowEvent, WorkflowStepCancelled
 from projections.rules.view import ALL_JOB_EVENTS, Projection
 

@@ -23,10 +23,11 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JOB_EVENTS, JobStatus
+from ledger.core.events import JOB_EVENTS
 from ledger.core.limits import INT64_MAX
 from ledger.core.queues import QUEUE_EVENTS
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS
+from ledger.core.values import JobStatus
 from ledger.core.workflows.events import WORKFLOW_EVENTS
 
 Order = Literal["newest", "oldest"]

@@ -14,16 +14,10 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core.events import (
-    Failure,
-    JobDeadLettered,
-    JobEvent,
-    JobRequeued,
-    JobSucceeded,
-    SubjectOp,
-)
+from ledger.core.events import JobDeadLettered, JobEvent, JobRequeued, JobSucceeded
 from ledger.core.state import JobState
 from ledger.core.times import to_us
+from ledger.core.values import Failure, SubjectOp
 from projections.rules.queue import decode_state, encode_state
 from projections.rules.view import Key, MemoryTable, Params, Projection, WrittenView
 from projections.rules.writes import ViewWrite

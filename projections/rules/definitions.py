@@ -6,9 +6,10 @@ from typing import Any
 
 import msgspec
 
-from ledger.core.events import DEFINITION_EVENTS, JobDefinition, RateLimit
+from ledger.core.events import DEFINITION_EVENTS
 from ledger.core.rates import interval_us, rate_scope
 from ledger.core.state import DefinitionState
+from ledger.core.values import JobDefinition, RateLimit
 from projections.rules.view import Projection
 
 _encoder = msgspec.msgpack.Encoder()

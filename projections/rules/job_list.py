@@ -13,9 +13,9 @@ from collections.abc import Iterable
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import EnqueueRequest, JobStatus, queue_of
 from ledger.core.limits import INT64_MAX
 from ledger.core.state import JobState
+from ledger.core.values import EnqueueRequest, JobStatus, queue_of
 
 DEFAULT_LIMIT = 50
 NO_CURSOR = 2**62

@@ -19,9 +19,9 @@ from typing import Any
 import msgspec
 from msgspec.structs import astuple
 
-from ledger.core.events import EnqueueRequest
 from ledger.core.state import JobState
 from ledger.core.times import opt_us, to_us
+from ledger.core.values import EnqueueRequest
 from projections.rules.view import ALL_JOB_EVENTS, Projection
 
 COLUMNS: tuple[str, ...] = (

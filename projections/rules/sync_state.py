@@ -18,9 +18,10 @@ from datetime import datetime
 
 import msgspec
 
-from ledger.core.events import JobEvent, JobSucceeded, SubjectOp
+from ledger.core.events import JobEvent, JobSucceeded
 from ledger.core.state import JobState
 from ledger.core.times import to_us
+from ledger.core.values import SubjectOp
 from projections.rules.view import Key, MemoryTable, Params, Projection, WrittenView
 from projections.rules.writes import ViewWrite
 

@@ -28,18 +28,14 @@ POSITIONAL = 8
 SHARED_NAMES = {"errors.py", "__init__.py"}
 
 KNOWN: set[str] = {
-    "module ledger/core/exchange.py",
     "module ledger/store/unit_of_work.py",
-    "module ledger/core/decide.py",
     "module ledger/store/postgres/store.py",
     "module projections/rules/replay.py",
     "module ledger/store/store.py",
-    "module ledger/core/events.py",
     "class ledger/store/unit_of_work.py:UnitOfWork",
     "class ledger/store/store.py:Store",
     "class projections/rules/replay.py:Replay",
     "class ledger/store/postgres/store.py:PostgresStore",
-    "function ledger/core/state.py:evolve",
     "function ledger/store/unit_of_work.py:UnitOfWork.append",
     "name definitions.py",
     "name job_list.py",

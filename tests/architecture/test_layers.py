@@ -13,9 +13,11 @@ DRIVERS = ("psycopg", "psycopg_pool", "sqlite3", "eventsourcing")
 @pytest.mark.parametrize(
     "module",
     [
+        "ledger.core.values",
         "ledger.core.events",
         "ledger.core.state",
         "ledger.core.decide",
+        "ledger.core.lost_attempts",
         "ledger.core.requests",
         "ledger.core.codec",
         "ledger.core.decision_replay",

@@ -9,8 +9,9 @@ from uuid import uuid4
 import pytest
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import Failure, FailureKind, JobDeadLettered, JobFailed, JobRetryScheduled
+from ledger.core.events import JobDeadLettered, JobFailed, JobRetryScheduled
 from ledger.core.times import parse_moment
+from ledger.core.values import Failure, FailureKind
 from ledger.store.audit_reads import audit_sql
 from ledger.store.queries import load
 from projections.rules.audit import COLUMNS, Origin, audit_row

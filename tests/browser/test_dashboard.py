@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from ledger import FakeClock
 from ledger.api.ledger import Ledger
-from ledger.core.events import Failure, FailureKind
+from ledger.core.values import Failure, FailureKind
 from tests.browser.conftest import Dashboard
 from tests.http.conftest import Server
 

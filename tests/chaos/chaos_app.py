@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ledger.clock import SystemClock
-from ledger.core.events import BackoffPolicy
+from ledger.core.values import BackoffPolicy
 from ledger.runtime.handlers import JobContext, Registry, TransientError
 
 LOG_ENV = "JOBLEDGER_CHAOS_LOG"

@@ -18,7 +18,6 @@ from uuid import UUID
 
 from ledger.core.codec import Record
 from ledger.core.events import (
-    FailureKind,
     JobCancelled,
     JobFailed,
     JobHeartbeated,
@@ -28,6 +27,7 @@ from ledger.core.events import (
     JobStageChanged,
     JobSucceeded,
 )
+from ledger.core.values import FailureKind
 from ledger.runtime.claims import START_MARGIN
 
 BOOT_REAP_REASON = "released by boot reap"

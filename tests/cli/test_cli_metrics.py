@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ledger import Ledger
 from ledger.api.pools import STALE_INTERVALS, PoolReport
-from ledger.core.events import BackoffPolicy
+from ledger.core.values import BackoffPolicy
 from ledger.maintenance.pool_reporter import PoolReporter, PoolReporterConfig
 
 APP = textwrap.dedent(

@@ -28,7 +28,7 @@ from pg_faults import ThrowawayCluster, wait_for_replay
 from jobledger_cli.main import cli
 from ledger import FakeClock, JobStatus, Ledger, Reader
 from ledger.core.errors import ReadOnlyDatabaseError
-from ledger.core.events import Failure, FailureKind
+from ledger.core.values import Failure, FailureKind
 from ledger.store.config import DatabaseUrlError
 
 pytestmark = pytest.mark.postgres

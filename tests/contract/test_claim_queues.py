@@ -6,7 +6,7 @@ import pytest
 
 from ledger import EnqueueRequest, JobStatus, Ledger
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import DEFAULT_QUEUE
+from ledger.core.values import DEFAULT_QUEUE
 
 
 def test_a_queue_filter_claims_only_that_queues_jobs(defined: Ledger) -> None:

@@ -12,13 +12,7 @@ import pytest
 from ledger import Completion, Failure, FailureKind, JobStatus, Ledger
 from ledger.core import decide
 from ledger.core.errors import DefinitionNotFoundError
-from ledger.core.events import (
-    EnqueueRequest,
-    JobCancelled,
-    JobDeadLettered,
-    JobEnqueued,
-    JobSucceeded,
-)
+from ledger.core.events import JobCancelled, JobDeadLettered, JobEnqueued, JobSucceeded
 from ledger.core.policy import (
     Facts,
     JobChange,
@@ -28,6 +22,7 @@ from ledger.core.policy import (
     Trigger,
     follow_up_id,
 )
+from ledger.core.values import EnqueueRequest
 from ledger.store.unit_of_work import UnitOfWork
 
 TERMINAL = Failure(kind=FailureKind.TERMINAL, code="bad", message="m")

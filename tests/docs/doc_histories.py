@@ -14,8 +14,8 @@ import random
 
 from jobledger_cli.demo import QUICK_RETRY, demo_requests
 from ledger import Failure, FailureKind, FakeClock, Ledger
-from ledger.core.events import BackoffPolicy, EnqueueRequest
 from ledger.core.state import JobState
+from ledger.core.values import BackoffPolicy, EnqueueRequest
 
 DEMO_WORKER = "default@vm:28901"
 DEMO_TYPES = {

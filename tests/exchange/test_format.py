@@ -10,26 +10,17 @@ import pytest
 from exchange_files import seal
 
 from ledger.core.codec import DEFAULT_CODEC, EventCodec
-from ledger.core.events import (
-    ALL_EVENTS,
-    BackoffPolicy,
-    EnqueueRequest,
-    Event,
-    JobCancelled,
-    JobDefinition,
-    JobEnqueued,
-    JobTypeDefined,
-)
+from ledger.core.events import ALL_EVENTS, Event, JobCancelled, JobEnqueued, JobTypeDefined
 from ledger.core.exchange import (
     ImportBadLineError,
     StreamKind,
     event_line,
     format_time,
     header_line,
-    parse_line,
-    read_streams,
     stored_fields,
 )
+from ledger.core.exchange_reader import parse_line, read_streams
+from ledger.core.values import BackoffPolicy, EnqueueRequest, JobDefinition
 from ledger.store.streams import job_type_stream_id
 
 AT = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

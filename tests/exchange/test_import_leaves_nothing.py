@@ -15,7 +15,8 @@ from exchange_helpers import build, export_bytes, invoke
 
 from ledger import FakeClock, Ledger
 from ledger.core.codec import DEFAULT_CODEC
-from ledger.core.exchange import ImportBadLineError, parse_line
+from ledger.core.exchange import ImportBadLineError
+from ledger.core.exchange_reader import parse_line
 from ledger.core.unknown_fields import unknown_field
 from ledger.core.workflows.events import WorkflowSubmitted
 from ledger.store.new_file import SIDE_FILES

@@ -21,9 +21,11 @@ from hypothesis import strategies as st
 from ledger import FakeClock, Ledger
 from ledger.core.codec import DEFAULT_CODEC
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import BackoffPolicy, EnqueueRequest, JobEnqueued
-from ledger.core.exchange import Selection, StreamKind, event_line, parse_line, stored_fields
+from ledger.core.events import JobEnqueued
+from ledger.core.exchange import Selection, StreamKind, event_line, stored_fields
+from ledger.core.exchange_reader import parse_line
 from ledger.core.requests import normalise_request
+from ledger.core.values import BackoffPolicy, EnqueueRequest
 
 DAY = timedelta(hours=24)
 OFFSETS = st.timedeltas(min_value=-DAY + timedelta(microseconds=1), max_value=DAY).filter(

@@ -19,8 +19,8 @@ from ledger.core.exchange import (
     ImportBadLineError,
     ImportTrailerMismatchError,
     ImportTruncatedError,
-    read_streams,
 )
+from ledger.core.exchange_reader import read_streams
 from ledger.store.streams import job_type_stream_id
 
 

@@ -14,7 +14,7 @@ from exchange_files import parts, resealed
 from exchange_helpers import export_bytes, invoke
 
 from ledger import FakeClock, Ledger
-from ledger.core.events import JSON
+from ledger.core.values import JSON
 from ledger.core.workflows.ids import step_job_id
 from ledger.runtime.handlers import PermanentError, Registry
 from ledger.testing import drain

@@ -6,7 +6,7 @@ from __future__ import annotations
 from uuid import UUID
 
 from ledger.api.ledger import Ledger
-from ledger.core.events import Failure, FailureKind
+from ledger.core.values import Failure, FailureKind
 from tests.http.conftest import Server
 
 

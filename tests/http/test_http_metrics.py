@@ -7,8 +7,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ledger.api.ledger import Ledger
 from ledger.clock import FakeClock
-from ledger.core.events import Failure, FailureKind
 from ledger.core.state import JobState, Lease
+from ledger.core.values import Failure, FailureKind
 from tests.http.conftest import Server
 
 BOOM = Failure(kind=FailureKind.RETRYABLE, code="boom", message="boom")

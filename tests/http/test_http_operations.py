@@ -12,7 +12,8 @@ from uuid import UUID
 import httpx
 
 from ledger.api.ledger import Ledger
-from ledger.core.events import Failure, FailureKind, JobTypeUpdated, Subject
+from ledger.core.events import JobTypeUpdated
+from ledger.core.values import Failure, FailureKind, Subject
 from tests.http.conftest import Server
 from tests.projections.projection_helpers import raw
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from ledger.api.ledger import Ledger
-from ledger.core.events import Failure, FailureKind
+from ledger.core.values import Failure, FailureKind
 from tests.http.conftest import Server
 from tests.http.test_http_stream import PATH as STREAM
 from tests.http.test_http_stream import connected

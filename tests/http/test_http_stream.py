@@ -16,8 +16,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from ledger.api.ledger import Ledger
-from ledger.core.events import Failure, FailureKind
 from ledger.core.state import JobState, Lease
+from ledger.core.values import Failure, FailureKind
 from tests.http.conftest import Server
 
 PATH = "/api/v1/events/stream"

@@ -8,7 +8,7 @@ from typing import Any
 from uuid import UUID
 
 from ledger.api.ledger import Ledger
-from ledger.core.events import Failure, FailureKind
+from ledger.core.values import Failure, FailureKind
 from tests.http.conftest import Server
 
 GATED = {

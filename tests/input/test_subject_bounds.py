@@ -14,9 +14,9 @@ from input_helpers import claimed, head
 from jobledger_cli.main import cli
 from ledger import Ledger
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import Subject
 from ledger.core.limits import MAX_NAME_LENGTH, MAX_SUBJECT_BYTES
 from ledger.core.sources import diff_source
+from ledger.core.values import Subject
 
 WIDE = "\U0001d518"
 """A character of four UTF-8 bytes: names are counted in characters, the index in bytes."""

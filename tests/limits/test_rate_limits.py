@@ -11,8 +11,9 @@ import pytest
 from ledger import EnqueueRequest, JobStatus, Ledger
 from ledger.clock import FakeClock
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JobDefinition, JobLeased, RateLimit
+from ledger.core.events import JobLeased
 from ledger.core.rates import parse_rate
+from ledger.core.values import JobDefinition, RateLimit
 
 
 def _leases(ledger: Ledger, job_ids: list) -> list[JobLeased]:  # type: ignore[type-arg]

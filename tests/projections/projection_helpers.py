@@ -10,7 +10,7 @@ from uuid import UUID
 import psycopg
 
 from ledger import Failure, FailureKind, FakeClock, Ledger
-from ledger.core.events import Subject, SubjectOp
+from ledger.core.values import Subject, SubjectOp
 from projections.rules.replay import TailPosition
 
 

@@ -19,7 +19,7 @@ from projection_helpers import raw
 from jobledger_cli.main import cli
 from ledger import Ledger
 from ledger.api.migrate import migrate
-from ledger.core.events import EnqueueRequest
+from ledger.core.values import EnqueueRequest
 from ledger.store.config import open_store
 from ledger.store.store import Store
 from projections.rules.catalog import version_key

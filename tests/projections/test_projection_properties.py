@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from projection_helpers import populate, raw
 
 from ledger import Completion, EnqueueRequest, Failure, FailureKind, FakeClock, Ledger, LedgerError
-from ledger.core.events import Subject, SubjectOp
+from ledger.core.values import Subject, SubjectOp
 from projections.runners.rebuilder import Rebuilder
 
 

@@ -8,8 +8,9 @@ import pytest
 from projection_helpers import populate
 
 from ledger import Ledger
-from ledger.core.events import JobEvent, RateLimit
+from ledger.core.events import JobEvent
 from ledger.core.state import JobState, evolve
+from ledger.core.values import RateLimit
 from ledger.store.queries import load
 from projections.rules import registry
 from projections.rules.catalog import BY_NAME, PROJECTIONS

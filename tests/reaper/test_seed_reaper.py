@@ -15,7 +15,6 @@ from reaper_helpers import plant_conflicting_dead_letter
 
 from ledger import FakeClock, JobStatus, Ledger
 from ledger.core.events import (
-    DeferralCause,
     JobDeadLettered,
     JobEnqueued,
     JobFailed,
@@ -23,6 +22,7 @@ from ledger.core.events import (
     JobReapDeferred,
     JobRetryScheduled,
 )
+from ledger.core.values import DeferralCause
 from ledger.maintenance.reaper import Reaper, ReaperConfig
 
 LOCK_TIMEOUT_MESSAGE = "canceling statement due to lock timeout"
@@ -88,6 +88,8 @@ def test_seed_reaper_treats_equal_heartbeat_and_execution_started_as_without_ren
 
     assert report.processed == 1
     assert [d.job_id for d in report.dead_lettered] == [job_id]
+    assert len(report.reaped) == 1
+    assert report.reaped[0].job_id == job_id
     assert report.reaped[0].started_without_renewal_heartbeat is True
     assert failure_flags(ledger, job_id) == (True, True)
 

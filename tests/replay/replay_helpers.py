@@ -12,8 +12,9 @@ from eventsourcing.persistence import StoredEvent
 
 from jobledger_cli.main import cli
 from ledger import BackoffPolicy, Failure, FailureKind, FakeClock, JobState, Ledger, Record
-from ledger.core.events import JobEvent, Subject
+from ledger.core.events import JobEvent
 from ledger.core.state import Lease, fold
+from ledger.core.values import Subject
 from ledger.maintenance.reaper import Reaper
 
 RETRYABLE = Failure(kind=FailureKind.RETRYABLE, code="http.503", message="busy")

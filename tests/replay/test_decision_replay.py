@@ -19,15 +19,10 @@ from replay_helpers import (
 )
 
 from ledger import BackoffPolicy, FailureKind, FakeClock, Ledger
-from ledger.core.decide import LEASE_EXPIRED_CODE
-from ledger.core.events import (
-    Failure,
-    JobDeadLettered,
-    JobFailed,
-    JobHeartbeated,
-    JobRetryScheduled,
-)
+from ledger.core.events import JobDeadLettered, JobFailed, JobHeartbeated, JobRetryScheduled
+from ledger.core.lost_attempts import LEASE_EXPIRED_CODE
 from ledger.core.replay_findings import ReplayFinding, ReplaySummary
+from ledger.core.values import Failure
 
 
 @pytest.fixture

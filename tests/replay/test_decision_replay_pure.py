@@ -10,27 +10,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
-from ledger.core import decide
+from ledger.core import decide, lost_attempts
 from ledger.core.backoff import delay_bounds
 from ledger.core.codec import Record
 from ledger.core.decision_replay import check_history
 from ledger.core.diagnostics import started_without_renewal_heartbeat
 from ledger.core.errors import LedgerError
-from ledger.core.events import (
+from ledger.core.events import JobEvent, JobFailed, JobReapDeferred, JobRetryScheduled
+from ledger.core.reaping import decide_reap_deferral
+from ledger.core.requests import normalise_request
+from ledger.core.state import JobState, Lease, evolve
+from ledger.core.values import (
     BackoffPolicy,
     DeferralCause,
     EnqueueRequest,
     Failure,
     FailureKind,
     JobDefinition,
-    JobEvent,
-    JobFailed,
-    JobReapDeferred,
-    JobRetryScheduled,
 )
-from ledger.core.reaping import decide_reap_deferral
-from ledger.core.requests import normalise_request
-from ledger.core.state import JobState, Lease, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(
@@ -80,7 +77,7 @@ def _decide(name: str, state: JobState, now: datetime, draw: float, n: int) -> l
     if name == "release":
         return [decide.decide_release(state, lease, now, "released by worker")]
     if name == "stale":
-        return [decide.decide_release_stale(state, now, "released by boot reap")]
+        return [lost_attempts.decide_release_stale(state, now, "released by boot reap")]
     if name == "cancel":
         return [decide.decide_cancel(state, now, "cancelled by operator")]
     if name == "requeue":
@@ -96,7 +93,7 @@ def _reap_or_defer(
         cause = DeferralCause(code="store.busy", message="lock timeout", sqlstate="55P03")
         return [decide_reap_deferral(state, now, retry_delay_s=n / 3, cause=cause)]
     flag = bool(started_without_renewal_heartbeat(records).value)
-    return decide.decide_reap(
+    return lost_attempts.decide_reap(
         state, now, retry_delay_s=float(n), started_without_renewal_heartbeat=flag
     )
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 
 from jobledger_cli.main import cli
 from ledger import FakeClock, Ledger
-from ledger.core.events import Failure, FailureKind
+from ledger.core.values import Failure, FailureKind
 
 PAST = datetime(2020, 1, 1, tzinfo=UTC)
 BROKEN = Failure(FailureKind.TERMINAL, "app.broken", "no")

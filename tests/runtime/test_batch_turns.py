@@ -12,8 +12,8 @@ import pytest
 from ledger import EnqueueRequest, FakeClock, Ledger
 from ledger.api.ledger import Completion
 from ledger.core.errors import InvalidRequestError, LeaseOwnerMismatchError
-from ledger.core.events import JobStatus
 from ledger.core.reaping import ReaperConfig
+from ledger.core.values import JobStatus
 from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.pool import WorkerPool
 from ledger.store.config import sqlite_path

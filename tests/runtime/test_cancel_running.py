@@ -14,7 +14,8 @@ from uuid import UUID
 import pytest
 
 from ledger import FakeClock, JobCancelledError, JobStatus, LeaseOwnerMismatchError, Ledger
-from ledger.core.events import HandlerStop, JobHandlerStopped
+from ledger.core.events import JobHandlerStopped
+from ledger.core.values import HandlerStop
 from ledger.runtime.handlers import JobContext, Registry, SyncJobContext
 from ledger.runtime.pool import WorkerPool
 

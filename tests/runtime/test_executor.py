@@ -14,8 +14,8 @@ from uuid import uuid4
 import pytest
 
 from ledger.api.ledger import Completion, FailureReport
-from ledger.core.events import BackoffPolicy, EnqueueRequest
 from ledger.core.state import JobState, Lease
+from ledger.core.values import BackoffPolicy, EnqueueRequest
 from ledger.runtime.config import PoolConfig, PoolSettings
 from ledger.runtime.executor import Verdict, judge_raise, judge_return, run_handler
 from ledger.runtime.handlers import (

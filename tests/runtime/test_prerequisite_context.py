@@ -12,7 +12,7 @@ import pytest
 from msgspec.structs import replace
 from test_executor import LEASE, context, spec
 
-from ledger.core.events import JSON, WorkflowLink
+from ledger.core.values import JSON, WorkflowLink
 from ledger.runtime.executor import run_handler
 from ledger.runtime.handlers import JobContext, SyncJobContext
 

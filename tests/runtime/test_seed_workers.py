@@ -30,6 +30,7 @@ from ledger.runtime.handlers import JobContext, PermanentError, Registry, Transi
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool, process_worker_id
 from ledger.testing import work_job
+from projections.rules.dead_letters import PROJECTION as DEAD_LETTERS
 
 INGEST = "ingest"
 MakePool = Callable[..., WorkerPool]
@@ -51,6 +52,12 @@ async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0)
             return True
         await asyncio.sleep(0.02)
     return await check()
+
+
+def dead_letter_rows(ledger: Ledger) -> set[Any]:
+    """The job ids of the dead-letter view's rows, read from its table."""
+    with ledger.store.read_snapshot() as tables:
+        return {row["job_id"] for row in tables.live_rows(DEAD_LETTERS)}
 
 
 def status_of(ledger: Ledger, job_id: Any) -> JobStatus:
@@ -121,7 +128,8 @@ async def test_seed_drain_delete_op_removes_sync_state(
 async def test_seed_successful_delete_prunes_dead_jobs_for_same_uri(
     sync_ledger: Ledger, drain_queue: DrainQueue
 ) -> None:
-    """Once a delete resolves a URI, the earlier dead upsert for it leaves the dead letters."""
+    """Once a delete resolves a URI, the earlier dead upsert's dead-letter row is gone, and a
+    rebuild from the history prunes it the same way."""
     from ledger import Failure, FailureKind
 
     upsert = sync_ledger.enqueue(INGEST, subject=subject("file:///gone.md")).job_id
@@ -131,12 +139,19 @@ async def test_seed_successful_delete_prunes_dead_jobs_for_same_uri(
     sync_ledger.fail(claimed.lease, missing)
     assert status_of(sync_ledger, upsert) is JobStatus.DEAD
     assert [d.job_id for d in sync_ledger.dead_letters()] == [upsert]
+    assert dead_letter_rows(sync_ledger) == {upsert}
 
     delete = sync_ledger.enqueue(
         INGEST, subject=subject("file:///gone.md", SubjectOp.DELETE)
     ).job_id
     await drain_queue()
     assert status_of(sync_ledger, delete) is JobStatus.SUCCEEDED
+    assert sync_ledger.dead_letters() == []
+    # The stale dead upsert's row is gone from the dead-letter view (its history stays), and
+    # a rebuild from the history prunes it the same way.
+    assert upsert not in dead_letter_rows(sync_ledger)
+    sync_ledger.projections().rebuild([DEAD_LETTERS.name])
+    assert upsert not in dead_letter_rows(sync_ledger)
     assert sync_ledger.dead_letters() == []
 
 

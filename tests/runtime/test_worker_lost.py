@@ -29,7 +29,8 @@ from click.testing import CliRunner
 
 from jobledger_cli.main import cli
 from ledger import JobStatus, Ledger
-from ledger.core.events import BackoffPolicy, JobFailed, JobReleased
+from ledger.core.events import JobFailed, JobReleased
+from ledger.core.values import BackoffPolicy
 
 JOBLEDGER = str(Path(sys.executable).with_name("jobledger"))
 

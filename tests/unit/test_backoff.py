@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger.core.backoff import base_delay, delay_bounds, retry_delay
-from ledger.core.events import BackoffPolicy
+from ledger.core.values import BackoffPolicy
 
 
 def test_base_delay_doubles_per_attempt_until_the_cap() -> None:

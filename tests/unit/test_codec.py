@@ -14,16 +14,18 @@ from ledger.core.decide import decide_enqueue
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import (
     ALL_EVENTS,
-    BackoffPolicy,
-    EnqueueRequest,
     Event,
-    Failure,
-    FailureKind,
-    JobDefinition,
     JobEnqueued,
     JobFailed,
     JobSucceeded,
     JobTypeUpdated,
+)
+from ledger.core.values import (
+    BackoffPolicy,
+    EnqueueRequest,
+    Failure,
+    FailureKind,
+    JobDefinition,
     Subject,
     SubjectOp,
 )

@@ -9,8 +9,8 @@ import msgspec
 
 from ledger.core.blockers import concurrency_blockers
 from ledger.core.concurrency import Room, admit, limits_of, lock_keys
-from ledger.core.events import EnqueueRequest, JobDefinition
 from ledger.core.state import JobState
+from ledger.core.values import EnqueueRequest, JobDefinition
 
 # A definition's stored bytes from before the limits existed: they must not change.
 _BEFORE = (

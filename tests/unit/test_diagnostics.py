@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from uuid import uuid4
 
-from ledger.core import decide
+from ledger.core import decide, lost_attempts
 from ledger.core.codec import Record
 from ledger.core.diagnostics import (
     diagnose,
@@ -18,17 +18,17 @@ from ledger.core.diagnostics import (
     time_to_first_lease,
     workers_lost,
 )
-from ledger.core.events import (
+from ledger.core.events import JobEvent
+from ledger.core.reaping import decide_reap_deferral
+from ledger.core.state import JobState, evolve
+from ledger.core.values import (
     BackoffPolicy,
     DeferralCause,
     EnqueueRequest,
     Failure,
     FailureKind,
     JobDefinition,
-    JobEvent,
 )
-from ledger.core.reaping import decide_reap_deferral
-from ledger.core.state import JobState, evolve
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(job_type="t", backoff=BackoffPolicy(base_s=10, max_s=100, jitter=0))
@@ -71,7 +71,7 @@ class History:
         """As the reaper does it: the flag derived from the history so far."""
         flag = bool(started_without_renewal_heartbeat(self.records).value)
         self.record(
-            *decide.decide_reap(
+            *lost_attempts.decide_reap(
                 self.state, self.at(t), retry_delay_s=5, started_without_renewal_heartbeat=flag
             )
         )
@@ -92,14 +92,16 @@ class History:
 
     def release_stale(self, t: float) -> History:
         """As the boot reap of a restarted pool does it: the attempt is given back."""
-        self.record(decide.decide_release_stale(self.state, self.at(t), "released by boot reap"))
+        self.record(
+            lost_attempts.decide_release_stale(self.state, self.at(t), "released by boot reap")
+        )
         return self
 
     def worker_lost(self, t: float) -> History:
         """As the boot reap does it for an attempt whose handler had started."""
         flag = bool(started_without_renewal_heartbeat(self.records).value)
         self.record(
-            *decide.decide_worker_lost(
+            *lost_attempts.decide_worker_lost(
                 self.state, self.at(t), started_without_renewal_heartbeat=flag
             )
         )

@@ -18,15 +18,9 @@ from ledger.core.enqueue_plan import (
     subject_key,
 )
 from ledger.core.errors import DefinitionNotFoundError, IdempotencyConflictError
-from ledger.core.events import (
-    EnqueueRequest,
-    JobDefinition,
-    JobEnqueued,
-    JobTypeDefined,
-    Subject,
-    SubjectOp,
-)
+from ledger.core.events import JobEnqueued, JobTypeDefined
 from ledger.core.requests import normalise_request
+from ledger.core.values import EnqueueRequest, JobDefinition, Subject, SubjectOp
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINED = {"t": JobDefinition(job_type="t", default_priority=7)}

@@ -9,9 +9,9 @@ from test_diagnostics import T0, History
 
 from ledger.core import decide, facts
 from ledger.core.diagnostics import Finding
-from ledger.core.events import Failure, FailureKind, JobStatus
 from ledger.core.facts import CREATED_FIELDS, TIMELINE_FIELDS
 from ledger.core.state import JobState, fold
+from ledger.core.values import Failure, FailureKind, JobStatus
 
 
 class Job(History):

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ledger.core import decide
+from ledger.core import decide, lost_attempts
+from ledger.core import state as state_module
 from ledger.core.errors import (
     DefinitionNotFoundError,
     InvalidRequestError,
@@ -18,12 +19,8 @@ from ledger.core.errors import (
     LedgerError,
 )
 from ledger.core.events import (
-    BackoffPolicy,
-    EnqueueRequest,
-    Failure,
-    FailureKind,
+    JOB_EVENTS,
     JobDeadLettered,
-    JobDefinition,
     JobEvent,
     JobFailed,
     JobHeartbeated,
@@ -31,11 +28,19 @@ from ledger.core.events import (
     JobProgressed,
     JobRetryScheduled,
     JobStageChanged,
-    JobStatus,
-    Stage,
+    JobTypeDefined,
 )
 from ledger.core.requests import MAX_PAYLOAD_BYTES, normalise_request
 from ledger.core.state import IllegalTransitionError, JobState, Lease, evolve, fold
+from ledger.core.values import (
+    BackoffPolicy,
+    EnqueueRequest,
+    Failure,
+    FailureKind,
+    JobDefinition,
+    JobStatus,
+    Stage,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(job_type="t", backoff=BackoffPolicy(base_s=10, max_s=100, jitter=0))
@@ -259,9 +264,9 @@ def test_reap_only_takes_leases_that_ended_strictly_before_now() -> None:
     """lease_expires_at == now is not expired; a microsecond later it is."""
     state = leased(enqueued()[0])
     assert state.lease_expires_at is not None
-    assert not decide.lease_is_expired(state, state.lease_expires_at)
+    assert not lost_attempts.lease_is_expired(state, state.lease_expires_at)
     later = state.lease_expires_at + timedelta(microseconds=1)
-    events = decide.decide_reap(state, later, retry_delay_s=60)
+    events = lost_attempts.decide_reap(state, later, retry_delay_s=60)
     failed = events[0]
     assert isinstance(failed, JobFailed)
     assert failed.failure.kind is FailureKind.LEASE_EXPIRED
@@ -283,6 +288,14 @@ def test_illegal_transitions_are_refused_by_the_fold() -> None:
         )
     with pytest.raises(IllegalTransitionError):
         evolve(state, JobLeased(at=T0, run_number=1, attempt=3, worker_id="w", lease_expires_at=T0))
+
+
+def test_every_job_event_has_its_transition_and_nothing_else_folds() -> None:
+    """The fold's table holds every job event; a job-type event is refused as no job event."""
+    assert set(state_module._APPLY) == set(JOB_EVENTS)
+    defined = JobTypeDefined(at=T0, definition=JobDefinition(job_type="t"))
+    with pytest.raises(IllegalTransitionError, match="not a job event: JobTypeDefined"):
+        evolve(None, defined)  # type: ignore[arg-type]
 
 
 # --- property: no sequence of decisions yields an illegal state --------------------------
@@ -335,7 +348,7 @@ def _apply(
     if command == "requeue":
         return [decide.decide_requeue(state, now, "q")]
     if command == "reap":
-        return decide.decide_reap(state, now, retry_delay_s=5)
+        return lost_attempts.decide_reap(state, now, retry_delay_s=5)
     raise AssertionError(command)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from ledger.core import decide
 from ledger.core.errors import InvalidTransitionError, LedgerError
-from ledger.core.events import EnqueueRequest, JobDefinition, JobEnqueued
+from ledger.core.events import JobEnqueued
 from ledger.core.policy import (
     Facts,
     JobChange,
@@ -25,6 +25,7 @@ from ledger.core.policy import (
     react,
 )
 from ledger.core.state import JobState, evolve
+from ledger.core.values import EnqueueRequest, JobDefinition
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 DEFINITIONS = {t: JobDefinition(job_type=t) for t in ("a", "b", "loop")}

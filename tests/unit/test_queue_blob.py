@@ -9,7 +9,8 @@ from uuid import uuid4
 import msgspec
 from msgspec.structs import replace
 
-from ledger.core.events import (
+from ledger.core.state import JobState
+from ledger.core.values import (
     BackoffPolicy,
     EnqueueRequest,
     Failure,
@@ -19,7 +20,6 @@ from ledger.core.events import (
     SubjectOp,
     WorkflowLink,
 )
-from ledger.core.state import JobState
 from projections.rules.queue import decode_state, encode_state, queue_row, queue_update_row
 
 AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)

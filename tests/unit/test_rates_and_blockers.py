@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from ledger.core import blockers
 from ledger.core.decide import decide_enqueue
-from ledger.core.events import EnqueueRequest, JobDefinition, RateLimit
 from ledger.core.queues import QueuePaused, evolve_queue
 from ledger.core.rates import interval_us, next_token_us, parse_rate, rate_text, spend, tokens
 from ledger.core.state import evolve
+from ledger.core.values import EnqueueRequest, JobDefinition, RateLimit
 from projections.rules.rate_buckets import SPEND, VIEW
 from projections.rules.view import MemoryTable
 

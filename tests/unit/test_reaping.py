@@ -8,17 +8,10 @@ from uuid import uuid4
 import msgspec
 import pytest
 
-from ledger.core import decide
+from ledger.core import decide, lost_attempts
 from ledger.core.codec import Record
 from ledger.core.errors import DatabaseBusyError, InvalidTransitionError
-from ledger.core.events import (
-    DeferralCause,
-    EnqueueRequest,
-    JobDefinition,
-    JobEvent,
-    JobFailed,
-    JobHeartbeated,
-)
+from ledger.core.events import JobEvent, JobFailed, JobHeartbeated
 from ledger.core.reaping import (
     ReaperConfig,
     decide_reap_deferral,
@@ -28,6 +21,7 @@ from ledger.core.reaping import (
     reap_report,
 )
 from ledger.core.state import IllegalTransitionError, JobState, evolve
+from ledger.core.values import DeferralCause, EnqueueRequest, JobDefinition
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -138,7 +132,7 @@ def test_a_deferral_pushes_the_lease_out_by_the_retry_delay_and_is_not_a_heartbe
     assert after.lease_expires_at == AFTER_EXPIRY + timedelta(seconds=60)
     assert after.last_heartbeat_at == state.last_heartbeat_at == T0
     assert after.status is state.status and after.lease == state.lease
-    assert not decide.lease_is_expired(after, AFTER_EXPIRY + timedelta(seconds=60))
+    assert not lost_attempts.lease_is_expired(after, AFTER_EXPIRY + timedelta(seconds=60))
 
 
 def test_only_an_expired_lease_is_deferred() -> None:

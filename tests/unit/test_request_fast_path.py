@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from ledger.core.codec import DEFAULT_CODEC
 from ledger.core.decide import decide_enqueue
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import EnqueueRequest, JobDefinition, Subject, SubjectOp
 from ledger.core.limits import check_json
 from ledger.core.requests import MAX_PAYLOAD_BYTES, aware, normalise_request, typed
+from ledger.core.values import EnqueueRequest, JobDefinition, Subject, SubjectOp
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 DEFINITION = JobDefinition(job_type="t")

@@ -10,9 +10,9 @@ from uuid import UUID
 
 from ledger.core.codec import DEFAULT_CODEC
 from ledger.core.decide import decide_enqueue
-from ledger.core.events import EnqueueRequest, JobDefinition, Subject
 from ledger.core.requests import normalise_request
 from ledger.core.state import evolve
+from ledger.core.values import EnqueueRequest, JobDefinition, Subject
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from ledger import Ledger
-from ledger.core.events import JSON
+from ledger.core.values import JSON
 from ledger.runtime.handlers import PermanentError, Registry
 
 

@@ -12,7 +12,7 @@ import pytest
 from store_helpers import assert_history_holds, ext, job, registry, spec
 
 from ledger import Ledger
-from ledger.core.events import JSON
+from ledger.core.values import JSON
 from ledger.core.workflows.status import RunStatus
 from ledger.runtime.handlers import JobContext, Registry, SyncJobContext
 from ledger.testing import drain, run_until_idle

@@ -18,7 +18,8 @@ import pytest
 from store_helpers import assert_history_holds, job, spec
 
 from ledger import JobStatus, Ledger
-from ledger.core.events import FailureKind, JobFailed, JobLeased, JobRetryScheduled
+from ledger.core.events import JobFailed, JobLeased, JobRetryScheduled
+from ledger.core.values import FailureKind
 from ledger.core.workflows.ids import step_job_id
 from ledger.core.workflows.status import RunStatus
 

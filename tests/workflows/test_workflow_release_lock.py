@@ -15,7 +15,13 @@ import pytest
 from store_helpers import assert_history_holds, ext, job, spec, statuses
 
 from ledger import FakeClock, JobStatus, Ledger
-from ledger.core.events import JobEnqueued, JobLeased, JobReapDeferred
+from ledger.core.events import (
+    JobEnqueued,
+    JobFailed,
+    JobLeased,
+    JobReapDeferred,
+    JobRetryScheduled,
+)
 from ledger.core.workflows.errors import ReleaseConflictError
 from ledger.core.workflows.events import WorkflowStepReleased
 from ledger.core.workflows.ids import release_lock_key, step_job_id
@@ -152,8 +158,11 @@ def test_seed_expired_lease_reaper_defers_a_workflow_row_on_release_conflict(
             failed_claim.attempt,
         )
         assert deferred.code == "workflow.release_conflict"
+        # The run's own words for the conflict (the seed's error_message).
+        assert deferred.message == f"run {run}'s release lock is held past the lock timeout"
         assert deferred.sqlstate == "55P03"
-        assert deferred.deferred_until == clock.now() + timedelta(seconds=60)
+        pushed_to = clock.now() + timedelta(seconds=60)
+        assert deferred.deferred_until == pushed_to
         assert [type(r.event) for r in ledger.history(failed_id)] == [
             JobEnqueued,
             JobLeased,
@@ -161,10 +170,19 @@ def test_seed_expired_lease_reaper_defers_a_workflow_row_on_release_conflict(
         ]
         deferred_job = other.get(failed_id)
         assert deferred_job is not None and deferred_job.status is JobStatus.LEASED
+        assert deferred_job.attempt == failed_claim.attempt
         assert deferred_job.worker_id == failed_claim.worker_id
+        assert deferred_job.lease_expires_at == pushed_to
         healthy = other.get(healthy_id)
         assert healthy is not None and healthy.status is JobStatus.PENDING
         assert healthy.attempt == healthy_claim.attempt
+        assert healthy.lease_expires_at is None
+        assert [type(r.event) for r in ledger.history(healthy_id)] == [
+            JobEnqueued,
+            JobLeased,
+            JobFailed,
+            JobRetryScheduled,
+        ]
         assert statuses(ledger, run) == {"step": "running"}
 
         clock.advance(60.001)

@@ -12,9 +12,10 @@ from workflow_helpers import DEFINITIONS, RETRYABLE, T0, Driver, ext, job, reque
 
 from ledger.core import decide
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JobLeased, JobStatus
+from ledger.core.events import JobLeased
 from ledger.core.state import IllegalTransitionError
 from ledger.core.state import evolve as evolve_job
+from ledger.core.values import JobStatus
 from ledger.core.workflows import decide as wf
 from ledger.core.workflows.errors import (
     DEPENDENCY_UNSATISFIED,

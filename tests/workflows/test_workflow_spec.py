@@ -12,15 +12,15 @@ from exchange_files import seal
 from workflow_helpers import DEFINITIONS, T0, Driver, ext, job, request
 
 from ledger.core.codec import DEFAULT_CODEC, topic_of
-from ledger.core.events import JobDefinition
 from ledger.core.exchange import (
     ImportBadLineError,
     StreamKind,
     event_line,
     header_line,
-    read_streams,
     stored_fields,
 )
+from ledger.core.exchange_reader import read_streams
+from ledger.core.values import JobDefinition
 from ledger.core.workflows import validation
 from ledger.core.workflows.decide import check_repeat, decide_submit
 from ledger.core.workflows.errors import (

@@ -9,7 +9,7 @@ from store_helpers import assert_history_holds, ext, job, registry, spec, status
 
 from ledger import FakeClock, JobStatus, Ledger
 from ledger.core.errors import LedgerError
-from ledger.core.events import Failure, FailureKind
+from ledger.core.values import Failure, FailureKind
 from ledger.core.workflows.errors import (
     AppendConflictError,
     CompletionConflictError,

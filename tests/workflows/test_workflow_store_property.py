@@ -15,8 +15,8 @@ from store_helpers import assert_history_holds
 from test_workflow_property import LIVE, Plan, plans, reference, to_request
 
 from ledger import FakeClock, Ledger
-from ledger.core.events import BackoffPolicy, Failure, FailureKind
 from ledger.core.state import JobState
+from ledger.core.values import BackoffPolicy, Failure, FailureKind
 from ledger.core.workflows.spec import WorkflowRequest
 from ledger.core.workflows.state import fold
 

@@ -9,14 +9,9 @@ from datetime import UTC, datetime, timedelta
 from uuid import UUID, uuid4
 
 from ledger.core import decide
-from ledger.core.events import (
-    JSON,
-    Failure,
-    FailureKind,
-    JobDefinition,
-    JobEvent,
-)
+from ledger.core.events import JobEvent
 from ledger.core.state import JobState, evolve
+from ledger.core.values import JSON, Failure, FailureKind, JobDefinition
 from ledger.core.workflows import decide as wf
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.release import Decision

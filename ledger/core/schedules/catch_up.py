@@ -21,12 +21,12 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 
-from ledger.core.events import EnqueueRequest
 from ledger.core.limits import check_setting_seconds
 from ledger.core.schedules.errors import UnplannableScheduleError
 from ledger.core.schedules.events import CatchUp
 from ledger.core.schedules.slots import slots_between
 from ledger.core.schedules.state import ScheduleState, ScheduleStatus
+from ledger.core.values import EnqueueRequest
 
 MAX_NAMED_MISSED = 100
 """A ``schedule_missed`` names at most this many slots (it counts them all)."""

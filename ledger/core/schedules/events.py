@@ -13,7 +13,8 @@ from datetime import datetime
 from enum import StrEnum
 from uuid import UUID
 
-from ledger.core.events import JSON, Event
+from ledger.core.events import Event
+from ledger.core.values import JSON
 
 
 class CatchUp(StrEnum):

@@ -9,7 +9,7 @@ from uuid import UUID, uuid5
 import msgspec
 from msgspec.structs import replace
 
-from ledger.core.events import JSON, Event
+from ledger.core.events import Event
 from ledger.core.schedules.events import (
     CatchUp,
     ScheduleAdded,
@@ -20,6 +20,7 @@ from ledger.core.schedules.events import (
     ScheduleResumed,
 )
 from ledger.core.state import IllegalTransitionError
+from ledger.core.values import JSON
 
 SCHEDULE_NAMESPACE = UUID("0b7c6a8e-3f1d-4c52-9a77-5e2d8c1b4f90")
 

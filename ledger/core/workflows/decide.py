@@ -15,10 +15,11 @@ from datetime import datetime
 from uuid import UUID
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JSON, JobDefinition, JobEvent
+from ledger.core.events import JobEvent
 from ledger.core.limits import check_name, check_reason
 from ledger.core.requests import check_output
 from ledger.core.state import JobState
+from ledger.core.values import JSON, JobDefinition
 from ledger.core.workflows.errors import (
     JOB_CANCELLED,
     RUN_CANCELLED,

@@ -15,7 +15,8 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core.events import JSON, Event, Failure
+from ledger.core.events import Event
+from ledger.core.values import JSON, Failure
 from ledger.core.workflows.spec import StepRequest, StepResolution, WorkflowRequest
 from ledger.core.workflows.status import RunStatus
 

@@ -9,18 +9,15 @@ from typing import NamedTuple
 from uuid import UUID
 
 from ledger.core.events import (
-    JSON,
-    EnqueueRequest,
-    Failure,
     JobCancelled,
     JobDeadLettered,
     JobEnqueued,
     JobEvent,
     JobRequeued,
     JobSucceeded,
-    WorkflowLink,
 )
 from ledger.core.state import JobState
+from ledger.core.values import JSON, EnqueueRequest, Failure, WorkflowLink
 from ledger.core.workflows.spec import JobStep, StepResolution
 
 

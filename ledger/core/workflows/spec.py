@@ -13,7 +13,7 @@ from enum import StrEnum
 
 import msgspec
 
-from ledger.core.events import JSON, BackoffPolicy
+from ledger.core.values import JSON, BackoffPolicy
 
 
 class ReleaseMode(StrEnum):

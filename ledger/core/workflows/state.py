@@ -17,8 +17,8 @@ import msgspec
 from msgspec.structs import replace
 
 from ledger.core.errors import LedgerError
-from ledger.core.events import JSON, Failure
 from ledger.core.state import IllegalTransitionError
+from ledger.core.values import JSON, Failure
 from ledger.core.workflows.errors import DEPENDENCY_UNSATISFIED, RUN_CANCELLED
 from ledger.core.workflows.events import (
     WorkflowCancelled,

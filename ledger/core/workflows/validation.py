@@ -16,9 +16,9 @@ from typing import TypeVar
 import msgspec
 
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import JobDefinition
 from ledger.core.limits import MAX_JSON_BYTES, check_json, check_name, check_seconds
 from ledger.core.requests import INT32, MAX_PAYLOAD_BYTES, typed
+from ledger.core.values import JobDefinition
 from ledger.core.workflows.errors import (
     DependencyCycleError,
     InvalidWorkflowSpecError,

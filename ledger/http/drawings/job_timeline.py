@@ -18,7 +18,6 @@ from typing import NamedTuple
 from ledger.core.codec import Record
 from ledger.core.diagnostics import Finding
 from ledger.core.events import (
-    FailureKind,
     JobCancelled,
     JobDeadLettered,
     JobEvent,
@@ -30,6 +29,7 @@ from ledger.core.events import (
     JobRetryScheduled,
     JobSucceeded,
 )
+from ledger.core.values import FailureKind
 
 WIDTH = 960.0
 LEFT = 150.0

@@ -12,8 +12,8 @@ from litestar.response import Template
 
 from ledger.api.ledger import Ledger
 from ledger.core.errors import InvalidTransitionError
-from ledger.core.events import JobStatus
 from ledger.core.tokens import TokenState
+from ledger.core.values import JobStatus
 from ledger.http.auth import OPERATE, actor, scoped_org
 from ledger.http.jobs import visible_job
 from ledger.http.pages.view import page

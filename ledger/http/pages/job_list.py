@@ -11,8 +11,8 @@ from litestar.params import Parameter
 from litestar.response import Template
 
 from ledger.api.ledger import Ledger
-from ledger.core.events import JobStatus
 from ledger.core.tokens import TokenState
+from ledger.core.values import JobStatus
 from ledger.http.auth import scoped_org
 from ledger.http.jobs import MAX_LIMIT
 from ledger.http.pages.view import page

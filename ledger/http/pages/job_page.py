@@ -18,8 +18,8 @@ from ledger.api.ledger import Ledger
 from ledger.api.shaping import event_fields
 from ledger.core import diagnostics
 from ledger.core.errors import JobNotFoundError
-from ledger.core.events import JobStatus
 from ledger.core.tokens import TokenState
+from ledger.core.values import JobStatus
 from ledger.http.auth import OPERATE, actor
 from ledger.http.drawings.job_timeline import KINDS, layout
 from ledger.http.jobs import visible_job

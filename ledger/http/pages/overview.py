@@ -14,8 +14,8 @@ from litestar import Request, get
 from litestar.response import Template
 
 from ledger.api.ledger import Ledger
-from ledger.core.events import JobStatus
 from ledger.core.tokens import TokenState
+from ledger.core.values import JobStatus
 from ledger.http.auth import scoped_org, sees_every_org
 from ledger.http.drawings.series import EVENTS, MINUTES, per_minute
 from ledger.http.pages.view import page
