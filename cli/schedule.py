@@ -38,6 +38,7 @@ from ledger.schedules.schedule_views import (
     schedule_detail_json,
     schedule_json,
 )
+from projections.rules.kinds import SCHEDULES
 from projections.rules.schedules import upcoming
 
 
@@ -136,7 +137,7 @@ def add(
 def list_(settings: Settings, *, as_json: bool) -> None:
     """List the schedules (removed ones too)."""
     with open_reader(settings) as source:
-        states = source.reader.store.schedules()
+        states = source.reader.store.states(SCHEDULES)
     if as_json:
         echo_json([schedule_json(state) for state in states])
         return

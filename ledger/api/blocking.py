@@ -19,6 +19,7 @@ from ledger.core.state import JobState
 from ledger.core.times import from_us, to_us
 from ledger.core.values import RateLimit, queue_of
 from ledger.store.store import Store
+from projections.rules.kinds import DEFINITIONS, QUEUE_STATES
 from projections.rules.rate_buckets import RateBucket
 
 
@@ -34,9 +35,9 @@ class BlockerFacts(msgspec.Struct, frozen=True):
 
 def read_facts(store: Store, now: datetime) -> BlockerFacts:
     """The queue states, definitions, rate buckets and live pools' reasons at ``now``."""
-    definitions = [state.definition for state in store.all_definitions()]
+    definitions = [state.definition for state in store.states(DEFINITIONS)]
     return BlockerFacts(
-        queues={state.queue: state for state in store.queue_states()},
+        queues={state.queue: state for state in store.states(QUEUE_STATES)},
         enabled={d.job_type: d.enabled for d in definitions},
         rates={d.job_type: d.rate for d in definitions if isinstance(d.rate, RateLimit)},
         buckets={(b.job_type, b.scope, b.org): b for b in store.rate_buckets()},

@@ -34,9 +34,9 @@ import msgspec
 
 from ledger.clock import SystemClock
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
-from ledger.store.schema import EXPECTED_TABLES, MIGRATION_WAIT_S, SCHEMA_VERSION
+from ledger.store.schema import MIGRATION_WAIT_S, SCHEMA_VERSION, expected_tables
 from ledger.store.store import Store
-from projections.rules.catalog import PROJECTIONS, recorded_version, stale
+from projections.rules.catalog import projections, recorded_version, stale
 from projections.runners.rebuilder import Progress, Rebuilder
 
 log = logging.getLogger("jobledger.projections")
@@ -98,7 +98,7 @@ class MigrationReport(msgspec.Struct, frozen=True):
 def missing_views(missing_tables: Collection[str]) -> list[MissingView]:
     """The projections whose rows a set of missing tables has lost, in catalogue order."""
     views = []
-    for p in PROJECTIONS:
+    for p in projections():
         if p.table in missing_tables:
             views.append(MissingView(p.name, p.table))
         elif p.mode == "tracked" and TRACKING_TABLE in missing_tables:
@@ -117,7 +117,7 @@ def plan(store: Store) -> MigrationPlan:
         raise DatabaseUnusableError(
             f"database holds jobledger schema {marker}; this code uses {SCHEMA_VERSION}"
         )
-    missing = sorted(EXPECTED_TABLES - tables)
+    missing = sorted(expected_tables() - tables)
     lacking = store.schema.missing_indexes(tables)  # a missing table's come with it
     columns = store.schema.missing_columns(tables)
     refilling = missing_views(missing)

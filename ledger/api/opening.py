@@ -11,7 +11,7 @@ from typing import NamedTuple
 from ledger.api.migrate import Refill, migrate, missing_views, refill
 from ledger.api.migrate import plan as migration_plan
 from ledger.store.config import open_store
-from ledger.store.schema import EXPECTED_TABLES, MIGRATION_WAIT_S
+from ledger.store.schema import MIGRATION_WAIT_S, expected_tables
 from ledger.store.store import Store
 from projections.runners.rebuilder import Progress, Rebuilder
 
@@ -74,7 +74,7 @@ def _make_ready(store: Store, progress: Progress | None) -> OpenedStore:
     """Create or migrate the schema, under the migration lock."""
     if store.schema_state()[1] is None:
         tables = store.schema_state()[0]
-        missing = sorted(EXPECTED_TABLES - tables)
+        missing = sorted(expected_tables() - tables)
         created = store.initialise()
         Rebuilder(store).refresh()  # records each projection's version
         # An interrupted init, or a lost jl_meta under a history: refill what was missing.

@@ -26,6 +26,7 @@ from ledger.core.events import JobEvent
 from ledger.core.state import JobState
 from ledger.core.values import JobDefinition, JobStatus
 from projections.rules.job_list import DEFAULT_LIMIT, JobPage
+from projections.rules.kinds import DEFINITIONS
 
 # Most imports are inside the methods that use them: a CLI read command (`jobledger show`)
 # opens a Reader and calls two or three methods, and importing every read's modules (the
@@ -217,14 +218,14 @@ class Reader(DeprecatedReaderMethods, ReaderNamespaces, ViewReads):
 
     def definition(self, job_type: str) -> JobDefinition | None:
         """The current definition of ``job_type`` (``None`` if it is not defined)."""
-        for state in self.store.all_definitions():
+        for state in self.store.states(DEFINITIONS):
             if state.definition.job_type == job_type:
                 return state.definition
         return None
 
     def definitions(self) -> list[JobDefinition]:
         """Every job type's current definition."""
-        return [state.definition for state in self.store.all_definitions()]
+        return [state.definition for state in self.store.states(DEFINITIONS)]
 
     def dead_letters(
         self, job_type: str | None = None, *, org: str | None = None

@@ -28,6 +28,7 @@ from datetime import datetime
 from ledger.core.concurrency import Room, TypeLimits, admit, limits_of, lock_keys, org_key
 from ledger.core.state import JobState
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import DEFINITIONS
 
 MAX_ASKS = 4
 """How many times a claim asks again for jobs after its limits refused candidates."""
@@ -50,7 +51,7 @@ def claim_within_limits(
         return due
     limits = {
         item.job_type: item
-        for state in uow.all_definitions()
+        for state in uow.all_states(DEFINITIONS)
         if (item := limits_of(state.definition)) is not None
     }
     claimed = limits if types is None else {t: limits[t] for t in types if t in limits}
@@ -79,7 +80,7 @@ def claim_within_limits(
 
 def _any_limited(uow: UnitOfWork, due: Sequence[JobState]) -> bool:
     # The claim rows brought their definitions: this asks the database nothing.
-    definitions = uow.definitions(list({state.job_type for state in due}))
+    definitions = uow.states(DEFINITIONS, list({state.job_type for state in due}))
     return any(limits_of(state.definition) is not None for state in definitions.values())
 
 

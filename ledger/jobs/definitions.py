@@ -15,6 +15,7 @@ from ledger.core.limits import check_actor
 from ledger.core.values import JobDefinition
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import DEFINITIONS
 
 
 def put_definition(store: Store, clock: Clock, definition: JobDefinition) -> JobDefinition:
@@ -33,7 +34,7 @@ def set_enabled(
         check_actor(actor)
     with store.unit_of_work() as uow:
         uow.serialise_appends()  # read the definition we change only once no one else can
-        current = uow.definitions([job_type]).get(job_type)
+        current = uow.state(DEFINITIONS, job_type)
         if current is None:
             raise DefinitionNotFoundError(f"job type {job_type!r} is not defined")
         changed = msgspec.structs.replace(current.definition, enabled=enabled)
@@ -47,7 +48,7 @@ def _record(
     # Serialise first: two processes defining one type at once would otherwise both
     # decide "defined" and collide on the stream's first version.
     uow.serialise_appends()
-    current = uow.definitions([definition.job_type]).get(definition.job_type)
+    current = uow.state(DEFINITIONS, definition.job_type)
     now = clock.now()
     event: Event
     if current is None:
@@ -56,4 +57,4 @@ def _record(
         return
     else:
         event = JobTypeUpdated(at=now, definition=definition, actor=actor)
-    uow.append(definition_changes=[(definition.job_type, [event])])
+    uow.append([DEFINITIONS.change(definition.job_type, [event])])

@@ -29,6 +29,7 @@ from ledger.core.values import EnqueueRequest
 from ledger.jobs.job_ids import random_uuids
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import DEFINITIONS, JOBS
 
 Enqueue = Callable[[Sequence[EnqueueRequest]], list[UUID | None]]
 """A batch enqueue: one result per request (a job id, or ``None`` if deduplicated)."""
@@ -65,7 +66,7 @@ def enqueue_batch(
         plan = plan_in(
             uow, normalised, now=clock.now(), auto_define=auto_define, new_id=new_id, actor=actor
         )
-        uow.append(plan.job_changes, plan.definition_changes)
+        uow.append([*DEFINITIONS.changes(plan.definition_changes), *JOBS.changes(plan.job_changes)])
     return plan
 
 
@@ -84,7 +85,7 @@ def plan_in(
     types = sorted({r.job_type for r in normalised})
     return plan_enqueue(
         normalised,
-        {t: s.definition for t, s in uow.definitions(types).items()},
+        {t: s.definition for t, s in uow.states(DEFINITIONS, types).items()},
         stored_keys=stored_keys(uow, normalised),
         live_subjects=_live_subjects(uow, normalised),
         now=now,

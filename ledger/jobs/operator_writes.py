@@ -20,6 +20,7 @@ from ledger.core.state import JobState
 from ledger.core.values import JobStatus
 from ledger.jobs.worker_writes import write_fenced_many
 from ledger.store.store import Store
+from projections.rules.kinds import JOBS
 
 
 class Refusal(msgspec.Struct, frozen=True):
@@ -88,7 +89,7 @@ def requeue(store: Store, clock: Clock, job_id: UUID, reason: str) -> JobState:
         event = decide.decide_requeue(
             state, now, reason, live_subject_job=live.job_id if live else None
         )
-        return uow.append([(job_id, [event])])[job_id]
+        return uow.append([JOBS.change(job_id, [event])])[job_id]
 
 
 def release_stale_claims(
@@ -108,7 +109,7 @@ def release_stale_claims(
         started = [s.job_id for s in held if decide.handler_started(s)]
         histories = uow.histories(started) if started else {}
         now = clock.now()
-        changed = uow.append(plan_boot_reap(held, histories, now, reason))
+        changed = uow.append(JOBS.changes(plan_boot_reap(held, histories, now, reason)))
     return BootReap(
         released=[changed[s.job_id] for s in held if s.job_id not in histories],
         lost=[changed[s.job_id] for s in held if s.job_id in histories],

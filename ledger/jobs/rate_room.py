@@ -23,6 +23,7 @@ from ledger.core.state import JobState
 from ledger.core.times import to_us
 from ledger.core.values import RateLimit
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import DEFINITIONS
 
 
 class RatedClaim(msgspec.Struct, frozen=True):
@@ -42,7 +43,7 @@ def within_rate(uow: UnitOfWork, due: Sequence[JobState], now: datetime) -> Rate
     uow.lock_rate_types(job_types)
     policies = {
         job_type: found.definition.rate
-        for job_type, found in uow.definitions(job_types).items()
+        for job_type, found in uow.states(DEFINITIONS, job_types).items()
         if isinstance(found.definition.rate, RateLimit)
     }
     room = rooms(uow, policies, now)

@@ -34,6 +34,7 @@ from ledger.core.reaping import (
 )
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import JOBS
 
 
 def reap(
@@ -68,7 +69,7 @@ def _append_each_in_isolation(
     try:
         # Errors are rare: try the whole batch in one savepoint first...
         with uow.savepoint():
-            uow.append([(p.state.job_id, p.events) for p in planned])
+            uow.append([JOBS.change(p.state.job_id, p.events) for p in planned])
         return planned, []
     except LedgerError:
         pass
@@ -78,7 +79,7 @@ def _append_each_in_isolation(
     for item in planned:
         try:
             with uow.savepoint():
-                uow.append([(item.state.job_id, item.events)])
+                uow.append([JOBS.change(item.state.job_id, item.events)])
         except LedgerError as error:
             errors.append(_defer(uow, item, error, now, retry_delay_s))
             continue
@@ -95,7 +96,7 @@ def _defer(
     deferral = decide_reap_deferral(item.state, now, retry_delay_s=retry_delay_s, cause=cause)
     try:
         with uow.savepoint():
-            uow.append([(item.state.job_id, [deferral])])
+            uow.append([JOBS.change(item.state.job_id, [deferral])])
     except LedgerError:
         return deferred_error(item.state, cause, None)
     return deferred_error(item.state, cause, deferral.lease_expires_at)

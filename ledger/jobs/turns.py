@@ -28,6 +28,7 @@ from ledger.jobs.rate_room import RatedClaim
 from ledger.jobs.worker_writes import Decision, checked_claim, claim_due, decide_each, lease_changes
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import JOBS
 
 
 class TurnResult(msgspec.Struct):
@@ -67,7 +68,7 @@ def finish_and_claim(
         )
         # Outcomes first: in commit order an attempt ends before the next lease begins.
         new_states = uow.append(
-            [*changes, *lease_changes(clock, claimed, worker_id, lease_s, starting)]
+            JOBS.changes([*changes, *lease_changes(clock, claimed, worker_id, lease_s, starting)])
         )
     finished = BatchResult(
         accepted=[new_states[job_id] for job_id in dict.fromkeys(job_id for job_id, _ in changes)],

@@ -34,6 +34,7 @@ from ledger.jobs.outcomes import BatchResult, Completion, Outcome
 from ledger.jobs.rate_room import RatedClaim, within_rate
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import JOBS
 
 Decision = Callable[[JobState, datetime], Sequence[JobEvent] | JobEvent]
 """A command's decision bound to its arguments: (locked current state, now) -> events."""
@@ -67,7 +68,9 @@ def claim(
         claimed = claim_due(uow, clock, types, limit, queues)
         if not claimed.due:
             return []
-        leased = uow.append(lease_changes(clock, claimed, worker_id, lease_s, starting))
+        leased = uow.append(
+            JOBS.changes(lease_changes(clock, claimed, worker_id, lease_s, starting))
+        )
     return [leased[state.job_id] for state in claimed.due]
 
 
@@ -137,7 +140,7 @@ def write_fenced(store: Store, clock: Clock, job_id: UUID, decision: Decision) -
         events = _as_list(decision(state, now))
         if not events:
             return state
-        return uow.append([(job_id, events)])[job_id]
+        return uow.append([JOBS.change(job_id, events)])[job_id]
 
 
 def write_fenced_many(
@@ -149,7 +152,7 @@ def write_fenced_many(
     """
     with store.unit_of_work() as uow:
         changes, rejected = decide_each(uow, clock, items)
-        new_states = uow.append(changes)
+        new_states = uow.append(JOBS.changes(changes))
     return BatchResult(accepted=list(new_states.values()), rejected=rejected)
 
 

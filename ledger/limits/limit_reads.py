@@ -11,12 +11,13 @@ from ledger.core.blockers import Blocker, concurrency_blockers
 from ledger.core.concurrency import LimitUse, Room, TypeLimits, limit_uses, limits_of
 from ledger.core.state import JobState
 from ledger.store.store import Store
+from projections.rules.kinds import DEFINITIONS
 
 
 def _limits(store: Store) -> dict[str, TypeLimits]:
     return {
         item.job_type: item
-        for state in store.all_definitions()
+        for state in store.states(DEFINITIONS)
         if (item := limits_of(state.definition)) is not None
     }
 

@@ -16,6 +16,7 @@ from ledger.clock import Clock
 from ledger.core.limits import check_actor, check_name, check_reason
 from ledger.core.queues import QueuePaused, QueueResumed, QueueState, evolve_queue
 from ledger.store.store import Store
+from projections.rules.kinds import QUEUE_STATES
 
 
 class QueueSummary(msgspec.Struct, frozen=True):
@@ -49,7 +50,7 @@ def set_paused(
         check_actor(actor)
     with store.unit_of_work() as uow:
         uow.serialise_appends()  # decide on the state no one else can change before commit
-        current = uow.queue_state(queue)
+        current = uow.state(QUEUE_STATES, queue)
         if (current is not None and current.paused) == paused:
             return current
         now = clock.now()
@@ -58,7 +59,7 @@ def set_paused(
             if paused
             else QueueResumed(at=now, queue=queue, actor=actor, reason=reason)
         )
-        uow.append(queue_changes=[(queue, [event])])
+        uow.append([QUEUE_STATES.change(queue, [event])])
         return evolve_queue(current, event)
 
 
@@ -67,7 +68,7 @@ def queue_summaries(store: Store) -> list[QueueSummary]:
     counts: dict[str, dict[str, int]] = {}
     for row in store.read("queue_live_counts"):
         counts.setdefault(row["queue"], {})[row["status"]] = row["n"]
-    states = {state.queue: state for state in store.queue_states()}
+    states = {state.queue: state for state in store.states(QUEUE_STATES)}
     summaries = []
     for name in sorted(counts.keys() | states.keys()):
         state = states.get(name)

@@ -40,6 +40,7 @@ from ledger.core.retention import (
 from ledger.store.archive import RetentionCandidate, archive_unsupported
 from ledger.store.store import Store
 from projections.rules.catalog import AUDIT
+from projections.rules.kinds import RETENTION
 
 BATCH = 2_000
 """Jobs moved per batch (two short transactions each; the event names them all)."""
@@ -119,8 +120,7 @@ def set_rule(
     )
     with store.unit_of_work() as uow:
         uow.serialise_appends()  # the stream's version is read, then appended after
-        version = uow.stream_version(RETENTION_STREAM_ID)
-        uow.append(stream_changes=[(RETENTION_STREAM_ID, version, [event])])
+        uow.append([RETENTION.change(RETENTION_STREAM_ID, [event])])
     return policy_of(store)
 
 

@@ -55,6 +55,7 @@ from ledger.core.values import JobDefinition
 from ledger.jobs.enqueueing import stored_keys
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import DEFINITIONS, JOBS, SCHEDULES
 
 DEFAULT_SCHEDULES_PER_PASS = 100
 
@@ -216,7 +217,7 @@ class _FireBatch:
         requests = [normalise_request(fire.request) for fire in plan.fires]
         known = {
             job_type: found.definition
-            for job_type, found in self._uow.definitions([state.job_type]).items()
+            for job_type, found in self._uow.states(DEFINITIONS, [state.job_type]).items()
         }
         known.update(self._defined)
         enqueued = plan_enqueue(
@@ -255,7 +256,9 @@ class _FireBatch:
     def append(self) -> None:
         if self.schedule_changes:
             self._uow.append(
-                self.job_changes,
-                self.definition_changes,
-                schedule_changes=self.schedule_changes,
+                [
+                    *DEFINITIONS.changes(self.definition_changes),
+                    *SCHEDULES.changes(self.schedule_changes),
+                    *JOBS.changes(self.job_changes),
+                ]
             )

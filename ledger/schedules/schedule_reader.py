@@ -7,6 +7,7 @@ from ledger.core.schedules.state import ScheduleState
 from ledger.deprecation import warn_once
 from ledger.schedules.schedule_views import SHOWN_SLOTS, ScheduleDetail, schedule_detail
 from ledger.store.store import Store
+from projections.rules.kinds import SCHEDULES
 
 
 class ScheduleReader:
@@ -23,11 +24,11 @@ class ScheduleReader:
 
     def all(self) -> list[ScheduleState]:
         """Every schedule, removed ones too, by name."""
-        return self.store.schedules()
+        return self.store.states(SCHEDULES)
 
     def get(self, name: str) -> ScheduleState | None:
         """One schedule (``None``: no such name)."""
-        return self.store.schedule(name)
+        return self.store.state(SCHEDULES, name)
 
     def detail(self, name: str, count: int = SHOWN_SLOTS) -> ScheduleDetail | None:
         """What ``schedule show`` prints of one schedule: its last fired and missed slots

@@ -19,6 +19,7 @@ from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, 
 from ledger.core.schedules.state import ScheduleState, ScheduleStatus, schedule_stream_id
 from ledger.core.values import JSON
 from ledger.store.store import Store
+from projections.rules.kinds import SCHEDULES
 from projections.rules.schedules import upcoming
 
 SHOWN_SLOTS = 10
@@ -55,7 +56,7 @@ class ScheduleDetail(msgspec.Struct, frozen=True):
 
 def schedule_detail(store: Store, name: str, count: int = SHOWN_SLOTS) -> ScheduleDetail | None:
     """``name``'s detail (``None``: no such schedule), from its view row and its stream."""
-    state = store.schedule(name)
+    state = store.state(SCHEDULES, name)
     if state is None:
         return None
     fired: list[FiredSlotView] = []

@@ -36,6 +36,7 @@ from ledger.core.schedules.state import ScheduleState, ScheduleStatus
 from ledger.core.values import JSON, EnqueueRequest
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import DEFINITIONS, SCHEDULES
 
 
 class ScheduleSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -95,7 +96,7 @@ def add_schedule(
     check_reason(reason)
     with store.unit_of_work() as uow:
         uow.serialise_appends()
-        current = uow.schedule(checked.name)
+        current = uow.state(SCHEDULES, checked.name)
         if current is not None and current.status is not ScheduleStatus.REMOVED and not replace:
             raise ScheduleExistsError(
                 f"schedule {checked.name!r} exists (replace it with --replace)"
@@ -121,7 +122,7 @@ def add_schedule(
 def _check_job_type(uow: UnitOfWork, job_type: str, auto_define: bool) -> None:
     """Refuse a type enqueue would refuse: undefined (unless the ledger defines types on
     first use) or disabled."""
-    definition = uow.definitions([job_type]).get(job_type)
+    definition = uow.state(DEFINITIONS, job_type)
     if definition is None and not auto_define:
         raise DefinitionNotFoundError(f"job type {job_type!r} is not defined")
     if definition is not None and not definition.definition.enabled:
@@ -179,7 +180,7 @@ def _transition(
     check_reason(reason)
     with store.unit_of_work() as uow:
         uow.serialise_appends()
-        current = uow.schedule(name)
+        current = uow.state(SCHEDULES, name)
         if current is None or current.status is ScheduleStatus.REMOVED:
             raise ScheduleNotFoundError(f"no schedule {name!r}")
         if expected is not None and current.status is not expected:
@@ -190,7 +191,7 @@ def _transition(
 
 
 def _append(uow: UnitOfWork, name: str, event: Event) -> ScheduleState:
-    uow.append(schedule_changes=[(name, [event])])
-    state = uow.schedule(name)
+    uow.append([SCHEDULES.change(name, [event])])
+    state = uow.state(SCHEDULES, name)
     assert state is not None
     return state

@@ -24,6 +24,7 @@ from ledger.jobs.binding import LedgerBinding
 from ledger.jobs.enqueueing import sync_listing
 from ledger.sources import source_polls
 from ledger.sources.source_reader import SourceReader
+from projections.rules.kinds import DEFINITIONS
 
 
 class SourceCommands(SourceReader):
@@ -85,7 +86,7 @@ class SourceCommands(SourceReader):
         has its lister runs it), defining the built-in type first if it is not yet."""
         if not isinstance(source, str) or not source:
             raise InvalidRequestError("a source's name must be a non-empty string")
-        defined = self.store.all_definitions()
+        defined = self.store.states(DEFINITIONS)
         if not any(state.definition.job_type == SOURCE_POLL_JOB_TYPE for state in defined):
             self._bound.define(
                 SOURCE_POLL_JOB_TYPE,

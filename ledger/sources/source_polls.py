@@ -29,6 +29,7 @@ from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, di
 from ledger.core.values import EnqueueRequest
 from ledger.jobs.enqueueing import plan_in
 from ledger.store.store import Store
+from projections.rules.kinds import DEFINITIONS, JOBS, SOURCE_POLLS
 
 Lister = Callable[[], Listing]
 """A source's lister as the ledger calls it: a complete listing, or an exception."""
@@ -55,7 +56,7 @@ def poll_source(
     then ``source_breaker_opened`` at the threshold)."""
     if not isinstance(source, str) or not source:
         raise InvalidRequestError("a source's name must be a non-empty string")
-    if skip_for_breaker(store.source_poll(source), clock.now(), poll_job_id=poll_job_id):
+    if skip_for_breaker(store.state(SOURCE_POLLS, source), clock.now(), poll_job_id=poll_job_id):
         skipped = _record_skip(store, clock, source, poll_job_id)
         if skipped is not None:
             return skipped
@@ -85,12 +86,12 @@ def _record_skip(
     closed it meanwhile lets this one run: ``None``)."""
     with store.unit_of_work() as uow:
         uow.serialise_appends()
-        state = uow.source_poll(source)
+        state = uow.state(SOURCE_POLLS, source)
         skip = skip_for_breaker(state, clock.now(), poll_job_id=poll_job_id)
         if skip is None:
             return None
-        uow.append(source_changes=[(source, [skip])])
-        return _poll(source, PollResult.SKIPPED, None, [skip], uow.source_poll(source))
+        uow.append([SOURCE_POLLS.change(source, [skip])])
+        return _poll(source, PollResult.SKIPPED, None, [skip], uow.state(SOURCE_POLLS, source))
 
 
 def _record_failure(
@@ -107,7 +108,7 @@ def _record_failure(
     with store.unit_of_work() as uow:
         uow.serialise_appends()
         events = failed_poll(
-            uow.source_poll(source),
+            uow.state(SOURCE_POLLS, source),
             source,
             clock.now(),
             error=str(message),
@@ -115,8 +116,8 @@ def _record_failure(
             policy=config.breaker,
             poll_job_id=poll_job_id,
         )
-        uow.append(source_changes=[(source, events)])
-        return _poll(source, PollResult.FAILED, None, events, uow.source_poll(source))
+        uow.append([SOURCE_POLLS.change(source, events)])
+        return _poll(source, PollResult.FAILED, None, events, uow.state(SOURCE_POLLS, source))
 
 
 def _record_sync(
@@ -157,8 +158,14 @@ def _record_sync(
                 enqueued.append(SyncJob(decision, job_id))
         sync = SourceSync(diff, enqueued, already_live)
         event = polled(sync, now, poll_job_id=poll_job_id)
-        uow.append(plan.job_changes, plan.definition_changes, source_changes=[(source, [event])])
-        return _poll(source, PollResult.POLLED, sync, [event], uow.source_poll(source))
+        uow.append(
+            [
+                *DEFINITIONS.changes(plan.definition_changes),
+                *JOBS.changes(plan.job_changes),
+                SOURCE_POLLS.change(source, [event]),
+            ]
+        )
+        return _poll(source, PollResult.POLLED, sync, [event], uow.state(SOURCE_POLLS, source))
 
 
 def _poll(

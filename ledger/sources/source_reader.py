@@ -14,6 +14,7 @@ from ledger.core.source_polls.state import SourcePollState, source_stream_id
 from ledger.deprecation import warn_once
 from ledger.sources.source_views import source_views
 from ledger.store.store import Store
+from projections.rules.kinds import SOURCE_POLLS
 from projections.rules.sync_state import Source, SyncState
 
 
@@ -44,7 +45,7 @@ class SourceReader:
 
     def polls(self) -> dict[str, SourcePollState]:
         """Every polled source's poll state (last poll, result, breaker), by source."""
-        return {state.source: state for state in self.store.source_polls()}
+        return {state.source: state for state in self.store.states(SOURCE_POLLS)}
 
     def history(self, source: str) -> list[Record]:
         """Every poll event of one source, in order (its own stream; empty: never polled)."""

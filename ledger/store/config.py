@@ -172,7 +172,7 @@ def open_archive_store(url: str | None = None, *, pool_size: int | None = None) 
     or ``None`` where there is no archive to read (a ledger never archived)."""
     resolved = resolve_url(url)
     if is_postgres(resolved):
-        from ledger.store.postgres.store import PostgresArchiveReadStore
+        from ledger.store.postgres.archive_read_store import PostgresArchiveReadStore
 
         postgres_params(resolved)
         store = PostgresArchiveReadStore(resolved, pool_size=pool_size or 2)

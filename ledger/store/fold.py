@@ -4,14 +4,18 @@
 core's one ``evolve``: the records to append (stream, version, event), each job's new state,
 the inline views' named writes (from :mod:`projections.rules.registry`), whether any event may
 have made a job claimable, and — only when the store has policies — each event with the state
-after it, for them. It does no I/O; the unit of work then writes what it produced.
+after it, for them. Every kind of state goes through one loop (:meth:`AppendFold.fold`): jobs
+and runs through their hooks, every other kind through its declared ``evolve``. It does no
+I/O; the unit of work then writes what it produced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from itertools import groupby
+from operator import itemgetter
+from typing import Any, cast
 from uuid import UUID
 
 from ledger.core.events import (
@@ -23,38 +27,42 @@ from ledger.core.events import (
     JobRequeued,
     JobRetryScheduled,
 )
-from ledger.core.policy import Change, RunEvents, Trigger
-from ledger.core.queues import QueueState, evolve_queue, queue_stream_id
-from ledger.core.schedules.state import ScheduleState, evolve_schedule, schedule_stream_id
-from ledger.core.source_polls.state import (
-    SourcePollState,
-    evolve_source_poll,
-    source_stream_id,
-)
-from ledger.core.state import DefinitionState, JobState, evolve, evolve_definition
-from ledger.core.tokens import TokenState, evolve_token
+from ledger.core.policy import Change as PolicyChange
+from ledger.core.policy import RunEvents, Trigger
+from ledger.core.state import JobState, evolve
 from ledger.core.values import JobStatus
+from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
-from ledger.store.streams import job_type_stream_id
-from projections.rules.registry import view_writes
+from projections.rules.kind import Change, StateKind
+from projections.rules.registry import FOLD_ORDER, view_writes
 from projections.rules.writes import ViewWrite
 
-K = TypeVar("K", str, UUID)
-"""A stream's key in its view: a name or an id."""
+AnyKind = StateKind[Any, Any]
 
 
-class _Versioned(Protocol):
-    @property
-    def version(self) -> int: ...
+def _nothing_known(kind: AnyKind, key: Any) -> Any:
+    return None
 
 
-S = TypeVar("S", bound=_Versioned)
-"""A stream's folded state."""
+def _fold_order(change: Change) -> int:
+    return FOLD_ORDER[change[0]]
 
 
-def _itself(key: UUID) -> UUID:
-    return key
+_kind_of = itemgetter(0)
+
+JobChange = tuple[Any, UUID, Sequence[JobEvent]]
+"""A change of the job kind: (kind, job id, its events)."""
+
+
+def by_kind(changes: Sequence[Change]) -> Iterable[tuple[AnyKind, Iterable[Change]]]:
+    """``changes`` grouped by kind, in the kinds' fold order
+    (:data:`~projections.rules.registry.KINDS`), each kind's in the order given; one group,
+    as given, when they are all of one kind (a worker's, a bulk enqueue's)."""
+    kinds = set(map(_kind_of, changes))
+    if len(kinds) < 2:
+        return [(kind, changes) for kind in kinds]
+    return groupby(sorted(changes, key=_fold_order), key=_kind_of)
 
 
 MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
@@ -82,7 +90,25 @@ class AppendFold:
     runs: dict[UUID, RunState] = field(default_factory=dict)
     """Each changed run's new state."""
 
-    def fold_changes(self, changes: Sequence[Change]) -> None:
+    known: Callable[[AnyKind, Any], Any] = _nothing_known
+    """The state of a kind's key the unit of work read (``None``: none, or new)."""
+    changed: dict[AnyKind, dict[Any, Any]] = field(default_factory=dict)
+    """Each plainly folded kind's changed states, by key."""
+
+    def fold(self, changes: Sequence[Change]) -> None:
+        """Fold every change, kind by kind in fold order (job types before the jobs enqueued
+        under them, runs before the jobs their steps release): the one loop of an append."""
+        for kind, group in by_kind(changes):
+            if kind.fold == "job":
+                self.fold_job_changes(cast("Iterable[JobChange]", group))
+            elif kind.fold == "run":
+                for _, run_id, events in group:
+                    self.fold_run(run_id, events)
+            else:
+                for _, key, events in group:
+                    self.fold_stream(kind, key, events)
+
+    def fold_changes(self, changes: Sequence[PolicyChange]) -> None:
         """Fold a policy round's changes, in order: runs' and jobs' alike."""
         for change in changes:
             if isinstance(change, RunEvents):
@@ -91,21 +117,31 @@ class AppendFold:
                 self.fold_jobs([change])
 
     def fold_runs(self, run_changes: Sequence[RunEvents]) -> None:
-        """Fold each run's events onto its latest state, stamping each with the run's next
-        version (the events table's unique (stream, version) holds for runs as for jobs)."""
+        """Fold each run's events (:meth:`fold_run`)."""
         for run_id, run_events in run_changes:
-            state = self.runs.get(run_id)
-            if state is None:
-                state = self.loaded_run(run_id)
-            for run_event in run_events:
-                state = evolve_run(state, run_event)
-                self.records.append((run_id, state.version, run_event))
-            if state is not None:
-                self.runs[run_id] = state
+            self.fold_run(run_id, run_events)
+
+    def fold_run(self, run_id: UUID, run_events: Sequence[Event]) -> None:
+        """Fold a run's events onto its latest state, stamping each with the run's next
+        version (the events table's unique (stream, version) holds for runs as for jobs)."""
+        state = self.runs.get(run_id)
+        if state is None:
+            state = self.loaded_run(run_id)
+        for run_event in run_events:
+            assert isinstance(run_event, WorkflowEvent)
+            state = evolve_run(state, run_event)
+            self.records.append((run_id, state.version, run_event))
+        if state is not None:
+            self.runs[run_id] = state
 
     def fold_jobs(self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]]) -> None:
-        """Fold each job's events onto its latest state (this append's, else the loaded one)."""
-        for job_id, job_events in job_changes:
+        """Fold each job's events (a policy round's: :meth:`fold_job_changes`)."""
+        self.fold_job_changes((None, job_id, events) for job_id, events in job_changes)
+
+    def fold_job_changes(self, changes: Iterable[JobChange]) -> None:
+        """Fold each job's events onto its latest state (this append's, else the loaded one):
+        the job kind's hook (its written views, the policies' triggers, the wake-ups)."""
+        for _, job_id, job_events in changes:
             if not job_events:
                 continue
             state = self.states.get(job_id)
@@ -126,72 +162,18 @@ class AppendFold:
             assert state is not None
             self.states[job_id] = state
 
-    def fold_streams(
-        self,
-        changes: Sequence[tuple[K, Sequence[Event]]],
-        known: Callable[[K], S | None],
-        evolve_one: Callable[[S | None, Event], S],
-        stream_id: Callable[[K], UUID],
-    ) -> dict[K, S]:
-        """Fold the events of streams with a view row each (tokens, schedules, source polls,
-        queues) onto their states ``known`` (read in this unit of work); the changed ones, by
-        key. ``stream_id`` gives a key's stream (its id, or a uuid5 of its name)."""
-        changed: dict[K, S] = {}
-        for key, events in changes:
-            state = changed.get(key) or known(key)
-            for event in events:
-                state = evolve_one(state, event)
-                self.records.append((stream_id(key), state.version, event))
-            assert state is not None
-            changed[key] = state
-        return changed
-
-    def fold_tokens(
-        self,
-        token_changes: Sequence[tuple[UUID, Sequence[Event]]],
-        known: Callable[[UUID], TokenState | None],
-    ) -> dict[UUID, TokenState]:
-        """Token events folded (:meth:`fold_streams`); a token's stream id is its id."""
-        return self.fold_streams(token_changes, known, evolve_token, _itself)
-
-    def fold_schedules(
-        self,
-        schedule_changes: Sequence[tuple[str, Sequence[Event]]],
-        known: Callable[[str], ScheduleState | None],
-    ) -> dict[str, ScheduleState]:
-        """Schedule events folded (:meth:`fold_streams`), by name."""
-        return self.fold_streams(schedule_changes, known, evolve_schedule, schedule_stream_id)
-
-    def fold_source_polls(
-        self,
-        source_changes: Sequence[tuple[str, Sequence[Event]]],
-        known: Callable[[str], SourcePollState | None],
-    ) -> dict[str, SourcePollState]:
-        """Source-poll events folded (:meth:`fold_streams`), by source."""
-        return self.fold_streams(source_changes, known, evolve_source_poll, source_stream_id)
-
-    def fold_queue_states(
-        self,
-        queue_changes: Sequence[tuple[str, Sequence[Event]]],
-        known: Callable[[str], QueueState | None],
-    ) -> dict[str, QueueState]:
-        """Queue events folded (:meth:`fold_streams`), by name."""
-        return self.fold_streams(queue_changes, known, evolve_queue, queue_stream_id)
-
-    def fold_definitions(
-        self,
-        definition_changes: Sequence[tuple[str, Sequence[Event]]],
-        known: Mapping[str, DefinitionState],
-    ) -> dict[str, DefinitionState]:
-        """Fold job-type events onto the ``known`` definitions; the changed ones. Definitions
-        are folded first: a ``job_type_defined`` must precede the jobs enqueued under it."""
-        new_definitions: dict[str, DefinitionState] = {}
-        for job_type, events in definition_changes:
-            definition = new_definitions.get(job_type) or known.get(job_type)
-            stream_id = job_type_stream_id(job_type)
-            for event in events:
-                definition = evolve_definition(definition, event)
-                self.records.append((stream_id, definition.version, event))
-            assert definition is not None
-            new_definitions[job_type] = definition
-        return new_definitions
+    def fold_stream(self, kind: AnyKind, key: Any, events: Sequence[Event]) -> None:
+        """Fold the events of one stream of a plainly folded kind (job types, tokens,
+        schedules, source polls, queues, retention, a registered kind) onto its latest state
+        (this append's, else the one the unit of work read), with the kind's ``evolve``, in
+        the stream its ``stream_id`` rule names."""
+        states = self.changed.setdefault(kind, {})
+        state = states.get(key)
+        if state is None:
+            state = self.known(kind, key)
+        stream_id = kind.stream_id(key)
+        for event in events:
+            state = kind.evolve(state, event)
+            self.records.append((stream_id, state.version, event))
+        assert state is not None
+        states[key] = state

@@ -46,13 +46,13 @@ from ledger.core.exchange import (
     StreamKind,
 )
 from ledger.core.exchange_reader import read_streams, same_history
-from ledger.core.policy import RunEvents
 from ledger.core.state import fold
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import DEFINITIONS, JOBS, RUNS
 
 BATCH_STREAMS = 500
 BATCH_EVENTS = 5_000
@@ -255,22 +255,16 @@ def _append(uow: UnitOfWork, streams: list[Stream]) -> None:
             raise ImportConflictError(
                 f"{_describe(stream)} was written to the target during the import"
             )
-    definitions = [
-        (stream.job_type, [record.event for record in stream.records])
-        for stream in streams
-        if stream.kind is StreamKind.JOB_TYPE
-    ]
-    jobs = [
-        (stream.stream_id, [_job_event(record) for record in stream.records])
-        for stream in streams
-        if stream.kind is StreamKind.JOB
-    ]
-    runs = [
-        RunEvents(stream.stream_id, [_run_event(record) for record in stream.records])
-        for stream in streams
-        if stream.kind is StreamKind.WORKFLOW
-    ]
-    uow.append(jobs, definitions, runs)
+    changes = []
+    for stream in streams:
+        if stream.kind is StreamKind.JOB_TYPE:
+            events = [record.event for record in stream.records]
+            changes.append(DEFINITIONS.change(stream.job_type, events))
+        elif stream.kind is StreamKind.JOB:
+            changes.append(JOBS.change(stream.stream_id, [_job_event(r) for r in stream.records]))
+        elif stream.kind is StreamKind.WORKFLOW:
+            changes.append(RUNS.change(stream.stream_id, [_run_event(r) for r in stream.records]))
+    uow.append(changes)
 
 
 def validate(

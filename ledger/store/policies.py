@@ -35,6 +35,7 @@ from ledger.core.state import DefinitionState, JobState
 from ledger.core.values import JobDefinition
 from ledger.core.workflows.state import RunState, StepsNotLoadedError
 from ledger.store.fold import AppendFold
+from projections.rules.kinds import DEFINITIONS, StateKind
 
 
 class JobReads(Protocol):
@@ -42,7 +43,9 @@ class JobReads(Protocol):
 
     def lock_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]: ...
 
-    def definitions(self, job_types: Sequence[str]) -> dict[str, DefinitionState]: ...
+    def states(
+        self, kind: StateKind[str, DefinitionState], keys: Sequence[str]
+    ) -> dict[str, DefinitionState]: ...
 
     def lock_runs(
         self, wanted: Mapping[UUID, Iterable[str]], *, whole: bool = ..., fail_fast: bool = ...
@@ -122,7 +125,7 @@ def follow_policies(
     ) -> tuple[dict[UUID, JobState], dict[str, JobDefinition]]:
         jobs = unit.lock_jobs(sorted(job_id for job_id in job_ids if job_id not in folded))
         jobs.update((job_id, folded[job_id]) for job_id in job_ids if job_id in folded)
-        found = unit.definitions(sorted(job_types)) if job_types else {}
+        found = unit.states(DEFINITIONS, sorted(job_types)) if job_types else {}
         return jobs, {job_type: state.definition for job_type, state in found.items()}
 
     def fold_round(changes: list[Change]) -> list[Trigger]:

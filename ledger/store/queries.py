@@ -18,6 +18,12 @@ declared order (``queue_claim``, ``queue_claim_types``, ``queue_claim_queues``,
 ``queue_claim_types_queues``). Each variant is a plain statement of its own, not one
 statement whose parameters switch a filter off: the database plans (and PostgreSQL's
 prepared statements cache) each variant for exactly the filters it has.
+
+A kind of state declared outside the ledger (:func:`projections.rules.registry.register_kind`)
+brings its own queries in the same form (:attr:`~projections.rules.kind.StateKind.sql`, by
+backend): :func:`load` adds them to the files', so a store opened after the kind was
+registered runs them like its own (its ``schema_*`` statements create its table). A kind's
+text may include only its own fragments.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import product
 from pathlib import Path
+
+from projections.rules.kind import REGISTERED
 
 SQL_DIRECTORY = Path(__file__).with_name("sql")
 """The ``.sql`` files, beside this module in the installed package (a plain path, not
@@ -54,10 +62,22 @@ class _Query:
     flags: tuple[str, ...] = ()
 
 
-@cache
 def load(backend: str) -> dict[str, str]:
-    """All queries of ``backend`` ("postgres" or "sqlite"), by name, in file order; a query
-    with variants as each of its variants, in the order of the flags' subsets."""
+    """All queries of ``backend`` ("postgres" or "sqlite"), by name, in file order (a query
+    with variants as each of its variants, in the order of the flags' subsets), then the
+    registered kinds' own (a name the files hold already is a ``ValueError``)."""
+    files = _files(backend)
+    extra = [(f"kind {k.name!r}", k.sql[backend]) for k in REGISTERED if backend in k.sql]
+    kinds = compose(extra) if extra else {}
+    clash = [name for name in kinds if name in files]
+    if clash:
+        raise ValueError(f"a registered kind's query {clash[0]!r} is the ledger's own")
+    return {**files, **kinds} if kinds else files
+
+
+@cache
+def _files(backend: str) -> dict[str, str]:
+    """The queries of the ``.sql`` files of ``backend``, by name, in file order."""
     directory = SQL_DIRECTORY
     features = sorted(
         entry.name

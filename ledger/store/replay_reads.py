@@ -33,6 +33,7 @@ from ledger.core.workflows.events import WorkflowEvent
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
+from projections.rules.kinds import SCHEDULES
 from projections.rules.schedules import schedule_of_row
 
 Definitions = list[tuple[datetime, JobDefinition]]
@@ -53,7 +54,7 @@ def check_job(store: Store, job_id: UUID) -> JobReplay:
         with store.read_snapshot() as snapshot:
             return _check_runs(snapshot, {job_id: records}, {})[0]
     if isinstance(records[0].event, ScheduleAdded):
-        return check_schedule(records, store.schedule(records[0].event.schedule))
+        return check_schedule(records, store.state(SCHEDULES, records[0].event.schedule))
     definitions = definitions_of(store.history(job_type_stream_id(_job_type(records))))
     return check_history(records, definitions)
 

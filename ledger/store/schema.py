@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
+from projections.rules.kind import REGISTERED
 
 SCHEMA_VERSION = "1"
 """The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
@@ -44,6 +45,14 @@ EXPECTED_TABLES = frozenset(
         "jl_pools",
     }
 )
+
+
+def expected_tables() -> frozenset[str]:
+    """:data:`EXPECTED_TABLES` and the views of the kinds of state registered beyond the
+    ledger's own (:func:`projections.rules.registry.register_kind`)."""
+    extra = {kind.projection.table for kind in REGISTERED if kind.projection is not None}
+    return EXPECTED_TABLES | extra if extra else EXPECTED_TABLES
+
 
 ReadQuery = Callable[[str, dict[str, Any] | None], Sequence[Any]]
 
@@ -117,14 +126,14 @@ class Schema:
         """Run every schema statement; the tables that were missing."""
         tables, _ = self.state()
         self._create()
-        return sorted(EXPECTED_TABLES - tables)
+        return sorted(expected_tables() - tables)
 
     def initialise(self) -> bool:
         """Create what is missing. Idempotent; returns whether anything was created."""
         tables, marker = self.state()
         if marker is not None and marker != SCHEMA_VERSION:
             raise _other_version(marker)
-        if marker is not None and tables >= EXPECTED_TABLES:
+        if marker is not None and tables >= expected_tables():
             return False
         self._create()
         return True
@@ -137,7 +146,7 @@ class Schema:
             raise DatabaseNotInitialisedError(f"database {state}; run `jobledger init` first")
         if marker != SCHEMA_VERSION:
             raise _other_version(marker)
-        missing = EXPECTED_TABLES - tables
+        missing = expected_tables() - tables
         if missing:
             raise DatabaseNotInitialisedError(
                 f"database lacks tables {sorted(missing)}; run `jobledger init` to add them"

@@ -22,26 +22,23 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from uuid import UUID
 
-from ledger.core.codec import DEFAULT_CODEC, EventCodec, Record
+from ledger.core.codec import DEFAULT_CODEC, REGISTERED_EVENTS, EventCodec, Record
 from ledger.core.errors import InvalidRequestError
 from ledger.core.events import Event, JobEvent
 from ledger.core.times import from_us
 from ledger.store.listeners import ListenerBus
 from ledger.store.schema import Schema
+from projections.rules.kind import registered_events
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
     from datetime import datetime
 
     from ledger.core.policy import Policy
-    from ledger.core.queues import QueueState
-    from ledger.core.schedules.state import ScheduleState
-    from ledger.core.source_polls.state import SourcePollState
-    from ledger.core.state import DefinitionState, JobState
-    from ledger.core.tokens import TokenState
+    from ledger.core.state import JobState
     from ledger.store.archive import ArchiveMove, ArchiveUnit
     from ledger.store.frozen_writers import FrozenWriter
     from ledger.store.ids import IdAdapter
@@ -51,8 +48,12 @@ if TYPE_CHECKING:
     from ledger.store.unit_of_work import UnitOfWork
     from ledger.store.views import ViewTables
     from projections.rules.dead_letters import DeadLetter
+    from projections.rules.kind import StateKind
     from projections.rules.rate_buckets import RateBucket
     from projections.rules.sync_state import Source, SyncState
+
+K = TypeVar("K")
+S = TypeVar("S")
 
 ArchivedEvent = Callable[[list[UUID], dict[str, int]], Event]
 """Builds a retention batch's event from the jobs it moved and the rows moved per table."""
@@ -86,6 +87,9 @@ class Store(ABC):
     def __init__(self) -> None:
         self._committed = ListenerBus()
         self.schema = Schema(self.read, self._create_schema, lambda: self.queries)
+        extra = registered_events()
+        if extra:  # a registered kind's events are read and written like the ledger's own
+            self.codec = EventCodec((*REGISTERED_EVENTS, *extra))
 
     @property
     def policies(self) -> tuple[Policy, ...]:
@@ -323,59 +327,19 @@ class Store(ABC):
             )
         return letters
 
-    def all_definitions(self) -> list[DefinitionState]:
-        """Every job type's definition, from the definitions view."""
-        from ledger.store.streams import decode_definition_row
+    def states(self, kind: StateKind[Any, S]) -> list[S]:
+        """Every state of ``kind`` its view holds (job types, tokens, schedules, source polls,
+        queue states, a registered kind's), in its ``all`` query's order."""
+        from ledger.store.kind_reads import read_all
 
-        return [
-            decode_definition_row(row["state"], row["stream_version"])
-            for row in self.read("definitions_all")
-        ]
+        return read_all(kind, self.read)
 
-    def tokens(self) -> list[TokenState]:
-        """Every API token (revoked ones too), oldest first, from the tokens view."""
-        from projections.rules.tokens import token_of_row
+    def state(self, kind: StateKind[K, S], key: K) -> S | None:
+        """One state of ``kind`` from its view (``None``: there is none)."""
+        from ledger.store.kind_reads import read_states
 
-        return [token_of_row(row) for row in self.read("tokens_all")]
-
-    def token(self, token_id: UUID) -> TokenState | None:
-        """One API token from the tokens view (``None``: no such token)."""
-        from projections.rules.tokens import token_of_row
-
-        rows = self.read("tokens_get", {"token_id": str(token_id)})
-        return token_of_row(rows[0]) if rows else None
-
-    def schedules(self) -> list[ScheduleState]:
-        """Every schedule (removed ones too), by name, from the schedules view."""
-        from projections.rules.schedules import schedule_of_row
-
-        return [schedule_of_row(row) for row in self.read("schedules_all")]
-
-    def schedule(self, name: str) -> ScheduleState | None:
-        """One schedule from the schedules view (``None``: no such schedule)."""
-        from projections.rules.schedules import schedule_of_row
-
-        rows = self.read("schedules_get", {"name": name})
-        return schedule_of_row(rows[0]) if rows else None
-
-    def source_polls(self) -> list[SourcePollState]:
-        """Every polled source's poll state, by source, from the source-polls view."""
-        from projections.rules.source_polls import source_poll_of_row
-
-        return [source_poll_of_row(row) for row in self.read("source_polls_all")]
-
-    def source_poll(self, source: str) -> SourcePollState | None:
-        """One source's poll state (``None``: never polled)."""
-        from projections.rules.source_polls import source_poll_of_row
-
-        rows = self.read("source_polls_get", {"source": source})
-        return source_poll_of_row(rows[0]) if rows else None
-
-    def queue_states(self) -> list[QueueState]:
-        """Every queue ever paused or resumed, by name, from the queue-state view."""
-        from projections.rules.queue_states import queue_state_of_row
-
-        return [queue_state_of_row(row) for row in self.read("queue_states_all")]
+        found: dict[K, S] = read_states(kind, [key], self.read, self.ids)
+        return found.get(key)
 
     def rate_buckets(self) -> list[RateBucket]:
         """Every rate-limit key's bucket, from the rate-bucket view."""

@@ -15,39 +15,37 @@ knows which database it talks to.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from uuid import UUID
 
 from ledger.core.codec import EventCodec, Record
-from ledger.core.events import (
-    Event,
-    JobEvent,
-)
-from ledger.core.policy import Policy, RunEvents, trigger_types
-from ledger.core.queues import QueueState
-from ledger.core.schedules.state import ScheduleState
-from ledger.core.source_polls.state import SourcePollState
-from ledger.core.state import DefinitionState, JobState
+from ledger.core.policy import Policy, trigger_types
+from ledger.core.state import JobState
 from ledger.core.times import to_us
-from ledger.core.tokens import TokenState
 from ledger.core.workflows.state import RunState
 from ledger.store.fold import AppendFold
 from ledger.store.ids import IdAdapter
+from ledger.store.kind_reads import read_all, read_states
 from ledger.store.policies import follow_policies
 from ledger.store.run_reads import LoadedRun, RunReads
-from ledger.store.streams import decode_definition_row
-from projections.rules.definitions import definition_row
+from ledger.store.run_rows import run_writes
+from projections.rules.definitions import KIND as DEFINITIONS
+from projections.rules.definitions import decode_definition_row
+from projections.rules.kind import Change, StateKind
 from projections.rules.queue import decode_state, queue_update_row, queue_values
-from projections.rules.queue_states import queue_state_of_row, queue_state_row
 from projections.rules.rate_buckets import RateBucket, bucket_of_row
-from projections.rules.schedules import schedule_of_row, schedule_row
-from projections.rules.source_polls import source_poll_of_row, source_poll_row
-from projections.rules.tokens import token_of_row, token_row
-from projections.rules.workflows import run_row, step_row
+from projections.rules.schedules import schedule_of_row
 from projections.rules.writes import ViewWrite
+
+if TYPE_CHECKING:
+    from ledger.core.schedules.state import ScheduleState
+
+AnyKind = StateKind[Any, Any]
+K = TypeVar("K")
+S = TypeVar("S")
 
 
 class EventRow(NamedTuple):
@@ -78,7 +76,9 @@ class UnitOfWork(RunReads, ABC):
         self._codec = codec
         self._ids = ids
         self._jobs: dict[UUID, LoadedJob] = {}
-        self._definitions: dict[str, DefinitionState] = {}
+        self._known: dict[AnyKind, dict[Any, Any]] = {}
+        """The states of the plainly folded kinds (job types, tokens, …) this unit of work
+        read or wrote, by kind and key."""
         self._runs: dict[UUID, LoadedRun] = {}
         self._run_locks: set[UUID] = set()
         self.jobs_became_available = False
@@ -99,13 +99,6 @@ class UnitOfWork(RunReads, ABC):
             for row in self._rows(query, params)
         ]
 
-    def _fetch_definitions(self, job_types: Sequence[str]) -> list[DefinitionState]:
-        params = {"job_types": self._ids.values(job_types)}
-        return [
-            decode_definition_row(row["state"], row["stream_version"])
-            for row in self._rows("definitions_get", params)
-        ]
-
     @abstractmethod
     def _insert_stored_events(
         self, stored: list[EventRow], *, positions_needed: bool
@@ -124,9 +117,6 @@ class UnitOfWork(RunReads, ABC):
         and update the others (``queue_update_row``)."""
 
     @abstractmethod
-    def _write_definitions(self, rows: list[dict[str, Any]]) -> None: ...
-
-    @abstractmethod
     def _execute_writes(self, writes: list[ViewWrite]) -> None:
         """Run projection writes in order (consecutive writes of one query may be batched)."""
 
@@ -142,12 +132,6 @@ class UnitOfWork(RunReads, ABC):
     @abstractmethod
     def serialise_appends(self) -> None:
         """Block other appenders until commit, before reading what an append must not race."""
-
-    def stream_version(self, stream_id: UUID) -> int:
-        """A stream's newest version in this transaction (0: none), for an append to a
-        stream no view folds (``stream_changes``)."""
-        rows = self._rows("stream_version", {"stream_id": self._ids.key(stream_id)})
-        return int(rows[0]["version"])
 
     # --- reads ------------------------------------------------------------------------------
 
@@ -180,8 +164,8 @@ class UnitOfWork(RunReads, ABC):
         job without a queue is in ``DEFAULT_QUEUE``). Left out: jobs of ``full_types``, of
         the ``full_orgs`` (type, org) pairs (``""`` is no org) and ``taken``.
 
-        The rows carry their types' definitions: :meth:`definitions` of the claimed jobs'
-        types then asks nothing more of the database."""
+        The rows carry their types' definitions: :meth:`states` of the claimed jobs' types
+        then asks nothing more of the database."""
         params: dict[str, Any] = {
             "now": to_us(now),
             "limit": limit,
@@ -197,6 +181,7 @@ class UnitOfWork(RunReads, ABC):
             params["queues"] = self._ids.values(queues)
             query += "_queues"
         loaded: list[LoadedJob] = []
+        definitions = self._known.setdefault(DEFINITIONS, {})
         for row in self._rows(query, params):
             state = decode_state(row["state"])
             loaded.append(LoadedJob(state, row["enqueue_seq"]))
@@ -206,10 +191,8 @@ class UnitOfWork(RunReads, ABC):
             if row["rate_limited"]:
                 self.rate_limited.add(state.job_id)
             blob = row["definition"]
-            if blob is not None and state.job_type not in self._definitions:
-                self._definitions[state.job_type] = decode_definition_row(
-                    blob, row["definition_version"]
-                )
+            if blob is not None and state.job_type not in definitions:
+                definitions[state.job_type] = decode_definition_row(blob, row["definition_version"])
         return self._remember(loaded)
 
     def live_leases(self, job_types: Sequence[str]) -> dict[tuple[str, str], int]:
@@ -224,16 +207,6 @@ class UnitOfWork(RunReads, ABC):
         """Serialise, until commit, the claims of these limited keys (sorted by the caller,
         so two claims never wait for each other's). SQLite: nothing to do, its writers are
         already serialised by BEGIN IMMEDIATE."""
-
-    def all_definitions(self) -> list[DefinitionState]:
-        """Every job type's definition, read now (and remembered)."""
-        found = [
-            decode_definition_row(row["state"], row["stream_version"])
-            for row in self._rows("definitions_all", {})
-        ]
-        for state in found:
-            self._definitions[state.definition.job_type] = state
-        return found
 
     def loaded(self, job_id: UUID) -> JobState | None:
         """A job's state as this unit of work last read or folded it."""
@@ -279,7 +252,7 @@ class UnitOfWork(RunReads, ABC):
         it folded, and whether a NOTIFY (rolled back too) has been sent."""
         return {
             "_jobs": dict(self._jobs),
-            "_definitions": dict(self._definitions),
+            "_known": {kind: dict(states) for kind, states in self._known.items()},
             "_runs": dict(self._runs),
             "_run_locks": set(self._run_locks),
             "jobs_became_available": self.jobs_became_available,
@@ -311,17 +284,32 @@ class UnitOfWork(RunReads, ABC):
         found = self._remember(self._fetch_jobs("queue_find_live_subject", params))
         return found[0] if found else None
 
-    def definitions(self, job_types: Sequence[str]) -> dict[str, DefinitionState]:
-        wanted = [t for t in set(job_types) if t not in self._definitions]
-        if wanted:
-            for state in self._fetch_definitions(wanted):
-                self._definitions[state.definition.job_type] = state
-        return {t: self._definitions[t] for t in job_types if t in self._definitions}
+    def state(self, kind: StateKind[K, S], key: K) -> S | None:
+        """The state of ``kind``'s ``key`` as this unit of work last read or wrote it (read
+        from the kind's view if it has not): ``None`` if there is none."""
+        return self.states(kind, [key]).get(key)
 
-    def token(self, token_id: UUID) -> TokenState | None:
-        """A token's state from the tokens view (``None``: no such token)."""
-        rows = self._rows("tokens_get", {"token_id": str(token_id)})
-        return token_of_row(rows[0]) if rows else None
+    def states(self, kind: StateKind[K, S], keys: Sequence[K]) -> dict[K, S]:
+        """The states of those of ``keys`` that exist (:meth:`state`), by key, in the order
+        asked; read in one query where the kind has one for many keys (job types)."""
+        known = self._known.setdefault(kind, {})
+        wanted = [key for key in dict.fromkeys(keys) if key not in known]
+        if wanted:
+            known.update(self._fetch_states(kind, wanted))
+        return {key: known[key] for key in keys if key in known}
+
+    def _fetch_states(self, kind: AnyKind, keys: Sequence[Any]) -> dict[Any, Any]:
+        """Read the states of ``keys`` from ``kind``'s view (those that exist), by key."""
+        return read_states(kind, keys, self._rows, self._ids)
+
+    def all_states(self, kind: StateKind[K, S]) -> list[S]:
+        """Every state of ``kind``, read now (and remembered), in its ``all`` query's
+        order."""
+        found = read_all(kind, lambda query: self._rows(query, {}))
+        if kind.key_of is not None:
+            key_of = kind.key_of
+            self._known.setdefault(kind, {}).update((key_of(state), state) for state in found)
+        return found
 
     def lock_rate_types(self, job_types: Sequence[str]) -> None:
         """Hold off other claims of ``job_types`` until commit, before reading their buckets
@@ -332,25 +320,10 @@ class UnitOfWork(RunReads, ABC):
         params = {"job_types": self._ids.values(job_types)}
         return [bucket_of_row(row) for row in self._rows("rate_buckets_of_types", params)]
 
-    def queue_state(self, name: str) -> QueueState | None:
-        """A queue's pause state (``None``: never paused)."""
-        rows = self._rows("queue_states_get", {"queue": name})
-        return queue_state_of_row(rows[0]) if rows else None
-
-    def schedule(self, name: str) -> ScheduleState | None:
-        """A schedule's state from the schedules view (``None``: no such schedule)."""
-        rows = self._rows("schedules_get", {"name": name})
-        return schedule_of_row(rows[0]) if rows else None
-
     def due_schedules(self, now_us: int, limit: int) -> list[ScheduleState]:
         """The active schedules whose next slot is at or before ``now_us``, soonest first."""
         rows = self._rows("schedules_due", {"now": now_us, "limit": limit})
         return [schedule_of_row(row) for row in rows]
-
-    def source_poll(self, source: str) -> SourcePollState | None:
-        """A source's poll state from the source-polls view (``None``: never polled)."""
-        rows = self._rows("source_polls_get", {"source": source})
-        return source_poll_of_row(rows[0]) if rows else None
 
     def sync_state_rows(self, source_id: str) -> dict[str, str | None]:
         """``{uri: revision}`` of every sync-state row of one source, read in this unit of
@@ -360,44 +333,26 @@ class UnitOfWork(RunReads, ABC):
 
     # --- the one write ----------------------------------------------------------------------
 
-    def append(
-        self,
-        job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]] = (),
-        definition_changes: Sequence[tuple[str, Sequence[Event]]] = (),
-        run_changes: Sequence[RunEvents] = (),
-        token_changes: Sequence[tuple[UUID, Sequence[Event]]] = (),
-        schedule_changes: Sequence[tuple[str, Sequence[Event]]] = (),
-        *,
-        source_changes: Sequence[tuple[str, Sequence[Event]]] = (),
-        stream_changes: Sequence[tuple[UUID, int, Sequence[Event]]] = (),
-        queue_changes: Sequence[tuple[str, Sequence[Event]]] = (),
-    ) -> dict[UUID, JobState]:
-        """Fold, append and project ``job_changes`` (and job-type and run changes) in this
-        transaction.
+    def append(self, changes: Sequence[Change]) -> dict[UUID, JobState]:
+        """Fold, append and project ``changes`` (events of any kind of state: see
+        :mod:`projections.rules.kind`) in this transaction; the jobs' new states.
 
-        Every job in ``job_changes`` must have been read in this unit of work, unless its first
-        event is ``job_enqueued``; every run in ``run_changes`` read under its release lock
-        (:meth:`lock_runs`), unless its first event is ``workflow_submitted``. Runs are folded
-        before jobs: a released step's ``workflow_step_released`` precedes its job's
-        ``job_enqueued``. Returns the jobs' new states.
+        Every job changed must have been read in this unit of work, unless its first event is
+        ``job_enqueued``; every run read under its release lock (:meth:`lock_runs`), unless
+        its first event is ``workflow_submitted``. The changes are folded in their kinds' fold
+        order (:data:`projections.rules.registry.KINDS`), whatever order they come in: job
+        types before jobs (a ``job_type_defined`` precedes the jobs enqueued under it), runs
+        before jobs (a released step's ``workflow_step_released`` precedes its job's
+        ``job_enqueued``).
         """
         fold = AppendFold(
             self._loaded_state,
             triggers=[] if self.policies else None,
             trigger_types=trigger_types(self.policies),
             loaded_run=self._loaded_run,
+            known=self.state,
         )
-        new_definitions = fold.fold_definitions(definition_changes, self._definitions)
-        new_tokens = fold.fold_tokens(token_changes, self.token)
-        new_schedules = fold.fold_schedules(schedule_changes, self.schedule)
-        new_source_polls = fold.fold_source_polls(source_changes, self.source_poll)
-        new_queues = fold.fold_queue_states(queue_changes, self.queue_state)
-        fold.fold_runs(run_changes)
-        fold.fold_jobs(job_changes)
-        for stream_id, version, events in stream_changes:
-            fold.records.extend(
-                (stream_id, version + offset, event) for offset, event in enumerate(events, 1)
-            )
+        fold.fold(changes)
         asked: list[UUID] | None = None
         if fold.triggers:
             asked = list(fold.states)  # follow-ups' jobs are not the caller's to see
@@ -427,27 +382,27 @@ class UnitOfWork(RunReads, ABC):
             if fold.view_writes:
                 self._execute_writes(fold.view_writes)
             self._notify(fold)
-            if new_definitions:
-                self._write_definition_rows(new_definitions)
+            if fold.changed:
+                self._write_states(fold.changed)
             if fold.runs:
                 self._write_run_rows(fold.runs)
-            if new_tokens:
-                rows = [token_row(state) for state in new_tokens.values()]
-                self._execute_writes([ViewWrite("tokens_upsert", row) for row in rows])
-            if new_schedules:
-                rows = [schedule_row(state) for state in new_schedules.values()]
-                self._execute_writes([ViewWrite("schedules_upsert", row) for row in rows])
-            if new_source_polls:
-                rows = [source_poll_row(state) for state in new_source_polls.values()]
-                self._execute_writes([ViewWrite("source_polls_upsert", row) for row in rows])
-            if new_queues:
-                rows = [queue_state_row(state) for state in new_queues.values()]
-                self._execute_writes([ViewWrite("queue_states_upsert", row) for row in rows])
-                resumed = any(not state.paused for state in new_queues.values())
-                if resumed and not self.jobs_became_available:
-                    self._notify_jobs_available()  # a resumed queue's jobs are claimable
-                    self.jobs_became_available = True
         return fold.states if asked is None else {job_id: fold.states[job_id] for job_id in asked}
+
+    def _write_states(self, changed: Mapping[AnyKind, Mapping[Any, Any]]) -> None:
+        """The rows of the plainly folded kinds' changed states (their ``upsert``: a stream
+        no view folds has none), remembered; a state that wakes workers (a resumed queue)
+        tells other processes at commit."""
+        for kind, states in changed.items():
+            row = kind.row
+            if kind.upsert and row is not None:
+                writes = [ViewWrite(kind.upsert, row(state)) for state in states.values()]
+                self._execute_writes(writes)
+            self._known.setdefault(kind, {}).update(states)
+            wakes = kind.wakes
+            woken = wakes is not None and any(wakes(state) for state in states.values())
+            if woken and not self.jobs_became_available:
+                self._notify_jobs_available()
+                self.jobs_became_available = True
 
     def _notify(self, fold: AppendFold) -> None:
         """Tell other processes, once per transaction each, that jobs may be claimable and
@@ -468,27 +423,8 @@ class UnitOfWork(RunReads, ABC):
         return loaded.state if loaded is not None else None
 
     def _write_run_rows(self, runs: dict[UUID, RunState]) -> None:
-        """Each changed run's row, and the rows of the steps whose state changed (a step's
-        end writes the run, that step and the dependents it counted down or released)."""
-        writes = []
-        for run_id, state in runs.items():
-            key = self._ids.key(run_id)
-            known = self._runs.get(run_id)
-            submitted = known.submitted if known is not None else len(state.request.steps)
-            writes.append(ViewWrite("workflow_run_upsert", run_row(state, key, submitted)))
-            read = known.steps if known is not None else {}
-            read_dependents = known.state.dependents if known is not None else {}
-            for step_key, step in state.steps.items():
-                # An append adds dependents to steps it does not otherwise change.
-                if read.get(step_key) is step and (
-                    read_dependents.get(step_key) == state.dependents[step_key]
-                ):
-                    continue
-                job_key = None if step.job_id is None else self._ids.key(step.job_id)
-                row = step_row(key, step, state.dependents[step_key], job_key)
-                writes.append(ViewWrite("workflow_step_upsert", row))
-            self._runs[run_id] = LoadedRun(state, dict(state.steps), submitted)
-        self._execute_writes(writes)
+        """Each changed run's row and its changed steps' (:func:`run_writes`)."""
+        self._execute_writes(run_writes(runs, self._runs, self._ids))
 
     def _write_queue_rows(
         self, states: dict[UUID, JobState], first_positions: dict[UUID, int]
@@ -506,10 +442,3 @@ class UnitOfWork(RunReads, ABC):
                 updates.append(queue_update_row(state, key))
             self._jobs[job_id] = LoadedJob(state, seq)
         self._write_queue(inserts, updates)
-
-    def _write_definition_rows(self, definitions: dict[str, DefinitionState]) -> None:
-        rows = []
-        for job_type, definition in definitions.items():
-            rows.append(definition_row(definition))
-            self._definitions[job_type] = definition
-        self._write_definitions(rows)

@@ -9,6 +9,7 @@ from ledger.core.tokens import TokenState
 from ledger.deprecation import warn_once
 from ledger.store.store import Store
 from ledger.tokens import token_writes
+from projections.rules.kinds import TOKENS
 
 
 class TokenReader:
@@ -25,11 +26,11 @@ class TokenReader:
 
     def all(self) -> list[TokenState]:
         """Every API token, revoked ones too, oldest first."""
-        return self.store.tokens()
+        return self.store.states(TOKENS)
 
     def get(self, token_id: UUID) -> TokenState | None:
         """One API token by its id, revoked or not (``None``: no such token)."""
-        return self.store.token(token_id)
+        return self.store.state(TOKENS, token_id)
 
     def authenticate(self, presented: str) -> TokenState | None:
         """The active token a bearer text is (``None``: unknown, revoked or wrong secret),

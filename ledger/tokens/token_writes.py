@@ -21,6 +21,7 @@ from ledger.core.tokens import (
     parse_bearer,
 )
 from ledger.store.store import Store
+from projections.rules.kinds import TOKENS
 
 SECRET_BYTES = 32
 
@@ -55,8 +56,8 @@ def create_token(
         secret_sha256=digest(secret),
     )
     with store.unit_of_work() as uow:
-        uow.append(token_changes=[(token_id, [event])])
-        created = uow.token(token_id)
+        uow.append([TOKENS.change(token_id, [event])])
+        created = uow.state(TOKENS, token_id)
     assert created is not None
     return CreatedToken(created, bearer(token_id, secret))
 
@@ -66,14 +67,14 @@ def revoke_token(store: Store, clock: Clock, token_id: UUID, reason: str) -> Tok
     check_reason(reason)
     with store.unit_of_work() as uow:
         uow.serialise_appends()  # two revokes at once must not both pass the check
-        current = uow.token(token_id)
+        current = uow.state(TOKENS, token_id)
         if current is None:
             raise TokenNotFoundError(f"no token {token_id}")
         if not current.active:
             raise InvalidRequestError(f"token {token_id} is already revoked")
         event = TokenRevoked(at=clock.now(), token_id=token_id, reason=reason)
-        uow.append(token_changes=[(token_id, [event])])
-        revoked = uow.token(token_id)
+        uow.append([TOKENS.change(token_id, [event])])
+        revoked = uow.state(TOKENS, token_id)
     assert revoked is not None
     return revoked
 
@@ -85,7 +86,7 @@ def authenticate(store: Store, presented: str) -> TokenState | None:
     if parsed is None:
         return None
     token_id, secret = parsed
-    token = store.token(token_id)
+    token = store.state(TOKENS, token_id)
     if token is None or not matches(token, secret) or not token.active:
         return None
     return token

@@ -22,7 +22,6 @@ import msgspec
 from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.events import JobEvent
-from ledger.core.policy import RunEvents
 from ledger.core.values import JSON
 from ledger.core.workflows.decide import (
     check_recovery_repeat,
@@ -40,6 +39,7 @@ from ledger.core.workflows.spec import ExternalStep, JobStep, StepRequest, Workf
 from ledger.core.workflows.state import RunState, StepsNotLoadedError
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
+from projections.rules.kinds import DEFINITIONS, JOBS, RUNS
 
 
 class WorkflowStarted(NamedTuple):
@@ -85,7 +85,7 @@ def start(
                 check_repeat(state, request)
                 return WorkflowStarted(existing, False)
         job_types = sorted({step.job_type for step in request.steps if isinstance(step, JobStep)})
-        definitions = {t: d.definition for t, d in uow.definitions(job_types).items()}
+        definitions = {t: d.definition for t, d in uow.states(DEFINITIONS, job_types).items()}
         run_id = new_id()
         decision = decide_submit(run_id, request, definitions, clock.now())
         _append(uow, run_id, decision)
@@ -148,7 +148,7 @@ def append_steps(
     with store.unit_of_work() as uow:
         state = _run(uow, run_id, whole=True, fail_fast=True)
         job_types = sorted({step.job_type for step in steps if isinstance(step, JobStep)})
-        definitions = {t: d.definition for t, d in uow.definitions(job_types).items()}
+        definitions = {t: d.definition for t, d in uow.states(DEFINITIONS, job_types).items()}
         decision = decide_append(state, mutation_key, steps, definitions, clock.now())
         _append(uow, run_id, decision)
     return decision.state
@@ -228,4 +228,4 @@ def _append(
     enqueued: list[tuple[UUID, Sequence[JobEvent]]] = [
         (job.job_id, [job.enqueued]) for job in decision.enqueue
     ]
-    uow.append([*job_changes, *enqueued], run_changes=[RunEvents(run_id, decision.events)])
+    uow.append([RUNS.change(run_id, decision.events), *JOBS.changes([*job_changes, *enqueued])])

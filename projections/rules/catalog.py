@@ -36,7 +36,9 @@ __all__ = [
     "TOKENS",
     "Mode",
     "Projection",
+    "by_name",
     "get",
+    "projections",
     "recorded_version",
     "resolve",
     "stale",
@@ -48,8 +50,22 @@ TRACKED: tuple[Projection, ...] = (audit.PROJECTION,)
 """Views kept by a follower (:mod:`projections.runners.tracked`), behind the events."""
 
 PROJECTIONS: tuple[Projection, ...] = (*registry.INLINE, *TRACKED)
-"""Every view, the inline ones (from the registry) first."""
+"""Every built-in view, the inline ones (from the registry) first."""
 BY_NAME: dict[str, Projection] = {p.name: p for p in PROJECTIONS}
+
+
+def projections() -> tuple[Projection, ...]:
+    """Every view, :data:`PROJECTIONS` and then the views of kinds registered at run time
+    (:func:`projections.rules.registry.register_kind`), before the tracked ones."""
+    extra = registry.registered_views()
+    return PROJECTIONS if not extra else (*registry.INLINE, *extra, *TRACKED)
+
+
+def by_name() -> dict[str, Projection]:
+    """:func:`projections`, by name."""
+    extra = registry.registered_views()
+    return BY_NAME if not extra else {p.name: p for p in projections()}
+
 
 QUEUE = BY_NAME["queue"]
 DEFINITIONS = BY_NAME["definitions"]
@@ -77,7 +93,7 @@ def recorded_version(meta: dict[str, str], projection: Projection) -> int | None
 def stale(meta: dict[str, str]) -> list[Projection]:
     """The projections whose recorded version differs from the code's (none recorded: not
     stale — the table was built by this code), in catalogue order."""
-    return [p for p in PROJECTIONS if recorded_version(meta, p) not in (None, p.version)]
+    return [p for p in projections() if recorded_version(meta, p) not in (None, p.version)]
 
 
 def tracked(projections: tuple[Projection, ...] | list[Projection]) -> list[Projection]:
@@ -87,17 +103,19 @@ def tracked(projections: tuple[Projection, ...] | list[Projection]) -> list[Proj
 
 def get(name: str) -> Projection:
     """The projection called ``name``; ``KeyError`` names the known ones."""
+    known = by_name()
     try:
-        return BY_NAME[name]
+        return known[name]
     except KeyError:
-        raise KeyError(f"unknown projection {name!r}; known: {', '.join(BY_NAME)}") from None
+        raise KeyError(f"unknown projection {name!r}; known: {', '.join(known)}") from None
 
 
 def resolve(names: Sequence[str] | None) -> list[Projection]:
     """The projections named (all of them for ``None``), in catalogue order."""
     if names is None:
-        return list(PROJECTIONS)
-    unknown = [name for name in names if name not in BY_NAME]
+        return list(projections())
+    known = by_name()
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise KeyError(f"unknown projection {unknown[0]!r}; known: {', '.join(BY_NAME)}")
-    return [p for p in PROJECTIONS if p.name in names]
+        raise KeyError(f"unknown projection {unknown[0]!r}; known: {', '.join(known)}")
+    return [p for p in projections() if p.name in names]

@@ -14,14 +14,18 @@ for "enqueue order" that a rebuild derives from history exactly as the live writ
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
+from uuid import UUID
 
 import msgspec
 from msgspec.structs import astuple
 
-from ledger.core.state import JobState
+from ledger.core.events import JOB_EVENTS, Event
+from ledger.core.state import JobState, evolve
 from ledger.core.times import opt_us, to_us
 from ledger.core.values import EnqueueRequest
+from projections.rules.kind import StateKind
 from projections.rules.view import ALL_JOB_EVENTS, Projection
 
 COLUMNS: tuple[str, ...] = (
@@ -164,3 +168,15 @@ def queue_update_row(state: JobState, job_key: Any) -> dict[str, Any]:
         "updated_at": to_us(state.updated_at),
         "state": encode_state(state),
     }
+
+
+KIND: StateKind[UUID, JobState] = StateKind(
+    "jobs",
+    JOB_EVENTS,
+    cast("Callable[[JobState | None, Event], JobState]", evolve),
+    lambda job_id: job_id,  # a job's stream id is its id
+    PROJECTION,
+    fold="job",
+)
+"""Jobs, by id: folded by the job hooks (the queue's rows inserted or updated with their
+queue position, the written views, the policies' triggers, the wake-ups)."""

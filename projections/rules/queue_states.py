@@ -10,7 +10,17 @@ from typing import Any
 
 import msgspec
 
-from ledger.core.queues import QUEUE_EVENTS, QueueState
+from ledger.core.events import Event
+from ledger.core.queues import (
+    QUEUE_EVENTS,
+    QueuePaused,
+    QueueResumed,
+    QueueState,
+    evolve_queue,
+    queue_stream_id,
+)
+from projections.rules.audit import Origin, queue_origin
+from projections.rules.kind import StateKind
 from projections.rules.view import Projection
 
 _encoder = msgspec.msgpack.Encoder()
@@ -47,3 +57,27 @@ def queue_state_row(state: QueueState) -> dict[str, Any]:
 def queue_state_of_row(row: Any) -> QueueState:
     """A ``jl_queue_states`` row (indexable by column name) as the queue's state."""
     return decode_queue_state(bytes(row["state"]))
+
+
+def _origin(state: QueueState, event: Event) -> Origin:
+    assert isinstance(event, QueuePaused | QueueResumed)
+    return queue_origin(event)
+
+
+KIND: StateKind[str, QueueState] = StateKind(
+    "queue_states",
+    tuple(QUEUE_EVENTS),
+    evolve_queue,
+    queue_stream_id,
+    PROJECTION,
+    queue_state_row,
+    queue_state_of_row,
+    upsert="queue_states_upsert",
+    get="queue_states_get",
+    all="queue_states_all",
+    key_param="queue",
+    key_of=lambda state: state.queue,
+    origin=_origin,
+    wakes=lambda state: not state.paused,  # a resumed queue's jobs are claimable
+)
+"""Paused (or resumed) queues, by name."""

@@ -14,8 +14,15 @@ import msgspec
 
 from ledger.core.schedules.events import SCHEDULE_EVENTS
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, next_slot
-from ledger.core.schedules.state import ScheduleState, ScheduleStatus
+from ledger.core.schedules.state import (
+    ScheduleState,
+    ScheduleStatus,
+    evolve_schedule,
+    schedule_stream_id,
+)
 from ledger.core.times import opt_us
+from projections.rules.audit import Origin
+from projections.rules.kind import StateKind
 from projections.rules.view import Projection
 
 _encoder = msgspec.msgpack.Encoder()
@@ -83,3 +90,21 @@ def schedule_row(state: ScheduleState) -> dict[str, Any]:
 def schedule_of_row(row: Any) -> ScheduleState:
     """A ``jl_schedules`` row (indexable by column name) as the schedule's state."""
     return decode_schedule(bytes(row["state"]))
+
+
+KIND: StateKind[str, ScheduleState] = StateKind(
+    "schedules",
+    tuple(SCHEDULE_EVENTS),
+    evolve_schedule,
+    schedule_stream_id,
+    PROJECTION,
+    schedule_row,
+    schedule_of_row,
+    upsert="schedules_upsert",
+    get="schedules_get",
+    all="schedules_all",
+    key_param="name",
+    key_of=lambda state: state.name,
+    origin=lambda state, event: Origin(state.job_type, state.org),
+)
+"""Schedules, by name."""

@@ -8,8 +8,14 @@ from typing import Any
 import msgspec
 
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS
-from ledger.core.source_polls.state import SourcePollState
+from ledger.core.source_polls.state import (
+    SourcePollState,
+    evolve_source_poll,
+    source_stream_id,
+)
 from ledger.core.times import opt_us, to_us
+from projections.rules.audit import SOURCE_POLL_ORIGIN
+from projections.rules.kind import StateKind
 from projections.rules.view import Projection
 
 _encoder = msgspec.msgpack.Encoder()
@@ -57,3 +63,21 @@ def source_poll_row(state: SourcePollState) -> dict[str, Any]:
 def source_poll_of_row(row: Any) -> SourcePollState:
     """A ``jl_source_polls`` row (indexable by column name) as the source's poll state."""
     return decode_source_poll(bytes(row["state"]))
+
+
+KIND: StateKind[str, SourcePollState] = StateKind(
+    "source_polls",
+    tuple(SOURCE_POLL_EVENTS),
+    evolve_source_poll,
+    source_stream_id,
+    PROJECTION,
+    source_poll_row,
+    source_poll_of_row,
+    upsert="source_polls_upsert",
+    get="source_polls_get",
+    all="source_polls_all",
+    key_param="source",
+    key_of=lambda state: state.source,
+    origin=lambda state, event: SOURCE_POLL_ORIGIN,
+)
+"""Polled sources' poll states, by source."""

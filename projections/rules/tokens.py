@@ -7,7 +7,8 @@ from typing import Any
 from uuid import UUID
 
 from ledger.core.times import from_us, to_us
-from ledger.core.tokens import TOKEN_EVENTS, Role, TokenState
+from ledger.core.tokens import TOKEN_EVENTS, Role, TokenState, evolve_token
+from projections.rules.kind import StateKind
 from projections.rules.view import Projection
 
 PROJECTION = Projection(  # secret_hash: the hex SHA-256 of the secret
@@ -58,3 +59,21 @@ def token_of_row(row: Any) -> TokenState:
         None if revoked_at is None else from_us(int(revoked_at)),
         int(row["stream_version"]),
     )
+
+
+KIND: StateKind[UUID, TokenState] = StateKind(
+    "tokens",
+    TOKEN_EVENTS,
+    evolve_token,
+    lambda token_id: token_id,  # a token's stream id is its id
+    PROJECTION,
+    token_row,
+    token_of_row,
+    upsert="tokens_upsert",
+    get="tokens_get",
+    all="tokens_all",
+    key_param="token_id",
+    bind_key=str,
+    key_of=lambda state: state.token_id,
+)
+"""API tokens, by id."""

@@ -15,17 +15,21 @@ rebuild, verify) or resumed from rows (the live path), so the two compare equal.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
+from uuid import UUID
 
 import msgspec
 from msgspec.structs import replace
 
+from ledger.core.events import Event
 from ledger.core.times import opt_us, to_us
 from ledger.core.workflows.events import WORKFLOW_EVENTS
 from ledger.core.workflows.spec import StepRequest
 from ledger.core.workflows.state import RunState, StepState
+from ledger.core.workflows.state import evolve as evolve_run
 from ledger.core.workflows.status import StepStatus
+from projections.rules.kind import StateKind
 from projections.rules.view import Projection
 
 _encoder = msgspec.msgpack.Encoder()
@@ -201,3 +205,16 @@ def add_steps(state: RunState, rows: Mapping[str, tuple[StepState, tuple[str, ..
         steps={**state.steps, **steps},
         dependents={**state.dependents, **dependents},
     )
+
+
+KIND: StateKind[UUID, RunState] = StateKind(
+    "runs",
+    WORKFLOW_EVENTS,
+    cast("Callable[[RunState | None, Event], RunState]", evolve_run),
+    lambda run_id: run_id,  # a run's stream id is its id
+    RUNS,
+    fold="run",
+)
+"""Workflow runs, by id: folded by the run hooks (the run's row and its changed steps' rows).
+Folded before jobs: a released step's ``workflow_step_released`` precedes its job's
+``job_enqueued``."""

@@ -35,9 +35,9 @@ from ledger.store.store import Store
 from ledger.store.views import ViewTables
 from projections.rules.catalog import (
     AUDIT,
-    BY_NAME,
-    PROJECTIONS,
     Projection,
+    by_name,
+    projections,
     recorded_version,
     resolve,
     stale,
@@ -275,9 +275,8 @@ class Rebuilder:
         self, tables: ViewTables, projections: Sequence[Projection], replay: Replay
     ) -> None:
         """Bring the shadows up to the replay: rewrite every row touched since the last call."""
-        for name in BY_NAME:
+        for name, projection in by_name().items():
             dirty = sorted(replay.take_dirty(name), key=str)
-            projection = BY_NAME[name]
             if projection not in projections or not dirty:
                 continue
             for start in range(0, len(dirty), self.chunk):
@@ -341,7 +340,7 @@ class Rebuilder:
             lags = {name: tables.count_after(position) for name, position in at.items()}
         statuses = []
         stale_projections = stale(meta)
-        for p in PROJECTIONS:
+        for p in projections():
             recorded = recorded_version(meta, p)
             # inline: written with the events; tracked: where its runner got to
             tracked = p.mode == "tracked"
@@ -367,7 +366,7 @@ class Rebuilder:
         stale = [s.name for s in self.status() if s.stale]
         with self.store.view_tables() as tables:
             meta = tables.meta()
-            for p in PROJECTIONS:
+            for p in projections():
                 if version_key(p.name) not in meta:
                     tables.set_meta(version_key(p.name), str(p.version))
         if stale:

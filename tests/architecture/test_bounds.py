@@ -28,15 +28,9 @@ POSITIONAL = 8
 SHARED_NAMES = {"errors.py", "__init__.py"}
 
 KNOWN: set[str] = {
-    "module ledger/store/unit_of_work.py",
-    "module ledger/store/postgres/store.py",
-    "module projections/rules/replay.py",
-    "module ledger/store/store.py",
     "class ledger/store/unit_of_work.py:UnitOfWork",
     "class ledger/store/store.py:Store",
-    "class projections/rules/replay.py:Replay",
     "class ledger/store/postgres/store.py:PostgresStore",
-    "function ledger/store/unit_of_work.py:UnitOfWork.append",
     "name definitions.py",
     "name job_list.py",
     "name metrics.py",

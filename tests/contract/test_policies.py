@@ -201,7 +201,7 @@ def test_no_policy_means_no_extra_read_per_append(
     with ab.store.unit_of_work() as uow:
         backend: type[UnitOfWork] = type(uow)
     reads: list[str] = []
-    for hook in ("_fetch_jobs", "_fetch_definitions", "_fetch_events"):
+    for hook in ("_fetch_jobs", "_fetch_states", "_fetch_events"):
         real = getattr(backend, hook)
 
         def spy(self: UnitOfWork, *args: Any, _real: Any = real, _hook: str = hook) -> Any:
@@ -223,5 +223,5 @@ def test_no_policy_means_no_extra_read_per_append(
     assert reads_of_one_success(EnqueueAfterSuccess()) == [
         "_fetch_jobs",
         "_fetch_jobs",
-        "_fetch_definitions",
+        "_fetch_states",
     ]

@@ -21,6 +21,7 @@ from ledger.core.events import (
     JobLeased,
     JobStageChanged,
 )
+from projections.rules.kinds import JOBS
 
 FORGED = "\x1b[2J\x1b]0;owned\x07\r\nforged line\u202e"
 """Clears the screen, retitles the window, starts a fake line, reverses the rest."""
@@ -61,7 +62,7 @@ def _forge(url: str) -> UUID:
             JobDeadLettered(at=now, run_number=1, attempt=1, failure=failure),
         ]
         with ledger.store.unit_of_work() as uow:
-            uow.append([(job_id, events)])
+            uow.append([JOBS.change(job_id, events)])
         ledger.catch_up()
     return job_id
 

@@ -16,6 +16,7 @@ from ledger.core.events import JobEvent
 from ledger.core.state import Lease, fold
 from ledger.core.values import Subject
 from ledger.maintenance.reaper import Reaper
+from projections.rules.kinds import JOBS
 
 RETRYABLE = Failure(kind=FailureKind.RETRYABLE, code="http.503", message="busy")
 TERMINAL = Failure(kind=FailureKind.TERMINAL, code="bad.input", message="no")
@@ -134,7 +135,7 @@ def append_events(ledger: Ledger, job_id: UUID, events: Sequence[JobEvent]) -> l
     versions."""
     with ledger.store.unit_of_work() as uow:
         state = uow.lock_jobs([job_id])[job_id]
-        uow.append([(job_id, events)])
+        uow.append([JOBS.change(job_id, events)])
     return list(range(state.version + 1, state.version + 1 + len(events)))
 
 

@@ -16,6 +16,7 @@ from ledger.core.codec import Record
 from ledger.core.schedules.events import ScheduleAdded, ScheduleFired, ScheduleMissed
 from ledger.core.schedules.replay import check_schedule
 from ledger.core.schedules.state import schedule_stream_id
+from projections.rules.kinds import SCHEDULES
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -45,7 +46,7 @@ def test_a_skipped_slot_is_a_finding(db_url: str, defined: Ledger) -> None:
         at=late, schedule="s", slot=late, job_id=uuid4(), created=True, run_at=late
     )
     with defined.store.unit_of_work() as uow:
-        uow.append(schedule_changes=[("s", [added, fired])])
+        uow.append([SCHEDULES.change("s", [added, fired])])
     result = invoke(db_url, "replay", "--check", "--all")
     assert result.exit_code == 3, result.output
     assert "schedule.slot_skipped" in result.stdout

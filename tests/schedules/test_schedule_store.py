@@ -10,6 +10,7 @@ from ledger import Ledger
 from ledger.clock import FakeClock
 from ledger.core.schedules.events import ScheduleAdded, ScheduleFired, SchedulePaused
 from ledger.core.schedules.state import ScheduleStatus
+from projections.rules.kinds import SCHEDULES
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -27,16 +28,16 @@ def test_schedule_events_write_a_view_that_verifies_and_rebuilds(db_url: str) ->
     )
     with Ledger.open(db_url, clock=FakeClock(START)) as ledger:
         with ledger.store.unit_of_work() as uow:
-            uow.append(schedule_changes=[("nightly", [added, fired])])
-        state = ledger.store.schedule("nightly")
+            uow.append([SCHEDULES.change("nightly", [added, fired])])
+        state = ledger.store.state(SCHEDULES, "nightly")
         assert state is not None and state.last_slot == slot and state.version == 2
         with ledger.store.unit_of_work() as uow:
             paused = SchedulePaused(at=slot, schedule="nightly", reason="maintenance")
-            uow.append(schedule_changes=[("nightly", [paused])])
-        [row] = ledger.store.schedules()
+            uow.append([SCHEDULES.change("nightly", [paused])])
+        [row] = ledger.store.states(SCHEDULES)
         assert row.status is ScheduleStatus.PAUSED and row.payload == {"k": 1}
         report = ledger.projections().verify()
         assert report.clean, report
         assert {v.name: v.expected_rows for v in report.views}["schedules"] == 1
         ledger.projections().rebuild(["schedules"])
-        assert ledger.store.schedules() == [row]
+        assert ledger.store.states(SCHEDULES) == [row]

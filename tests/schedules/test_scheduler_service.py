@@ -16,6 +16,7 @@ from ledger.core.schedules.state import schedule_stream_id
 from ledger.maintenance.scheduler import Scheduler, SchedulerConfig
 from ledger.runtime.config import PoolConfig
 from ledger.schedules.schedule_views import schedule_detail
+from projections.rules.kinds import SCHEDULES
 
 
 def test_one_pass_fires_every_due_schedule_in_rounds(defined: Ledger, clock: FakeClock) -> None:
@@ -45,11 +46,11 @@ def _store_unreadable(ledger: Ledger, clock: FakeClock, name: str) -> None:
     with ledger.store.unit_of_work() as uow:
         uow.serialise_appends()
         uow.append(
-            schedule_changes=[
-                (name, [ScheduleAdded(at=clock.now(), schedule=name, cron="0 0 30 2 *",
-                                      tz="UTC", job_type="t", payload={}, org=None, queue=None,
-                                      priority=None, catch_up="latest", jitter_s=0.0,
-                                      reason="older release")])
+            [
+                SCHEDULES.change(name, [ScheduleAdded(at=clock.now(), schedule=name,
+                                 cron="0 0 30 2 *", tz="UTC", job_type="t", payload={}, org=None,
+                                 queue=None, priority=None, catch_up="latest", jitter_s=0.0,
+                                 reason="older release")])
             ]
         )  # fmt: skip
 
@@ -112,11 +113,11 @@ def _store_huge_jitter(ledger: Ledger, clock: FakeClock, name: str, jitter_s: fl
     with ledger.store.unit_of_work() as uow:
         uow.serialise_appends()
         uow.append(
-            schedule_changes=[
-                (name, [ScheduleAdded(at=clock.now(), schedule=name, cron="*/10 * * * *",
-                                      tz="UTC", job_type="t", payload={}, org=None, queue=None,
-                                      priority=None, catch_up="latest", jitter_s=jitter_s,
-                                      reason="older release")])
+            [
+                SCHEDULES.change(name, [ScheduleAdded(at=clock.now(), schedule=name,
+                                 cron="*/10 * * * *", tz="UTC", job_type="t", payload={},
+                                 org=None, queue=None, priority=None, catch_up="latest",
+                                 jitter_s=jitter_s, reason="older release")])
             ]
         )  # fmt: skip
 

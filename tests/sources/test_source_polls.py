@@ -16,6 +16,7 @@ from ledger.core.source_polls.state import BreakerState, PollResult
 from ledger.core.sources import Listing, SourceAction
 from ledger.testing import drain
 from projections.rules.audit_query import AuditQuery
+from projections.rules.kinds import SOURCE_POLLS
 from tests.sources.conftest import SYNC_TYPE, docs_registry
 
 
@@ -75,7 +76,7 @@ def test_directory_polls_enqueue_upserts_and_deletes(synced: Ledger, docs_dir: P
     assert (quiet["upserted"], quiet["unchanged"], quiet["deleted"]) == (0, 2, 0)
     assert {Path(r.uri).name for r in synced.sources.sync_state("docs")} == {"a.md", "c.md"}
 
-    [state] = synced.store.source_polls()
+    [state] = synced.store.states(SOURCE_POLLS)
     assert (state.polls, state.last_result, state.failures) == (5, PollResult.POLLED, 0)
     history = [r.event.name for r in synced.sources.history("docs")]
     assert history == ["source_polled"] * 5
@@ -97,7 +98,7 @@ def test_failing_lister_opens_the_breaker_until_the_cooldown(
         assert (output["result"], output["failures"]) == ("failed", n)
         assert output["code"] == "FileNotFoundError"
         clock.advance(5)
-    state = synced.store.source_poll("docs")
+    state = synced.store.state(SOURCE_POLLS, "docs")
     assert state is not None and state.breaker(clock.now()) is BreakerState.OPEN
     opened_at = state.breaker_until
 
@@ -109,7 +110,7 @@ def test_failing_lister_opens_the_breaker_until_the_cooldown(
     clock.advance(60)  # past the cool-down: the next poll probes, fails, reopens at once
     probe = _poll_and_work(synced, registry)
     assert (probe["result"], probe["failures"]) == ("failed", 4)
-    state = synced.store.source_poll("docs")
+    state = synced.store.state(SOURCE_POLLS, "docs")
     assert state is not None and state.breaker_until is not None and opened_at is not None
     assert state.breaker_until > opened_at and state.breaker(clock.now()) is BreakerState.OPEN
 
@@ -118,7 +119,7 @@ def test_failing_lister_opens_the_breaker_until_the_cooldown(
     clock.advance(61)
     healed = _poll_and_work(synced, registry)
     assert (healed["result"], healed["upserted"]) == ("polled", 1)
-    state = synced.store.source_poll("docs")
+    state = synced.store.state(SOURCE_POLLS, "docs")
     assert state is not None and state.breaker(clock.now()) is BreakerState.CLOSED
     names = [r.event.name for r in synced.sources.history("docs")]
     assert names == [

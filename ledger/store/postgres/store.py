@@ -19,12 +19,12 @@ from uuid import UUID
 
 import msgspec
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
 
 from ledger.clock import SystemClock
-from ledger.core.codec import EventCodec, Record
+from ledger.core.codec import EventCodec
 from ledger.core.errors import DatabaseUnusableError
 from ledger.core.retention import FINISHED_STATUSES, RETENTION_STREAM_ID
 from ledger.store.archive import ArchiveMove, ArchiveUnit, archive_unsupported
@@ -51,6 +51,7 @@ from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
 from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
 from ledger.store.store import ArchivedEvent, Store
+from projections.rules.kinds import RETENTION
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -362,8 +363,7 @@ class PostgresStore(Store):
                     event_for(job_ids, moved_rows), partition=month.name
                 )
                 uow = PostgresUnitOfWork(self, cursor)
-                version = uow.stream_version(RETENTION_STREAM_ID)
-                uow.append(stream_changes=[(RETENTION_STREAM_ID, version, [event])])
+                uow.append([RETENTION.change(RETENTION_STREAM_ID, [event])])
             moved.extend(job_ids)
             for table, count in moved_rows.items():
                 rows[table] = rows.get(table, 0) + count
@@ -432,39 +432,3 @@ class PostgresStore(Store):
 
     def close(self) -> None:
         self.datastore.close()
-
-
-class PostgresArchiveReadStore(PostgresStore):
-    """A ledger read together with its archive: every connection's ``search_path`` starts
-    with ``jl_all``, whose views named like the hot tables are hot ``UNION ALL`` archive
-    (decision 31), so every read sees archived jobs as if they were hot. It only reads (a
-    view is not writable), so nothing is caught up through it."""
-
-    read_only = True
-
-    def __init__(self, conninfo: str, pool_size: int = 2) -> None:
-        params = conninfo_to_dict(conninfo)
-        path = f"-c search_path={partitions.ALL_SCHEMA},public"
-        params["options"] = f"{params.get('options') or ''} {path}".strip()
-        super().__init__(make_conninfo(**params), pool_size=pool_size)  # type: ignore[arg-type]
-        self._hot_conninfo = conninfo
-
-    def check_initialised(self) -> None:
-        """Checked on the hot tables, through a store of the plain search path (the schema
-        checks read ``current_schema()``, here ``jl_all``)."""
-        hot = PostgresStore(self._hot_conninfo, pool_size=1, max_overflow=0)
-        try:
-            hot.check_initialised()
-        finally:
-            hot.close()
-
-    def history(self, originator_id: UUID) -> list[Record]:
-        """Through the ledger's own query: the recorder's names the hot table by schema."""
-        with self.read_snapshot() as tables:
-            return tables.histories([originator_id])[originator_id]
-
-    def has_archive(self) -> bool:
-        with self._cursor() as cursor:
-            return partitions.layout(cursor) == "partitioned" and bool(
-                partitions.archived_months(cursor)
-            )

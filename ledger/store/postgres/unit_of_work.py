@@ -149,9 +149,6 @@ class PostgresUnitOfWork(UnitOfWork):
         for key in keys:
             self._cursor.execute(self._sql["limit_lock"], {"key": limit_lock_id(key)})
 
-    def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
-        self._cursor.executemany(self._sql["definitions_upsert"], rows)
-
     def _execute_writes(self, writes: list[ViewWrite]) -> None:
         for query, group in groupby(writes, key=lambda write: write.query):
             self._cursor.executemany(self._sql[query], [write.params for write in group])

@@ -28,6 +28,7 @@ from ledger.store.sqlite import archive as archive_files
 from ledger.store.sqlite.errors import errors_mapped, from_persistence, from_sqlite
 from ledger.store.sqlite.session import SQLiteRunner
 from ledger.store.store import ArchivedEvent, Store
+from projections.rules.kinds import RETENTION
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -175,10 +176,7 @@ class SQLiteStore(Store):
                 from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
 
                 uow = SQLiteUnitOfWork(self, cursor)
-                version = uow.stream_version(RETENTION_STREAM_ID)
-                uow.append(
-                    stream_changes=[(RETENTION_STREAM_ID, version, [event_for(moved, rows)])]
-                )
+                uow.append([RETENTION.change(RETENTION_STREAM_ID, [event_for(moved, rows)])])
         return ArchiveMove(moved, changed, rows)
 
     def table_sizes(self) -> dict[str, int]:

@@ -79,9 +79,6 @@ class SQLiteUnitOfWork(UnitOfWork):
         if updates:
             self._cursor.executemany(self._sql["queue_update"], updates)
 
-    def _write_definitions(self, rows: list[dict[str, Any]]) -> None:
-        self._cursor.executemany(self._sql["definitions_upsert"], rows)
-
     def _execute_writes(self, writes: list[ViewWrite]) -> None:
         for query, group in groupby(writes, key=lambda write: write.query):
             rows = [self._ids.stored_params(write.params) for write in group]
