@@ -11,7 +11,7 @@ Per backend, on a fresh database each:
 - ``blocking_50``: the same 50 tasks calling the sync ``Ledger.enqueue`` inside the
   coroutine (what an app does without an async API): the probe's negative control.
 - ``hop_us``: ``await AsyncLedger.run(lambda: None)``, µs per call (the thread hop alone).
-- ``borrowed``: ``Ledger.using(conn).enqueue`` in the application's transaction, one commit
+- ``joined``: ``Ledger.using(conn).enqueue`` in the application's transaction, one commit
   per job, and (PostgreSQL) ``AsyncLedger.using(AsyncConnection)``, the loop-sent statements.
 
 The probe is a task that asks to sleep 1 ms and records how late it woke; its p99 and max
@@ -111,12 +111,12 @@ async def bench_backend(url: str, n: int) -> dict[str, Any]:
         for _ in range(hops):
             await ledger.run(lambda: None)
         results["hop_us"] = round((perf_counter() - started) / hops * 1e6, 1)
-        results["borrowed"] = await bench_borrowed(ledger, url, n // 10)
+        results["joined"] = await bench_joined(ledger, url, n // 10)
     return results
 
 
-async def bench_borrowed(ledger: AsyncLedger, url: str, n: int) -> dict[str, Any]:
-    """One job per application transaction: the pooled enqueue, the borrowed sync one, and
+async def bench_joined(ledger: AsyncLedger, url: str, n: int) -> dict[str, Any]:
+    """One job per application transaction: the pooled enqueue, the joined sync one, and
     (PostgreSQL) the AsyncConnection one, in jobs/s."""
     sync = ledger.ledger
     found: dict[str, Any] = {}

@@ -16,13 +16,13 @@ import msgspec
 from . import params
 from .database import Settings
 from .errors import BadUsageError
-from .reading import open_reader
+from .read_target import open_reader
 from .render import echo_json, scalar, table, when
 from ledger.api.reader import Reader
 from ledger.api.shaping import AUDIT_FIELDS, audit_row_json
 from ledger.core.errors import InvalidRequestError
 from ledger.core.times import parse_moment
-from projections.rules.audit_query import (
+from ledger.views.audit_query import (
     EVENT_NAMES,
     MAX_LIMIT,
     STATUSES,

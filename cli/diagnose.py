@@ -10,7 +10,7 @@ import click
 from . import params
 from .database import Settings
 from .job_history import job_records
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, json_option, printable, scalar, table, when
 from ledger.api.shaping import diagnosis_json
 from ledger.core import diagnostics, facts

@@ -13,7 +13,7 @@ import msgspec
 
 from . import params
 from .database import Settings, open_ledger
-from .reading import open_reader
+from .read_target import open_reader
 from .render import (
     MISSING,
     PAYLOAD_PREVIEW,
@@ -31,7 +31,7 @@ from ledger.api.shaping import dead_letter_json, plain
 from ledger.core.errors import LedgerError
 from ledger.core.values import Subject
 from ledger.jobs.operator_writes import Refusal
-from projections.rules.dead_letters import DeadLetter
+from ledger.views.dead_letters import DeadLetter
 
 DEFAULT_REASON = "requeued by operator"
 

@@ -23,7 +23,7 @@ import click
 from . import params
 from .database import POOL_SIZE, Settings, describe
 from .progress import StderrCounter
-from .reading import open_reader
+from .read_target import open_reader
 from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.reader import Reader

@@ -11,7 +11,7 @@ import click
 from . import params
 from .database import Settings
 from .job_history import job_records
-from .reading import open_reader
+from .read_target import open_reader
 from .render import (
     MISSING,
     PAYLOAD_PREVIEW,

@@ -9,13 +9,13 @@ import click
 from . import params
 from .database import Settings
 from .progress import FoldingProgress
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, echo_line, json_option, table, when
 from ledger.api.shaping import job_page_json
 from ledger.core.state import JobState
 from ledger.core.times import parse_moment
 from ledger.core.values import JobStatus
-from projections.rules.job_list import DEFAULT_LIMIT
+from ledger.views.job_pages import DEFAULT_LIMIT
 
 MAX_LIMIT = 10_000
 

@@ -7,7 +7,7 @@ import msgspec
 
 from . import params
 from .database import Settings, open_ledger
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, echo_line, json_option, scalar, seconds, table
 from ledger.api.shaping import plain
 from ledger.core.concurrency import limits_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from .database import Settings
-from .reading import open_reader
+from .read_target import open_reader
 from .render import echo_json, json_option, table, when
 from ledger.api.pools import LedgerHealth
 from ledger.api.shaping import ledger_health_json

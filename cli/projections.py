@@ -11,13 +11,13 @@ import click
 from . import params
 from .database import Settings, open_ledger
 from .progress import ProgressBars
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, compact_json, echo_json, json_option, table
 from ledger.api.shaping import plain, projection_json, verify_report_json
-from projections.rules.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
-from projections.rules.diff import VerifyReport, ViewReport
-from projections.runners.follower import Follower
-from projections.runners.tracked import CatchUp
+from ledger.views.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
+from ledger.views.diff import VerifyReport, ViewReport
+from projections.follower import Follower
+from projections.tracked import CatchUp
 
 NAMES = click.Choice(list(BY_NAME))
 DRIFT_EXIT = 1

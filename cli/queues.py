@@ -10,10 +10,10 @@ from __future__ import annotations
 import click
 
 from .database import Settings, open_ledger
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, echo_line, json_option, table, when
 from ledger.api.shaping import plain
-from ledger.core.queues import QueueState
+from ledger.core.queue_pauses import QueueState
 
 _ACTOR = "cli"
 """Who the events name: the CLI has no token, so the command line itself."""

@@ -19,7 +19,7 @@ from . import progress as progress_display
 from .database import Settings
 from .errors import CliError
 from .job_history import job_records
-from .reading import open_reader
+from .read_target import open_reader
 from .reexecute import run_handler
 from .render import echo_json, fields, json_option, when
 from .state_text import state_lines

@@ -14,7 +14,7 @@ import click
 
 from . import params
 from .database import Settings, open_ledger
-from .reading import open_reader
+from .read_target import open_reader
 from .render import (
     MISSING,
     compact_json,
@@ -31,15 +31,15 @@ from ledger.core.schedules.events import CatchUp
 from ledger.core.schedules.slots import InvalidCronError, UnknownTimeZoneError, check_cron, zone
 from ledger.core.schedules.state import ScheduleState
 from ledger.core.values import JSON
-from ledger.schedules.schedule_views import (
+from ledger.schedules.schedule_reads import (
     MissedSlotsView,
     ScheduleDetail,
     schedule_detail,
     schedule_detail_json,
     schedule_json,
 )
-from projections.rules.kinds import SCHEDULES
-from projections.rules.schedules import upcoming
+from ledger.views.kinds import SCHEDULES
+from ledger.views.schedules import upcoming
 
 
 def _cron(ctx: click.Context, param: click.Parameter, value: str) -> str:

@@ -9,7 +9,7 @@ import click
 
 from . import params
 from .database import Settings
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, fields, json_option, scalar, when
 from .state_text import state_lines
 from ledger.api.shaping import job_details_json

@@ -9,7 +9,7 @@ import click
 
 from .database import Settings, open_ledger
 from .errors import RefusedError
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, echo_line, json_option, printable, table
 
 

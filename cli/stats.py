@@ -5,12 +5,12 @@ from __future__ import annotations
 import click
 
 from .database import Settings
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, json_option, printable, table, when
-from ledger.api.blocking import HeldBack
+from ledger.api.blocker_reads import HeldBack
 from ledger.api.shaping import plain
 from ledger.core.concurrency import LimitUse
-from projections.runners.stats import Stats
+from projections.stats import Stats
 
 
 def _seconds(value: float | None) -> str:

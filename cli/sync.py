@@ -5,10 +5,10 @@ from __future__ import annotations
 import click
 
 from .database import Settings
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, echo_line, json_option, table, when
 from ledger.api.shaping import plain
-from projections.rules.sync_state import SyncState
+from ledger.views.sync_state import SyncState
 
 
 def _row(row: SyncState) -> list[str]:

@@ -12,7 +12,7 @@ import click
 from . import params
 from .database import Settings
 from .job_history import job_records
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, compact_json, echo_json, json_option, table, when
 from ledger.api.shaping import timeline_json
 from ledger.core.facts import TIMELINE_FIELDS, Change, StateChange, state_changes

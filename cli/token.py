@@ -10,7 +10,7 @@ from uuid import UUID
 import click
 
 from .database import Settings, open_ledger
-from .reading import open_reader
+from .read_target import open_reader
 from .render import MISSING, echo_json, json_option, table, when
 from ledger.api.shaping import token_json
 from ledger.core.tokens import ORDER

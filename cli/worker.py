@@ -26,8 +26,8 @@ from ledger.runtime.breaker import DEFAULT_COOLDOWN_S, DEFAULT_THRESHOLD
 from ledger.runtime.config import PoolConfig, check_host_id, worker_idle_in_transaction_s
 from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
-from ledger.runtime.metrics import serve_metrics
 from ledger.runtime.pool import WorkerPool
+from ledger.runtime.pool_metrics import serve_metrics
 
 
 class DeadJobsError(CliError):

@@ -1,5 +1,5 @@
 """``jobledger workflow``: start, complete, cancel and recover workflow runs; the reads
-(``show``, ``list``, ``timeline``, ``graph``) are in :mod:`cli.workflow_views`.
+(``show``, ``list``, ``timeline``, ``graph``) are in :mod:`cli.workflow_reads`.
 
 Each write is one API call (``Ledger.workflows.submit``, ``complete_step``,
 ``cancel_workflow``, ``recover_workflow``); a refusal is one ``error:`` line carrying the
@@ -19,7 +19,7 @@ import msgspec
 from . import params
 from .database import Settings, open_ledger
 from .render import echo_json, echo_line, json_option
-from .workflow_views import graph, list_runs, show, timeline
+from .workflow_reads import graph, list_runs, show, timeline
 from ledger.api.shaping import plain, workflow_started_json
 from ledger.core.values import JSON
 from ledger.core.workflows.state import RunState

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
     "AsyncLedger": "ledger.api.async_ledger",
-    "AuditPage": "projections.rules.audit_query",
-    "AuditQuery": "projections.rules.audit_query",
-    "AuditRow": "projections.rules.audit_query",
+    "AuditPage": "ledger.views.audit_query",
+    "AuditQuery": "ledger.views.audit_query",
+    "AuditRow": "ledger.views.audit_query",
     "BackoffPolicy": "ledger.core.values",
     "BatchResult": "ledger.jobs.outcomes",
     "Clock": "ledger.clock",
@@ -46,7 +46,7 @@ _EXPORTS: dict[str, str] = {
     "JobDefinition": "ledger.core.values",
     "JobNotFoundError": "ledger.core.errors",
     "JobNotSucceededError": "ledger.core.errors",
-    "JobPage": "projections.rules.job_list",
+    "JobPage": "ledger.views.job_pages",
     "JobState": "ledger.core.state",
     "JobStatus": "ledger.core.values",
     "JobStep": "ledger.core.workflows.spec",
@@ -58,7 +58,7 @@ _EXPORTS: dict[str, str] = {
     "LedgerError": "ledger.core.errors",
     "LimitCommands": "ledger.limits.limit_commands",
     "LimitReader": "ledger.limits.limit_reader",
-    "ListedJob": "projections.rules.job_list",
+    "ListedJob": "ledger.views.job_pages",
     "PermanentError": "ledger.runtime.handlers",
     "PoolConfig": "ledger.runtime.config",
     "PoolStats": "ledger.runtime.health",
@@ -261,8 +261,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; never executed
     from ledger.store.replica import ReplicaLag
     from ledger.tokens.token_commands import TokenCommands
     from ledger.tokens.token_reader import TokenReader
+    from ledger.views.audit_query import AuditPage, AuditQuery, AuditRow
+    from ledger.views.job_pages import JobPage, ListedJob
     from ledger.workflows.workflow_commands import WorkflowCommands
     from ledger.workflows.workflow_handle import WorkflowHandle
     from ledger.workflows.workflow_reader import WorkflowReader
-    from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow
-    from projections.rules.job_list import JobPage, ListedJob

@@ -3,7 +3,7 @@
 What :meth:`AsyncLedger.using <ledger.api.async_ledger.AsyncLedger.using>` returns. The unit
 of work stays the sync one (one unit of work, not two to keep alike): it runs in the async
 ledger's thread, and each of its statements is sent on the application's
-``psycopg.AsyncConnection`` *by the event loop* (:mod:`ledger.store.postgres.async_borrowed`),
+``psycopg.AsyncConnection`` *by the event loop* (:mod:`ledger.store.postgres.async_joined`),
 the thread waiting for the result while the loop goes on serving other tasks.
 """
 

@@ -37,7 +37,7 @@ from ledger.core.events import (
 from ledger.core.values import JobStatus
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.follow import EventWaiter, event_waiter
-from projections.rules.stream_events import StreamEvent, TailPosition
+from ledger.views.stream_events import StreamEvent, TailPosition
 
 __all__ = ["EventFeed", "EventWaiter", "FeedEvent", "TailPosition", "status_after"]
 

@@ -51,10 +51,10 @@ from ledger.core.values import (
 from ledger.jobs import definitions, operator_writes
 from ledger.jobs.binding import LedgerBinding
 from ledger.jobs.enqueueing import enqueue_batch
+from ledger.jobs.finish_and_claim import TurnResult
 from ledger.jobs.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.jobs.outcomes import BatchResult, Completion, FailureReport, Outcome
 from ledger.jobs.reaping import reap
-from ledger.jobs.turns import TurnResult
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.importer import Importer, ImportProgress, ImportReport, OpenLines
 from ledger.store.store import Store
@@ -262,7 +262,7 @@ class Ledger(DeprecatedLedgerMethods, LedgerNamespaces, WorkerCommands):
         <ledger.api.async_ledger.AsyncLedger.using>` passes; this ledger must then be called
         from another thread)."""
         joined = copy.copy(self)
-        joined.store = self.store.borrow(connection, loop=loop)
+        joined.store = self.store.joining(connection, loop=loop)
         return joined
 
     # --- the feature namespaces (ledger/api/ledger_namespaces.py) ----------------------------

@@ -3,7 +3,7 @@
 :class:`LedgerCollector` reads, at each scrape, the jobs per status and type (the queue view),
 each tracked projection's lag in events, and the worker pools' reports with the health judged
 from them (:mod:`ledger.api.pools`). Both front ends export it — a worker's
-``--metrics-port`` server (beside its own pool's metrics: :mod:`ledger.runtime.metrics`) and
+``--metrics-port`` server (beside its own pool's metrics: :mod:`ledger.runtime.pool_metrics`) and
 the HTTP server's ``GET /metrics`` (:func:`render_ledger_metrics`) — so neither imports the
 other. Label values are bounded: job types, statuses, projection names, pool states; never a
 job id or a pool id (pool ids change with every restart).

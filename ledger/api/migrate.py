@@ -4,7 +4,7 @@ Three kinds of change, in this order:
 
 1. projections whose recorded schema version differs from the code's are *stale*: each is
    rebuilt from the history into a shadow table of the new shape and swapped in
-   (:class:`projections.runners.rebuilder.Rebuilder`), with the system running;
+   (:class:`projections.rebuilder.Rebuilder`), with the system running;
 2. tables and indexes this code expects and the database lacks are created (every schema
    statement is ``IF NOT EXISTS``; running them after the rebuilds means an index on a column a
    stale table lacked is created on the rebuilt table, not refused by the old one);
@@ -36,8 +36,8 @@ from ledger.clock import SystemClock
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
 from ledger.store.schema import MIGRATION_WAIT_S, SCHEMA_VERSION, expected_tables
 from ledger.store.store import Store
-from projections.rules.catalog import projections, recorded_version, stale
-from projections.runners.rebuilder import Progress, Rebuilder
+from ledger.views.catalog import projections, recorded_version, stale
+from projections.rebuilder import Progress, Rebuilder
 
 log = logging.getLogger("jobledger.projections")
 

@@ -13,7 +13,7 @@ from ledger.api.migrate import plan as migration_plan
 from ledger.store.config import open_store
 from ledger.store.schema import MIGRATION_WAIT_S, expected_tables
 from ledger.store.store import Store
-from projections.runners.rebuilder import Progress, Rebuilder
+from projections.rebuilder import Progress, Rebuilder
 
 
 class OpenedStore(NamedTuple):

@@ -25,8 +25,8 @@ from ledger.clock import Clock, SystemClock
 from ledger.core.events import JobEvent
 from ledger.core.state import JobState
 from ledger.core.values import JobDefinition, JobStatus
-from projections.rules.job_list import DEFAULT_LIMIT, JobPage
-from projections.rules.kinds import DEFINITIONS
+from ledger.views.job_pages import DEFAULT_LIMIT, JobPage
+from ledger.views.kinds import DEFINITIONS
 
 # Most imports are inside the methods that use them: a CLI read command (`jobledger show`)
 # opens a Reader and calls two or three methods, and importing every read's modules (the
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from types import TracebackType
     from uuid import UUID
 
-    from ledger.api import blocking
+    from ledger.api import blocker_reads
     from ledger.api.pools import LedgerHealth, PoolReport
     from ledger.core.blockers import Blocker
     from ledger.core.codec import Record
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ledger.store.replica import ReplicaLag
     from ledger.store.store import Store
     from ledger.store.tail import HistoryFollower
-    from projections.rules.dead_letters import DeadLetter
+    from ledger.views.dead_letters import DeadLetter
 
 
 class Reader(DeprecatedReaderMethods, ReaderNamespaces, ViewReads):
@@ -187,8 +187,8 @@ class Reader(DeprecatedReaderMethods, ReaderNamespaces, ViewReads):
         """One page of the current jobs, newest enqueue first (any status if ``statuses`` is
         empty; ``queue="default"`` includes the jobs enqueued without a queue). Pass a page's
         ``next_cursor`` as ``cursor`` for the next one."""
-        from ledger.store.job_views import list_jobs
-        from projections.rules.job_list import job_query
+        from ledger.store.queue_reads import list_jobs
+        from ledger.views.job_pages import job_query
 
         query = job_query(statuses, job_type, org, limit, cursor, queue=queue)
         return list_jobs(self.store, query)
@@ -208,8 +208,8 @@ class Reader(DeprecatedReaderMethods, ReaderNamespaces, ViewReads):
         """:meth:`jobs` as it was at ``at``: each job folded from its history up to its first
         event later than ``at`` (as :meth:`state_at`); jobs enqueued later are absent. Reads
         the whole history in batches; ``progress(position, head)`` follows it."""
-        from ledger.store.job_views import jobs_at
-        from projections.rules.job_list import job_query
+        from ledger.store.queue_reads import jobs_at
+        from ledger.views.job_pages import job_query
 
         query = job_query(statuses, job_type, org, limit, cursor, queue=queue)
         return jobs_at(self.store, at, query, progress=progress)
@@ -287,22 +287,22 @@ class Reader(DeprecatedReaderMethods, ReaderNamespaces, ViewReads):
         of tokens, its type's circuit breaker open in a live pool, its type disabled, its
         concurrency limits reached (:mod:`ledger.core.blockers`). Empty for a job that is
         not pending, or pending with nothing holding it back."""
-        from ledger.api import blocking
+        from ledger.api import blocker_reads
         from ledger.limits import limit_reads
 
         state = job if isinstance(job, JobState) else self.get(job)
         if state is None or state.status is not JobStatus.PENDING:
             return []
         at = now or self.clock.now()
-        found = blocking.blockers_of(state, blocking.read_facts(self.store, at), at)
+        found = blocker_reads.blockers_of(state, blocker_reads.read_facts(self.store, at), at)
         return found + limit_reads.blockers(self.store, state)
 
-    def held_back(self, now: datetime | None = None) -> list[blocking.HeldBack]:
+    def held_back(self, now: datetime | None = None) -> list[blocker_reads.HeldBack]:
         """What holds back pending jobs at ``now`` (the clock's by default): paused queues,
         rate keys without a token, circuit breakers open in live pools, disabled types."""
-        from ledger.api import blocking
+        from ledger.api import blocker_reads
 
-        return blocking.held_back(self.store, now or self.clock.now())
+        return blocker_reads.held_back(self.store, now or self.clock.now())
 
     def pools(self) -> list[PoolReport]:
         """Every worker pool's latest report of itself, by id (stale ones included)."""

@@ -31,13 +31,13 @@ if TYPE_CHECKING:
     from ledger.core.tokens import TokenState
     from ledger.core.values import JSON
     from ledger.store.workflow_reads import RunPage, RunView, StepView
-    from ledger.workflows.workflow_views import TimelineEntry
+    from ledger.views.audit_query import AuditRow
+    from ledger.views.catalog import Projection
+    from ledger.views.dead_letters import DeadLetter
+    from ledger.views.diff import VerifyReport
+    from ledger.views.job_pages import JobPage
+    from ledger.workflows.workflow_timeline import TimelineEntry
     from ledger.workflows.workflow_writes import WorkflowStarted
-    from projections.rules.audit_query import AuditRow
-    from projections.rules.catalog import Projection
-    from projections.rules.dead_letters import DeadLetter
-    from projections.rules.diff import VerifyReport
-    from projections.rules.job_list import JobPage
 
 
 def iso_millis(moment: datetime) -> str:

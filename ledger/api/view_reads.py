@@ -20,10 +20,10 @@ if TYPE_CHECKING:
     from datetime import datetime
 
     from ledger.store.store import Store
-    from projections.rules.audit_query import AuditPage, AuditQuery
-    from projections.runners.rebuilder import Progress, Rebuilder
-    from projections.runners.stats import Stats
-    from projections.runners.tracked import CatchUp
+    from ledger.views.audit_query import AuditPage, AuditQuery
+    from projections.rebuilder import Progress, Rebuilder
+    from projections.stats import Stats
+    from projections.tracked import CatchUp
 
 CATCH_UP_WAIT_S = 10.0
 """How long a catch-up waits for the transactions committed before it to become final (an
@@ -37,17 +37,17 @@ class ViewReads:
     clock: Clock
 
     def projections(self, *, progress: Progress | None = None) -> Rebuilder:
-        """Rebuild, verify and status of the views (see :mod:`projections.runners.rebuilder`);
+        """Rebuild, verify and status of the views (see :mod:`projections.rebuilder`);
         ``progress(phase, done, total)`` is called as the work advances."""
-        from projections.runners.rebuilder import Rebuilder
+        from projections.rebuilder import Rebuilder
 
         return Rebuilder(self.store, progress=progress)
 
     def catch_up(self, names: Sequence[str] | None = None) -> list[CatchUp]:
         """Run the tracked projections named (all by default) to the head of the history.
         Refused on a replica (``store.read_only``): the primary's catch-up reaches it."""
-        from projections.rules.catalog import resolve, tracked
-        from projections.runners.tracked import TrackedRunner
+        from ledger.views.catalog import resolve, tracked
+        from projections.tracked import TrackedRunner
 
         if self.store.read_only:
             raise ReadOnlyDatabaseError(
@@ -63,7 +63,7 @@ class ViewReads:
         """:meth:`catch_up` of the audit view alone, before a read of it: the tracked
         runner's default view, so the catalogue of every view is not imported (a read
         command's start-up; the caller has checked the store is not a replica)."""
-        from projections.runners.tracked import TrackedRunner
+        from projections.tracked import TrackedRunner
 
         TrackedRunner(self.store).catch_up(wait_s=CATCH_UP_WAIT_S)
 
@@ -81,8 +81,8 @@ class ViewReads:
     def audit_lag(self) -> int:
         """How many events of the history the audit view has yet to apply (0 once caught
         up): on a replica, what the primary's catch-up had not applied when it was read."""
-        from projections.rules.audit import PROJECTION as AUDIT
-        from projections.rules.stream_events import TailPosition
+        from ledger.views.audit import PROJECTION as AUDIT
+        from ledger.views.stream_events import TailPosition
 
         with self.store.read_snapshot() as tables:
             return tables.count_after(tables.tail_positions().get(AUDIT.name, TailPosition()))
@@ -94,7 +94,7 @@ class ViewReads:
         by default), of one ``org``'s jobs if given; with ``catch_up`` the audit view is
         first brought to the head (not on a replica: ``audit_lag`` in the figures says how
         far behind it is)."""
-        from projections.runners.stats import collect
+        from projections.stats import collect
 
         if catch_up and not self.store.read_only:
             self._catch_up_audit()
@@ -102,7 +102,7 @@ class ViewReads:
 
     def projection_lags(self) -> dict[str, int]:
         """Per tracked projection, how many events of the history it has yet to apply."""
-        from projections.rules.catalog import TRACKED
+        from ledger.views.catalog import TRACKED
 
         with self.store.read_snapshot() as tables:
             head = tables.head()

@@ -19,10 +19,11 @@ from ledger.clock import Clock
 from ledger.core import decide
 from ledger.core.state import JobState, Lease
 from ledger.core.values import JSON, Failure
-from ledger.jobs import turns, worker_writes
+from ledger.jobs import finish_and_claim as batch_turn
+from ledger.jobs import worker_writes
+from ledger.jobs.finish_and_claim import TurnResult
 from ledger.jobs.leases import DEFAULT_LEASE_S, LeaseLength
 from ledger.jobs.outcomes import BatchResult, Completion, FailureReport, Outcome
-from ledger.jobs.turns import TurnResult
 from ledger.store.store import Store
 
 
@@ -159,10 +160,10 @@ class WorkerCommands(Reader):
         """One batch turn: record ``outcomes`` as :meth:`finish_many` does and claim up to
         ``limit`` jobs as :meth:`claim` does (``limit`` 0: none), in one transaction. A refused
         outcome is reported in ``finished.rejected`` and does not stop the claim; in commit
-        order the outcomes precede the new leases (:mod:`ledger.jobs.turns`). A cancelled
+        order the outcomes precede the new leases (:mod:`ledger.jobs.finish_and_claim`). A cancelled
         job's outcome records ``job_handler_stopped``, as in :meth:`finish_many`. ``starting``
         as for :meth:`claim`."""
-        return turns.finish_and_claim(
+        return batch_turn.finish_and_claim(
             self.store,
             self.clock,
             [

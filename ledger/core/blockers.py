@@ -18,7 +18,7 @@ from datetime import datetime
 import msgspec
 
 from ledger.core.concurrency import Room, TypeLimits, org_key
-from ledger.core.queues import QueueState
+from ledger.core.queue_pauses import QueueState
 from ledger.core.rates import next_token_us, tokens
 from ledger.core.state import JobState
 from ledger.core.times import from_us, to_us

@@ -19,7 +19,7 @@ import msgspec
 
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import ALL_EVENTS, Event
-from ledger.core.queues import QUEUE_EVENTS
+from ledger.core.queue_pauses import QUEUE_EVENTS
 from ledger.core.retention import RETENTION_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS
 from ledger.core.source_polls.events import SOURCE_POLL_EVENTS

@@ -68,7 +68,7 @@ class JobState(msgspec.Struct, frozen=True, gc=False):
     """A job as its history says it is after ``version`` events.
 
     Not keyword-only: the queue view's packed blob rebuilds it from its fields in order
-    (:func:`projections.rules.queue.decode_state`), which positional construction does in C."""
+    (:func:`ledger.views.queue.decode_state`), which positional construction does in C."""
 
     job_id: UUID
     request: EnqueueRequest

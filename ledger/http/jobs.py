@@ -18,7 +18,7 @@ from ledger.core.state import JobState
 from ledger.core.tokens import TokenState
 from ledger.core.values import JobStatus
 from ledger.http.auth import OPERATE, actor, scoped_org, visible
-from projections.rules.job_list import DEFAULT_LIMIT
+from ledger.views.job_pages import DEFAULT_LIMIT
 
 MAX_LIMIT = 10_000
 """The most jobs one page holds (the ``jobs`` command's bound)."""

@@ -24,9 +24,9 @@ from ledger.api.shaping import (
 from ledger.core.tokens import TokenState
 from ledger.core.workflows.errors import WorkflowNotFoundError
 from ledger.http.auth import scoped_org, visible
-from projections.rules.audit_query import DEFAULT_LIMIT as AUDIT_LIMIT
-from projections.rules.audit_query import MAX_LIMIT as AUDIT_MAX
-from projections.rules.audit_query import AuditQuery
+from ledger.views.audit_query import DEFAULT_LIMIT as AUDIT_LIMIT
+from ledger.views.audit_query import MAX_LIMIT as AUDIT_MAX
+from ledger.views.audit_query import AuditQuery
 
 RUNS_LIMIT = 50
 RUNS_MAX = 10_000

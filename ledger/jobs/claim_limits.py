@@ -28,7 +28,7 @@ from datetime import datetime
 from ledger.core.concurrency import Room, TypeLimits, admit, limits_of, lock_keys, org_key
 from ledger.core.state import JobState
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import DEFINITIONS
+from ledger.views.kinds import DEFINITIONS
 
 MAX_ASKS = 4
 """How many times a claim asks again for jobs after its limits refused candidates."""

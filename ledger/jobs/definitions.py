@@ -15,7 +15,7 @@ from ledger.core.limits import check_actor
 from ledger.core.values import JobDefinition
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import DEFINITIONS
+from ledger.views.kinds import DEFINITIONS
 
 
 def put_definition(store: Store, clock: Clock, definition: JobDefinition) -> JobDefinition:

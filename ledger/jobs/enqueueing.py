@@ -24,12 +24,12 @@ from ledger.core.enqueue_plan import (
 )
 from ledger.core.limits import check_actor
 from ledger.core.requests import normalise_request
-from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
+from ledger.core.source_diff import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.core.values import EnqueueRequest
 from ledger.jobs.job_ids import random_uuids
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import DEFINITIONS, JOBS
+from ledger.views.kinds import DEFINITIONS, JOBS
 
 Enqueue = Callable[[Sequence[EnqueueRequest]], list[UUID | None]]
 """A batch enqueue: one result per request (a job id, or ``None`` if deduplicated)."""

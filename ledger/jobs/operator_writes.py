@@ -20,7 +20,7 @@ from ledger.core.state import JobState
 from ledger.core.values import JobStatus
 from ledger.jobs.worker_writes import write_fenced_many
 from ledger.store.store import Store
-from projections.rules.kinds import JOBS
+from ledger.views.kinds import JOBS
 
 
 class Refusal(msgspec.Struct, frozen=True):

@@ -34,7 +34,7 @@ from ledger.core.reaping import (
 )
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import JOBS
+from ledger.views.kinds import JOBS
 
 
 def reap(

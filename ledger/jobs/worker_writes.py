@@ -29,12 +29,12 @@ from ledger.core.requests import check_name
 from ledger.core.state import JobState, Lease, fold
 from ledger.core.values import HandlerStop
 from ledger.jobs.claim_limits import claim_within_limits
+from ledger.jobs.claim_rates import RatedClaim, within_rate
 from ledger.jobs.leases import LeaseLength, all_positive, lease_for
 from ledger.jobs.outcomes import BatchResult, Completion, Outcome
-from ledger.jobs.rate_room import RatedClaim, within_rate
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import JOBS
+from ledger.views.kinds import JOBS
 
 Decision = Callable[[JobState, datetime], Sequence[JobEvent] | JobEvent]
 """A command's decision bound to its arguments: (locked current state, now) -> events."""
@@ -86,7 +86,7 @@ def claim_due(
     """The due jobs a claim leases, locked, in claim order: the claim query's (which skips
     paused queues and rate keys without a token), within the concurrency limits
     (:func:`ledger.jobs.claim_limits.claim_within_limits`; ``freed``: leases this transaction
-    ends, their slots free), then the rate step's (:func:`ledger.jobs.rate_room.within_rate`:
+    ends, their slots free), then the rate step's (:func:`ledger.jobs.claim_rates.within_rate`:
     no more of a key than it has tokens). Limits first: a job the rate step then drops only
     leaves a slot unused, never one too many."""
     now = clock.now()

@@ -6,9 +6,9 @@ from __future__ import annotations
 from ledger.clock import Clock
 from ledger.core.concurrency import LimitUse
 from ledger.limits import limit_reads
-from ledger.limits.queues import QueueSummary, queue_summaries
+from ledger.limits.queue_commands import QueueSummary, queue_summaries
 from ledger.store.store import Store
-from projections.rules.rate_buckets import RateBucket
+from ledger.views.rate_buckets import RateBucket
 
 
 class LimitReader:

@@ -11,7 +11,7 @@ from ledger.core.blockers import Blocker, concurrency_blockers
 from ledger.core.concurrency import LimitUse, Room, TypeLimits, limit_uses, limits_of
 from ledger.core.state import JobState
 from ledger.store.store import Store
-from projections.rules.kinds import DEFINITIONS
+from ledger.views.kinds import DEFINITIONS
 
 
 def _limits(store: Store) -> dict[str, TypeLimits]:

@@ -39,8 +39,8 @@ from ledger.core.retention import (
 )
 from ledger.store.archive import RetentionCandidate, archive_unsupported
 from ledger.store.store import Store
-from projections.rules.catalog import AUDIT
-from projections.rules.kinds import RETENTION
+from ledger.views.catalog import AUDIT
+from ledger.views.kinds import RETENTION
 
 BATCH = 2_000
 """Jobs moved per batch (two short transactions each; the event names them all)."""

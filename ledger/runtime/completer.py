@@ -14,7 +14,7 @@ the pool takes; past that the fence would refuse it anyway and the reaper owns t
 the completer gives it up. A connection drop or a server restart shorter than the lease
 therefore loses no outcome, and consumes no attempt.
 
-Batch turns (:mod:`ledger.runtime.turns`): while the pool's producer is about to claim again
+Batch turns (:mod:`ledger.runtime.batch_turns`): while the pool's producer is about to claim again
 (``defer_to()`` is true), gathered outcomes wait up to ``hold_s`` instead of ``max_delay_s``,
 so that the producer can take them (:meth:`take_for_turn`) into the transaction of its next
 claim; outcomes it could not record it gives back (:meth:`give_back`) to be retried here.

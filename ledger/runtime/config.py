@@ -73,7 +73,7 @@ class PoolConfig:
     :mod:`ledger.maintenance.pool_reporter`); a reader counts it dead once it is silent for
     three of them. 0 reports nothing."""
     metrics: bool = False
-    """Feed the pool's Prometheus instruments (:mod:`ledger.runtime.metrics`; ``jobledger
+    """Feed the pool's Prometheus instruments (:mod:`ledger.runtime.pool_metrics`; ``jobledger
     worker --metrics-port`` turns it on). Off by default, so a pool that serves no metrics
     does not pay ~5 µs of its event loop per job for them (bench/README.md, "Pool metrics'
     cost")."""
@@ -95,7 +95,7 @@ class PoolConfig:
     buffered ones too (as River and Oban count a fetched job's attempt)."""
     batch_turns: bool = False
     """Record the gathered outcomes in the transaction of the producer's next claim (one
-    commit per batch turn instead of two: :mod:`ledger.runtime.turns`). Opt-in: it halves the
+    commit per batch turn instead of two: :mod:`ledger.runtime.batch_turns`). Opt-in: it halves the
     transactions per job at C=10, but no throughput gain was measured (bench/README.md)."""
     turn_hold_s: float = 0.2
     """With ``batch_turns``: how long gathered outcomes wait for the producer's next claim,

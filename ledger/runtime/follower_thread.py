@@ -1,6 +1,6 @@
 """The tracked views (audit) followed from a thread of a worker process.
 
-A :class:`~projections.runners.follower.Follower` polls the head and applies new events in
+A :class:`~projections.follower.Follower` polls the head and applies new events in
 batches; here it runs in a daemon thread beside a pool (``follow_projections=True``). A daemon
 thread is safe to abandon at exit because each batch is one transaction: exiting mid-batch
 loses nothing.
@@ -13,7 +13,7 @@ import threading
 
 from ledger.api.ledger import Ledger
 from ledger.runtime.threads import ThreadLane
-from projections.runners.follower import Follower
+from projections.follower import Follower
 
 log = logging.getLogger(__name__)
 

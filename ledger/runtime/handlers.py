@@ -38,7 +38,7 @@ from ledger.runtime.job_context import (
     TransientError,
 )
 from ledger.runtime.job_declaration import JobDeclaration
-from ledger.runtime.sources import SourceLister, SourceSpec
+from ledger.runtime.source_listers import SourceLister, SourceSpec
 
 __all__ = [
     "PERMANENT_ERROR_CODE",

@@ -25,7 +25,7 @@ from uuid import UUID
 
 from ledger.clock import Clock
 from ledger.runtime.health import PoolStats
-from ledger.runtime.metrics import PoolMetrics
+from ledger.runtime.pool_metrics import PoolMetrics
 
 log = logging.getLogger(__name__)
 

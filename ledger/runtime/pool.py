@@ -5,7 +5,7 @@ batches and buffers them; ``concurrency`` worker slots take them one at a time a
 through the :class:`~ledger.runtime.executor.Executor`; a
 :class:`~ledger.runtime.completer.BatchCompleter` records the outcomes many to a transaction,
 or hands them to the producer's next claim to record in its transaction (batch turns,
-:mod:`ledger.runtime.turns`); a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every
+:mod:`ledger.runtime.batch_turns`); a :class:`~ledger.runtime.heartbeater.Heartbeater` renews every
 held lease in one transaction from a thread of its own (which also watches the event loop,
 :mod:`ledger.runtime.loop_watch`, and has the handlers of jobs cancelled under their lease
 stopped, :mod:`ledger.runtime.cancellation`); a periodic reaper pass fails expired leases,
@@ -54,8 +54,8 @@ from ledger.runtime.handlers import JobContext, Registry
 from ledger.runtime.health import Health, PoolStats, assess
 from ledger.runtime.heartbeater import Heartbeater
 from ledger.runtime.loop_watch import LoopWatch
-from ledger.runtime.metrics import PoolMetrics
 from ledger.runtime.pool_maintenance import PoolMaintenance
+from ledger.runtime.pool_metrics import PoolMetrics
 from ledger.runtime.pool_parts import PoolParts
 from ledger.runtime.releases import Releaser
 from ledger.runtime.source_poller import with_source_polls
@@ -91,7 +91,7 @@ class WorkerPool:
         self.worker_id = process_worker_id(config.name, config.host)
         self.stats = PoolStats()
         self.metrics = PoolMetrics(enabled=config.metrics)
-        """This pool's Prometheus instruments (:mod:`ledger.runtime.metrics`)."""
+        """This pool's Prometheus instruments (:mod:`ledger.runtime.pool_metrics`)."""
         self.host = config.host or socket.gethostname()
         self._started_at: datetime | None = None
         self._parts = PoolParts(

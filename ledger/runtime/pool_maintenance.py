@@ -18,7 +18,7 @@ from ledger.maintenance.runner import Service, ServiceRunner, ServiceStats
 from ledger.maintenance.scheduler import Scheduler
 from ledger.maintenance.watchdog import Watchdog
 from ledger.runtime.config import PoolConfig
-from ledger.runtime.metrics import PoolMetrics
+from ledger.runtime.pool_metrics import PoolMetrics
 from ledger.runtime.threads import ThreadLane
 from ledger.store.frozen_writers import FrozenWriter
 

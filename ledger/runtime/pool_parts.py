@@ -14,6 +14,7 @@ from uuid import UUID
 
 from ledger.api.ledger import Ledger
 from ledger.core.state import JobState
+from ledger.runtime.batch_turns import BatchTurns
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
@@ -23,13 +24,12 @@ from ledger.runtime.handlers import Registry
 from ledger.runtime.health import PoolStats
 from ledger.runtime.heartbeater import Heartbeater
 from ledger.runtime.loop_watch import LoopBlocks
-from ledger.runtime.metrics import PoolMetrics
+from ledger.runtime.pool_metrics import PoolMetrics
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
 from ledger.runtime.slots import WorkerSlots
 from ledger.runtime.starts import StartRecorder
 from ledger.runtime.threads import ThreadLane
-from ledger.runtime.turns import BatchTurns
 from ledger.runtime.wakeup import Wakeup
 
 

@@ -7,7 +7,7 @@ claim a one-job transaction, and throughput is transactions times jobs per trans
 types whose circuit breaker is open are left out of the claim (a half-open one gets one probe
 job); while nothing is due (or every
 type's breaker is open) it waits for a wake-up or the poll interval. Claims run on the pool's
-I/O threads. With batch turns (:mod:`ledger.runtime.turns`) each claim also records the
+I/O threads. With batch turns (:mod:`ledger.runtime.batch_turns`) each claim also records the
 outcomes gathered so far, and the room they will free counts towards the refill.
 """
 
@@ -20,10 +20,10 @@ import time
 from collections.abc import Awaitable, Callable
 
 from ledger.core.state import JobState, Lease
+from ledger.runtime.batch_turns import BatchTurns
 from ledger.runtime.breaker import CircuitBreaker
 from ledger.runtime.claims import Claims
 from ledger.runtime.threads import ThreadLane
-from ledger.runtime.turns import BatchTurns
 from ledger.runtime.wakeup import Wakeup
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
 from ledger.runtime.executor import Executor
 from ledger.runtime.health import PoolStats
-from ledger.runtime.metrics import PoolMetrics, Timer
+from ledger.runtime.pool_metrics import PoolMetrics, Timer
 from ledger.runtime.producer import Producer
 from ledger.runtime.releases import Releaser
 from ledger.runtime.starts import StartRecorder

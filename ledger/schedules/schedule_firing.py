@@ -55,7 +55,7 @@ from ledger.core.values import JobDefinition
 from ledger.jobs.enqueueing import stored_keys
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import DEFINITIONS, JOBS, SCHEDULES
+from ledger.views.kinds import DEFINITIONS, JOBS, SCHEDULES
 
 DEFAULT_SCHEDULES_PER_PASS = 100
 

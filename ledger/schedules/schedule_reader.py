@@ -5,9 +5,9 @@ from __future__ import annotations
 from ledger.clock import Clock
 from ledger.core.schedules.state import ScheduleState
 from ledger.deprecation import warn_once
-from ledger.schedules.schedule_views import SHOWN_SLOTS, ScheduleDetail, schedule_detail
+from ledger.schedules.schedule_reads import SHOWN_SLOTS, ScheduleDetail, schedule_detail
 from ledger.store.store import Store
-from projections.rules.kinds import SCHEDULES
+from ledger.views.kinds import SCHEDULES
 
 
 class ScheduleReader:
@@ -32,5 +32,5 @@ class ScheduleReader:
 
     def detail(self, name: str, count: int = SHOWN_SLOTS) -> ScheduleDetail | None:
         """What ``schedule show`` prints of one schedule: its last fired and missed slots
-        and its next ones (``None``: no such name; :mod:`ledger.schedules.schedule_views`)."""
+        and its next ones (``None``: no such name; :mod:`ledger.schedules.schedule_reads`)."""
         return schedule_detail(self.store, name, count)

@@ -36,7 +36,7 @@ from ledger.core.schedules.state import ScheduleState, ScheduleStatus
 from ledger.core.values import JSON, EnqueueRequest
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import DEFINITIONS, SCHEDULES
+from ledger.views.kinds import DEFINITIONS, SCHEDULES
 
 
 class ScheduleSpec(msgspec.Struct, frozen=True, kw_only=True):

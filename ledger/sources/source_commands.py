@@ -11,6 +11,7 @@ from collections.abc import Callable
 from uuid import UUID
 
 from ledger.core.errors import InvalidRequestError
+from ledger.core.source_diff import Listing, SourceSync
 from ledger.core.source_polls.decide import (
     POLL_JOB_MAX_ATTEMPTS,
     POLL_JOB_TIMEOUT_S,
@@ -18,13 +19,12 @@ from ledger.core.source_polls.decide import (
     SourcePoll,
 )
 from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
-from ledger.core.sources import Listing, SourceSync
 from ledger.core.values import EnqueueRequest
 from ledger.jobs.binding import LedgerBinding
 from ledger.jobs.enqueueing import sync_listing
 from ledger.sources import source_polls
 from ledger.sources.source_reader import SourceReader
-from projections.rules.kinds import DEFINITIONS
+from ledger.views.kinds import DEFINITIONS
 
 
 class SourceCommands(SourceReader):
@@ -38,7 +38,7 @@ class SourceCommands(SourceReader):
         self, source_id: str, listing: Listing, *, job_type: str, org: str | None = None
     ) -> SourceSync:
         """Diff a complete listing of source ``source_id`` against its sync state (see
-        :func:`ledger.core.sources.diff_source`) and enqueue a ``job_type`` job per upsert and
+        :func:`ledger.core.source_diff.diff_source`) and enqueue a ``job_type`` job per upsert and
         delete, in one enqueue transaction (all or none).
 
         Upsert subjects carry the listing's revision; payloads are empty (the subject says

@@ -17,6 +17,7 @@ from ledger.clock import Clock
 from ledger.core.errors import DefinitionNotFoundError, InvalidRequestError
 from ledger.core.events import Event
 from ledger.core.requests import normalise_request
+from ledger.core.source_diff import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.core.source_polls.decide import (
     SourceConfig,
     SourcePoll,
@@ -25,11 +26,10 @@ from ledger.core.source_polls.decide import (
     skip_for_breaker,
 )
 from ledger.core.source_polls.state import PollResult, SourcePollState
-from ledger.core.sources import Listing, SourceDecision, SourceSync, SyncJob, diff_source
 from ledger.core.values import EnqueueRequest
 from ledger.jobs.enqueueing import plan_in
 from ledger.store.store import Store
-from projections.rules.kinds import DEFINITIONS, JOBS, SOURCE_POLLS
+from ledger.views.kinds import DEFINITIONS, JOBS, SOURCE_POLLS
 
 Lister = Callable[[], Listing]
 """A source's lister as the ledger calls it: a complete listing, or an exception."""

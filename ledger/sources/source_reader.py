@@ -12,10 +12,10 @@ from ledger.clock import Clock
 from ledger.core.codec import Record
 from ledger.core.source_polls.state import SourcePollState, source_stream_id
 from ledger.deprecation import warn_once
-from ledger.sources.source_views import source_views
+from ledger.sources.source_reads import source_views
 from ledger.store.store import Store
-from projections.rules.kinds import SOURCE_POLLS
-from projections.rules.sync_state import Source, SyncState
+from ledger.views.kinds import SOURCE_POLLS
+from ledger.views.sync_state import Source, SyncState
 
 
 class SourceReader:
@@ -55,7 +55,7 @@ class SourceReader:
         self, *, org: str | None = None, source_id: str | None = None
     ) -> list[dict[str, Any]]:
         """:meth:`all` with each source's last poll and breaker (JSON-ready; see
-        :func:`ledger.sources.source_views.source_views`); polled sources with no sync state
+        :func:`ledger.sources.source_reads.source_views`); polled sources with no sync state
         yet are included unless ``org`` scopes the read."""
         polls = self.polls()
         if source_id is not None:

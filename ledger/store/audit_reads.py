@@ -24,7 +24,7 @@ from typing import Any
 from ledger.core.times import from_us, to_us
 from ledger.store.ids import IdAdapter, id_adapter
 from ledger.store.store import Store
-from projections.rules.audit_query import AuditPage, AuditQuery, AuditRow, page
+from ledger.views.audit_query import AuditPage, AuditQuery, AuditRow, page
 
 RETRY = "job_retry_scheduled"
 

@@ -2,7 +2,7 @@
 
 :class:`AppendFold` folds a unit of work's new events onto the states it loaded, with the
 core's one ``evolve``: the records to append (stream, version, event), each job's new state,
-the inline views' named writes (from :mod:`projections.rules.registry`), whether any event may
+the inline views' named writes (from :mod:`ledger.views.registry`), whether any event may
 have made a job claimable, and — only when the store has policies — each event with the state
 after it, for them. Every kind of state goes through one loop (:meth:`AppendFold.fold`): jobs
 and runs through their hooks, every other kind through its declared ``evolve``. It does no
@@ -34,9 +34,9 @@ from ledger.core.values import JobStatus
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
-from projections.rules.kind import Change, StateKind
-from projections.rules.registry import FOLD_ORDER, view_writes
-from projections.rules.writes import ViewWrite
+from ledger.views.kind import Change, StateKind
+from ledger.views.registry import FOLD_ORDER, view_writes
+from ledger.views.writes import ViewWrite
 
 AnyKind = StateKind[Any, Any]
 
@@ -57,7 +57,7 @@ JobChange = tuple[Any, UUID, Sequence[JobEvent]]
 
 def by_kind(changes: Sequence[Change]) -> Iterable[tuple[AnyKind, Iterable[Change]]]:
     """``changes`` grouped by kind, in the kinds' fold order
-    (:data:`~projections.rules.registry.KINDS`), each kind's in the order given; one group,
+    (:data:`~ledger.views.registry.KINDS`), each kind's in the order given; one group,
     as given, when they are all of one kind (a worker's, a bulk enqueue's)."""
     kinds = set(map(_kind_of, changes))
     if len(kinds) < 2:

@@ -52,7 +52,7 @@ from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import DEFINITIONS, JOBS, RUNS
+from ledger.views.kinds import DEFINITIONS, JOBS, RUNS
 
 BATCH_STREAMS = 500
 BATCH_EVENTS = 5_000

@@ -1,5 +1,5 @@
 """Reading a kind of state's rows by key: the one reader behind ``UnitOfWork.state`` and
-``Store.state`` (each kind declares its queries; see :mod:`projections.rules.kind`)."""
+``Store.state`` (each kind declares its queries; see :mod:`ledger.views.kind`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ledger.store.ids import IdAdapter
-from projections.rules.kind import StateKind
+from ledger.views.kind import StateKind
 
 RunQuery = Callable[[str, dict[str, Any]], Sequence[Any]]
 """Run one named query; rows indexable by column name."""

@@ -35,7 +35,7 @@ from ledger.core.state import DefinitionState, JobState
 from ledger.core.values import JobDefinition
 from ledger.core.workflows.state import RunState, StepsNotLoadedError
 from ledger.store.fold import AppendFold
-from projections.rules.kinds import DEFINITIONS, StateKind
+from ledger.views.kinds import DEFINITIONS, StateKind
 
 
 class JobReads(Protocol):

@@ -19,8 +19,8 @@ declared order (``queue_claim``, ``queue_claim_types``, ``queue_claim_queues``,
 statement whose parameters switch a filter off: the database plans (and PostgreSQL's
 prepared statements cache) each variant for exactly the filters it has.
 
-A kind of state declared outside the ledger (:func:`projections.rules.registry.register_kind`)
-brings its own queries in the same form (:attr:`~projections.rules.kind.StateKind.sql`, by
+A kind of state declared outside the ledger (:func:`ledger.views.registry.register_kind`)
+brings its own queries in the same form (:attr:`~ledger.views.kind.StateKind.sql`, by
 backend): :func:`load` adds them to the files', so a store opened after the kind was
 registered runs them like its own (its ``schema_*`` statements create its table). A kind's
 text may include only its own fragments.
@@ -35,7 +35,7 @@ from functools import cache
 from itertools import product
 from pathlib import Path
 
-from projections.rules.kind import REGISTERED
+from ledger.views.kind import REGISTERED
 
 SQL_DIRECTORY = Path(__file__).with_name("sql")
 """The ``.sql`` files, beside this module in the installed package (a plain path, not

@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from uuid import UUID
 
 from ledger.core.codec import EventCodec, Record
-from projections.rules.stream_events import StreamEvent, TailPosition
+from ledger.views.stream_events import StreamEvent, TailPosition
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
 
     from ledger.core.events import Event
     from ledger.store.ids import IdAdapter
-    from projections.rules.audit import Origin
-    from projections.rules.catalog import Projection
-    from projections.rules.view import Row
+    from ledger.views.audit import Origin
+    from ledger.views.catalog import Projection
+    from ledger.views.view import Row
 
 StoredRow = (
     tuple[int, UUID, int, str, bytes | memoryview]
@@ -296,8 +296,8 @@ class ReadSnapshot:
 
     def job_origins(self, job_ids: Iterable[UUID]) -> dict[UUID, Origin]:
         """Each existing job's type, org and workflow link, from ``jl_queue``."""
-        from projections.rules.audit import Origin
-        from projections.rules.queue import decode_state
+        from ledger.views.audit import Origin
+        from ledger.views.queue import decode_state
 
         keys = list(job_ids)
         if not keys:
@@ -315,7 +315,7 @@ class ReadSnapshot:
 
     def run_origins(self, run_ids: Iterable[UUID]) -> dict[UUID, Origin]:
         """Each existing workflow run's type and org, from ``jl_workflow_runs``."""
-        from projections.rules.audit import Origin
+        from ledger.views.audit import Origin
 
         keys = list(run_ids)
         if not keys:

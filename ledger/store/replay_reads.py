@@ -33,8 +33,8 @@ from ledger.core.workflows.events import WorkflowEvent
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
-from projections.rules.kinds import SCHEDULES
-from projections.rules.schedules import schedule_of_row
+from ledger.views.kinds import SCHEDULES
+from ledger.views.schedules import schedule_of_row
 
 Definitions = list[tuple[datetime, JobDefinition]]
 

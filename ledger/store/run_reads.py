@@ -25,7 +25,7 @@ from ledger.core.workflows.errors import ReleaseConflictError
 from ledger.core.workflows.ids import release_lock_key
 from ledger.core.workflows.state import RunState, StepState
 from ledger.store.ids import IdAdapter
-from projections.rules.workflows import (
+from ledger.views.workflows import (
     add_steps,
     decode_dependents,
     decode_header,

@@ -1,5 +1,5 @@
 """The rows a workflow run's append writes: the run's, and those of the steps it changed
-(the run kind's write hook; see :mod:`projections.rules.kind`)."""
+(the run kind's write hook; see :mod:`ledger.views.kind`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from uuid import UUID
 from ledger.core.workflows.state import RunState
 from ledger.store.ids import IdAdapter
 from ledger.store.run_reads import LoadedRun
-from projections.rules.workflows import run_row, step_row
-from projections.rules.writes import ViewWrite
+from ledger.views.workflows import run_row, step_row
+from ledger.views.writes import ViewWrite
 
 
 def run_writes(

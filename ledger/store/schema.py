@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
-from projections.rules.kind import REGISTERED
+from ledger.views.kind import REGISTERED
 
 SCHEMA_VERSION = "1"
 """The version of the tables jobledger creates; ``jobledger init`` records it in ``jl_meta``."""
@@ -49,7 +49,7 @@ EXPECTED_TABLES = frozenset(
 
 def expected_tables() -> frozenset[str]:
     """:data:`EXPECTED_TABLES` and the views of the kinds of state registered beyond the
-    ledger's own (:func:`projections.rules.registry.register_kind`)."""
+    ledger's own (:func:`ledger.views.registry.register_kind`)."""
     extra = {kind.projection.table for kind in REGISTERED if kind.projection is not None}
     return EXPECTED_TABLES | extra if extra else EXPECTED_TABLES
 

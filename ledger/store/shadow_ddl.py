@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ledger.store.queries import load
-from projections.rules.view import SHADOW_SUFFIX
+from ledger.views.view import SHADOW_SUFFIX
 
 if TYPE_CHECKING:
-    from projections.rules.view import Projection
+    from ledger.views.view import Projection
 
 _INDEX_NAME = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.I)
 _SAFE_NAME = re.compile(r"^jl_[a-z_]+$")

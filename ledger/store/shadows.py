@@ -1,6 +1,6 @@
 """The rebuild machinery's side of the store: shadow tables, bulk loads, index builds, swap.
 
-A rebuild (:mod:`projections.runners.rebuilder`) loads a projection's rows into a shadow
+A rebuild (:mod:`projections.rebuilder`) loads a projection's rows into a shadow
 table, indexes it, keeps it up with the history, then swaps it in under the events-table lock.
 These are the steps, one write transaction's worth at a time; each backend implements them
 (:mod:`ledger.store.postgres.shadows`: binary COPY, index builds under shadow names and
@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import ClassVar
 
-from projections.rules.view import Key, Projection, Row
+from ledger.views.view import Key, Projection, Row
 
 
 class ShadowTables(ABC):

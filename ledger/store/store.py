@@ -31,7 +31,7 @@ from ledger.core.events import Event, JobEvent
 from ledger.core.times import from_us
 from ledger.store.listeners import ListenerBus
 from ledger.store.schema import Schema
-from projections.rules.kind import registered_events
+from ledger.views.kind import registered_events
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -47,10 +47,10 @@ if TYPE_CHECKING:
     from ledger.store.replica import ReplicaLag
     from ledger.store.unit_of_work import UnitOfWork
     from ledger.store.views import ViewTables
-    from projections.rules.dead_letters import DeadLetter
-    from projections.rules.kind import StateKind
-    from projections.rules.rate_buckets import RateBucket
-    from projections.rules.sync_state import Source, SyncState
+    from ledger.views.dead_letters import DeadLetter
+    from ledger.views.kind import StateKind
+    from ledger.views.rate_buckets import RateBucket
+    from ledger.views.sync_state import Source, SyncState
 
 K = TypeVar("K")
 S = TypeVar("S")
@@ -194,10 +194,10 @@ class Store(ABC):
         if uow.jobs_became_available:
             self._committed.notify()
 
-    def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
+    def joining(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
         """This store with every unit of work and read run on ``connection``, an
         application's connection to this same database with its own transaction open, inside
-        that transaction (:mod:`ledger.store.borrowed`). A connection of another kind, to
+        that transaction (:mod:`ledger.store.joined`). A connection of another kind, to
         another database, closed, or with no transaction to join is refused with an
         :class:`~ledger.core.errors.InvalidRequestError`. ``loop``: the event loop an async
         connection belongs to, where the backend has one (PostgreSQL)."""
@@ -250,7 +250,7 @@ class Store(ABC):
 
     def get_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
         """The current states of those of ``job_ids`` that exist, read without locks."""
-        from projections.rules.queue import decode_state
+        from ledger.views.queue import decode_state
 
         if not job_ids:
             return {}
@@ -279,7 +279,7 @@ class Store(ABC):
         """Each source known to the sync-state view or to a job's subject: its URIs, last
         ingestion and jobs by status (of ``org``'s subjects and jobs only, if given), by
         source id; ``source_id``: only that one."""
-        from projections.rules.sync_state import Source
+        from ledger.views.sync_state import Source
 
         if org is None:
             summary = self.read("sources_summary")
@@ -303,8 +303,8 @@ class Store(ABC):
         self, job_type: str | None = None, *, org: str | None = None
     ) -> list[DeadLetter]:
         """Dead jobs (optionally of one type, of one org), oldest death first."""
-        from projections.rules.dead_letters import DeadLetter
-        from projections.rules.queue import decode_state
+        from ledger.views.dead_letters import DeadLetter
+        from ledger.views.queue import decode_state
 
         if org is not None:
             rows = self.read("dead_letters_of_org", {"job_type": job_type, "org": org})
@@ -343,7 +343,7 @@ class Store(ABC):
 
     def rate_buckets(self) -> list[RateBucket]:
         """Every rate-limit key's bucket, from the rate-bucket view."""
-        from projections.rules.rate_buckets import bucket_of_row
+        from ledger.views.rate_buckets import bucket_of_row
 
         return [bucket_of_row(row) for row in self.read("rate_buckets_all")]
 
@@ -411,7 +411,7 @@ class Store(ABC):
 
 def _sync_state_of(row: Mapping[str, Any]) -> SyncState:
     """One ``jl_sync_state`` row as its value."""
-    from projections.rules.sync_state import SyncState
+    from ledger.views.sync_state import SyncState
 
     return SyncState(
         source_id=row["source_id"],

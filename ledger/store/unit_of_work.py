@@ -32,13 +32,13 @@ from ledger.store.kind_reads import read_all, read_states
 from ledger.store.policies import follow_policies
 from ledger.store.run_reads import LoadedRun, RunReads
 from ledger.store.run_rows import run_writes
-from projections.rules.definitions import KIND as DEFINITIONS
-from projections.rules.definitions import decode_definition_row
-from projections.rules.kind import Change, StateKind
-from projections.rules.queue import decode_state, queue_update_row, queue_values
-from projections.rules.rate_buckets import RateBucket, bucket_of_row
-from projections.rules.schedules import schedule_of_row
-from projections.rules.writes import ViewWrite
+from ledger.views.job_types import KIND as DEFINITIONS
+from ledger.views.job_types import decode_definition_row
+from ledger.views.kind import Change, StateKind
+from ledger.views.queue import decode_state, queue_update_row, queue_values
+from ledger.views.rate_buckets import RateBucket, bucket_of_row
+from ledger.views.schedules import schedule_of_row
+from ledger.views.writes import ViewWrite
 
 if TYPE_CHECKING:
     from ledger.core.schedules.state import ScheduleState
@@ -113,7 +113,7 @@ class UnitOfWork(RunReads, ABC):
 
     @abstractmethod
     def _write_queue(self, inserts: list[tuple[Any, ...]], updates: list[dict[str, Any]]) -> None:
-        """Insert new jobs' rows (values in :data:`projections.rules.queue.COLUMNS` order)
+        """Insert new jobs' rows (values in :data:`ledger.views.queue.COLUMNS` order)
         and update the others (``queue_update_row``)."""
 
     @abstractmethod
@@ -335,12 +335,12 @@ class UnitOfWork(RunReads, ABC):
 
     def append(self, changes: Sequence[Change]) -> dict[UUID, JobState]:
         """Fold, append and project ``changes`` (events of any kind of state: see
-        :mod:`projections.rules.kind`) in this transaction; the jobs' new states.
+        :mod:`ledger.views.kind`) in this transaction; the jobs' new states.
 
         Every job changed must have been read in this unit of work, unless its first event is
         ``job_enqueued``; every run read under its release lock (:meth:`lock_runs`), unless
         its first event is ``workflow_submitted``. The changes are folded in their kinds' fold
-        order (:data:`projections.rules.registry.KINDS`), whatever order they come in: job
+        order (:data:`ledger.views.registry.KINDS`), whatever order they come in: job
         types before jobs (a ``job_type_defined`` precedes the jobs enqueued under it), runs
         before jobs (a released step's ``workflow_step_released`` precedes its job's
         ``job_enqueued``).

@@ -4,7 +4,7 @@
 a :class:`~ledger.store.reads.ReadSnapshot` reads (the events in notification order, the live
 rows), the tracked projections' positions and rows, ``jl_meta``, and the rebuild's
 :class:`~ledger.store.shadows.ShadowTables`. The rules that decide the rows live in
-:mod:`projections.rules`; this is only I/O.
+:mod:`ledger.views`; this is only I/O.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from ledger.core.codec import EventCodec
 from ledger.store.ids import IdAdapter
 from ledger.store.reads import ReadSnapshot, StatementRunner
 from ledger.store.shadows import ShadowTables
-from projections.rules.stream_events import TailPosition
-from projections.rules.view import Row
+from ledger.views.stream_events import TailPosition
+from ledger.views.view import Row
 
 
 class ViewTables(ReadSnapshot):

@@ -19,7 +19,7 @@ from ledger.core.workflows.spec import StepKind
 from ledger.core.workflows.state import RunState, StepState
 from ledger.core.workflows.status import RunStatus, StepStatus
 from ledger.store.store import Store
-from projections.rules.workflows import decode_dependents, decode_header, decode_step
+from ledger.views.workflows import decode_dependents, decode_header, decode_step
 
 
 class StepView(NamedTuple):

@@ -9,7 +9,7 @@ from ledger.core.tokens import TokenState
 from ledger.deprecation import warn_once
 from ledger.store.store import Store
 from ledger.tokens import token_writes
-from projections.rules.kinds import TOKENS
+from ledger.views.kinds import TOKENS
 
 
 class TokenReader:

@@ -21,7 +21,7 @@ from ledger.core.tokens import (
     parse_bearer,
 )
 from ledger.store.store import Store
-from projections.rules.kinds import TOKENS
+from ledger.views.kinds import TOKENS
 
 SECRET_BYTES = 32
 

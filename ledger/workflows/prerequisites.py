@@ -15,7 +15,7 @@ from ledger.core.workflows.state import StepState
 from ledger.core.workflows.status import StepStatus
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
-from projections.rules.workflows import decode_step
+from ledger.views.workflows import decode_step
 
 
 def prerequisite_outputs(store: Store, link: WorkflowLink) -> dict[str, JSON]:

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from ledger.core.workflows.spec import ReleaseMode, StepKind
 from ledger.store.workflow_reads import StepView
-from ledger.workflows.workflow_views import Edge, WorkflowGraph
+from ledger.workflows.workflow_timeline import Edge, WorkflowGraph
 
 FORMATS = ("text", "dot", "mermaid")
 

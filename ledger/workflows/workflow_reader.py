@@ -18,7 +18,7 @@ from ledger.store import workflow_reads
 from ledger.store.store import Store
 from ledger.store.workflow_reads import RunPage, RunView, StepView
 from ledger.workflows.workflow_handle import WorkflowHandle
-from ledger.workflows.workflow_views import TimelineEntry, WorkflowGraph, graph_of
+from ledger.workflows.workflow_timeline import TimelineEntry, WorkflowGraph, graph_of
 
 
 class WorkflowReader:

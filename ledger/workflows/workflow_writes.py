@@ -39,7 +39,7 @@ from ledger.core.workflows.spec import ExternalStep, JobStep, StepRequest, Workf
 from ledger.core.workflows.state import RunState, StepsNotLoadedError
 from ledger.store.store import Store
 from ledger.store.unit_of_work import UnitOfWork
-from projections.rules.kinds import DEFINITIONS, JOBS, RUNS
+from ledger.views.kinds import DEFINITIONS, JOBS, RUNS
 
 
 class WorkflowStarted(NamedTuple):

@@ -23,8 +23,8 @@ DRIVERS = ("psycopg", "psycopg_pool", "sqlite3", "eventsourcing")
         "ledger.core.decision_replay",
         "ledger.core.replay_checks",
         "ledger.core.replay_findings",
-        "projections.rules.catalog",
-        "projections.rules.replay",
+        "ledger.views.catalog",
+        "ledger.views.rows_from_history",
     ],
 )
 def test_importing_the_core_loads_no_driver(module: str) -> None:

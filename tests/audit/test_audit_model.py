@@ -14,8 +14,8 @@ from ledger.core.times import parse_moment
 from ledger.core.values import Failure, FailureKind
 from ledger.store.audit_reads import audit_sql
 from ledger.store.queries import load
-from projections.rules.audit import COLUMNS, Origin, audit_row
-from projections.rules.audit_query import (
+from ledger.views.audit import COLUMNS, Origin, audit_row
+from ledger.views.audit_query import (
     AuditQuery,
     AuditRow,
     CursorError,

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from jobledger_cli.main import cli
 from ledger import AuditQuery, Ledger
-from projections.rules.catalog import AUDIT, version_key
+from ledger.views.catalog import AUDIT, version_key
 
 V1_TABLE = """CREATE TABLE jl_audit (
     position bigint PRIMARY KEY,

@@ -22,7 +22,7 @@ from ledger import (
     Subject,
     SubjectOp,
 )
-from ledger.core.sources import SourceAction
+from ledger.core.source_diff import SourceAction
 from ledger.core.state import JobState
 
 PERMANENT = Failure(kind=FailureKind.TERMINAL, code="doc.missing", message="File does not exist")

@@ -5,8 +5,8 @@ the sources it sees."""
 from __future__ import annotations
 
 from ledger.api.ledger import Ledger
+from ledger.core.source_diff import Listing
 from ledger.core.source_polls.decide import BreakerPolicy, SourceConfig
-from ledger.core.sources import Listing
 from tests.http.conftest import Server
 
 

@@ -15,7 +15,7 @@ from jobledger_cli.main import cli
 from ledger import Ledger
 from ledger.core.errors import InvalidRequestError
 from ledger.core.limits import MAX_NAME_LENGTH, MAX_SUBJECT_BYTES
-from ledger.core.sources import diff_source
+from ledger.core.source_diff import diff_source
 from ledger.core.values import Subject
 
 WIDE = "\U0001d518"

@@ -21,7 +21,7 @@ from ledger.core.events import (
     JobLeased,
     JobStageChanged,
 )
-from projections.rules.kinds import JOBS
+from ledger.views.kinds import JOBS
 
 FORGED = "\x1b[2J\x1b]0;owned\x07\r\nforged line\u202e"
 """Clears the screen, retitles the window, starts a fake line, reverses the rest."""

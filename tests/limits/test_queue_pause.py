@@ -4,8 +4,8 @@ jobs pending and unclaimed, leased ones finishing, the views and replay holding.
 from __future__ import annotations
 
 from ledger import EnqueueRequest, Ledger
-from ledger.core.queues import QueuePaused, QueueResumed, queue_stream_id
-from projections.rules.audit_query import AuditQuery
+from ledger.core.queue_pauses import QueuePaused, QueueResumed, queue_stream_id
+from ledger.views.audit_query import AuditQuery
 
 
 def test_a_paused_queue_is_not_claimed_and_resume_claims_it(defined: Ledger) -> None:

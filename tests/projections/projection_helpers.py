@@ -11,7 +11,7 @@ import psycopg
 
 from ledger import Failure, FailureKind, FakeClock, Ledger
 from ledger.core.values import Subject, SubjectOp
-from projections.rules.replay import TailPosition
+from ledger.views.rows_from_history import TailPosition
 
 
 def raw(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

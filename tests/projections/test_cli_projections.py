@@ -8,7 +8,7 @@ from click.testing import CliRunner, Result
 from projection_helpers import populate, raw
 
 from jobledger_cli.main import cli
-from projections.rules.catalog import PROJECTIONS, get, version_key
+from ledger.views.catalog import PROJECTIONS, get, version_key
 
 
 def run(url: str, *args: str) -> Result:

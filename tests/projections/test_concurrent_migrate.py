@@ -22,7 +22,7 @@ from ledger.api.migrate import migrate
 from ledger.core.values import EnqueueRequest
 from ledger.store.config import open_store
 from ledger.store.store import Store
-from projections.rules.catalog import version_key
+from ledger.views.catalog import version_key
 
 PROCESSES = 3
 

@@ -23,7 +23,7 @@ from projection_helpers import raw, reset_tracking
 from ledger import Completion, EnqueueRequest, Ledger
 from ledger.runtime.handlers import Registry
 from ledger.runtime.pool import WorkerPool
-from projections.runners.follower import Follower
+from projections.follower import Follower
 
 BOUND_S = 10.0
 CONSOLE_SCRIPT = str(Path(sys.executable).with_name("jobledger"))

@@ -13,8 +13,8 @@ from projection_helpers import as_uuid, populate, raw
 from jobledger_cli.main import cli
 from ledger import FakeClock, JobStatus, Ledger
 from ledger.core.errors import DatabaseNotInitialisedError
-from projections.rules.catalog import version_key
-from projections.rules.queue import decode_state
+from ledger.views.catalog import version_key
+from ledger.views.queue import decode_state
 
 LEASED_T = "SELECT job_id FROM jl_queue WHERE status = 'leased' AND job_type = 't'"
 

@@ -11,7 +11,7 @@ from projection_helpers import populate, raw
 
 from ledger import Completion, EnqueueRequest, Failure, FailureKind, FakeClock, Ledger, LedgerError
 from ledger.core.values import Subject, SubjectOp
-from projections.runners.rebuilder import Rebuilder
+from projections.rebuilder import Rebuilder
 
 
 def job_event_count(url: str) -> int:

@@ -9,9 +9,9 @@ from projection_helpers import populate
 
 from ledger import Ledger
 from ledger.store.reads import StoredRow, upto
-from projections.rules.catalog import PROJECTIONS
-from projections.rules.replay import Replay
-from projections.runners.rebuilder import Rebuilder
+from ledger.views.catalog import PROJECTIONS
+from ledger.views.rows_from_history import Replay
+from projections.rebuilder import Rebuilder
 
 
 def test_pages_read_what_one_read_does_and_stop_at_the_end(db_url: str) -> None:

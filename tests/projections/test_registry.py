@@ -12,9 +12,9 @@ from ledger.core.events import JobEvent
 from ledger.core.state import JobState, evolve
 from ledger.core.values import RateLimit
 from ledger.store.queries import load
-from projections.rules import registry
-from projections.rules.catalog import BY_NAME, PROJECTIONS
-from projections.rules.replay import Replay
+from ledger.views import registry
+from ledger.views.catalog import BY_NAME, PROJECTIONS
+from ledger.views.rows_from_history import Replay
 
 BACKENDS = ("postgres", "sqlite")
 _WRITES_TABLE = re.compile(r"^\s*(?:INSERT\s+INTO|DELETE\s+FROM|UPDATE)\s+(\w+)", re.I)

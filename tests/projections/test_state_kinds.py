@@ -18,9 +18,9 @@ from ledger import Ledger
 from ledger.clock import FakeClock
 from ledger.core.events import Event
 from ledger.core.state import IllegalTransitionError
-from projections.rules.kind import StateKind
-from projections.rules.registry import registered
-from projections.rules.view import Projection
+from ledger.views.kind import StateKind
+from ledger.views.registry import registered
+from ledger.views.view import Projection
 
 TOY_NAMESPACE = UUID("2a4e8c1d-5b3f-4d6a-9e7c-0f1b2c3d4e5f")
 

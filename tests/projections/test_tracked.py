@@ -14,8 +14,8 @@ from jobledger_cli.main import cli
 from ledger import Failure, FailureKind, FakeClock, Ledger
 from ledger.core.events import JobEvent
 from ledger.store.views import ViewTables
-from projections.rules.catalog import AUDIT
-from projections.runners.tracked import TrackedRunner
+from ledger.views.catalog import AUDIT
+from projections.tracked import TrackedRunner
 
 COLUMNS = "position, job_id, job_type, org, event, worker_id, run_number, attempt, at"
 

@@ -10,8 +10,8 @@ from projection_helpers import as_uuid, populate, raw
 
 from ledger import Ledger
 from ledger.store.shadow_ddl import index_names, projection_schema
-from projections.rules.catalog import BY_NAME, PROJECTIONS, version_key
-from projections.rules.replay import Replay
+from ledger.views.catalog import BY_NAME, PROJECTIONS, version_key
+from ledger.views.rows_from_history import Replay
 
 # (view, corruption, the key column to look up, the column the report must name or None)
 CORRUPTIONS = [

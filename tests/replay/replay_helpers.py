@@ -16,7 +16,7 @@ from ledger.core.events import JobEvent
 from ledger.core.state import Lease, fold
 from ledger.core.values import Subject
 from ledger.maintenance.reaper import Reaper
-from projections.rules.kinds import JOBS
+from ledger.views.kinds import JOBS
 
 RETRYABLE = Failure(kind=FailureKind.RETRYABLE, code="http.503", message="busy")
 TERMINAL = Failure(kind=FailureKind.TERMINAL, code="bad.input", message="no")

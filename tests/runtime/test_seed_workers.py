@@ -30,7 +30,7 @@ from ledger.runtime.handlers import JobContext, PermanentError, Registry, Transi
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool import WorkerPool, process_worker_id
 from ledger.testing import work_job
-from projections.rules.dead_letters import PROJECTION as DEAD_LETTERS
+from ledger.views.dead_letters import PROJECTION as DEAD_LETTERS
 
 INGEST = "ingest"
 MakePool = Callable[..., WorkerPool]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ledger import AuditQuery, Ledger
 from ledger.clock import FakeClock
 from ledger.core.schedules.state import schedule_stream_id
-from projections.rules.audit import ENQUEUE_REFUSED
+from ledger.views.audit import ENQUEUE_REFUSED
 
 
 def test_schedule_events_have_audit_rows(db_url: str, defined: Ledger, clock: FakeClock) -> None:

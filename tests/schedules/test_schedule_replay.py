@@ -16,7 +16,7 @@ from ledger.core.codec import Record
 from ledger.core.schedules.events import ScheduleAdded, ScheduleFired, ScheduleMissed
 from ledger.core.schedules.replay import check_schedule
 from ledger.core.schedules.state import schedule_stream_id
-from projections.rules.kinds import SCHEDULES
+from ledger.views.kinds import SCHEDULES
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

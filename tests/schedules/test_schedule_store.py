@@ -10,7 +10,7 @@ from ledger import Ledger
 from ledger.clock import FakeClock
 from ledger.core.schedules.events import ScheduleAdded, ScheduleFired, SchedulePaused
 from ledger.core.schedules.state import ScheduleStatus
-from projections.rules.kinds import SCHEDULES
+from ledger.views.kinds import SCHEDULES
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

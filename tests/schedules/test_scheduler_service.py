@@ -15,8 +15,8 @@ from ledger.core.schedules.events import ScheduleAdded
 from ledger.core.schedules.state import schedule_stream_id
 from ledger.maintenance.scheduler import Scheduler, SchedulerConfig
 from ledger.runtime.config import PoolConfig
-from ledger.schedules.schedule_views import schedule_detail
-from projections.rules.kinds import SCHEDULES
+from ledger.schedules.schedule_reads import schedule_detail
+from ledger.views.kinds import SCHEDULES
 
 
 def test_one_pass_fires_every_due_schedule_in_rounds(defined: Ledger, clock: FakeClock) -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from ledger import Ledger
 from ledger.runtime.handlers import Registry, Result, SyncJobContext
-from ledger.runtime.sources import directory_lister
+from ledger.runtime.source_listers import directory_lister
 
 SYNC_TYPE = "docs.sync"
 

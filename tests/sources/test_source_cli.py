@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ledger import FakeClock, Ledger
+from ledger.core.source_diff import Listing
 from ledger.core.source_polls.decide import BreakerPolicy, SourceConfig
 from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
-from ledger.core.sources import Listing
 from tests.cli.cli_helpers import event_count, invoke
 from tests.sources.conftest import SYNC_TYPE
 
@@ -70,7 +70,7 @@ def app_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     (tmp_path / f"{name}.py").write_text(
         textwrap.dedent(f"""
         from ledger.runtime.handlers import Registry
-        from ledger.runtime.sources import directory_lister
+        from ledger.runtime.source_listers import directory_lister
 
         registry = Registry()
         lister = directory_lister({str(tmp_path / "docs")!r})

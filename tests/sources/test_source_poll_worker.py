@@ -19,7 +19,7 @@ JOBLEDGER = str(Path(sys.executable).with_name("jobledger"))
 APP = textwrap.dedent(
     """
     from ledger.runtime.handlers import Registry, Result
-    from ledger.runtime.sources import directory_lister
+    from ledger.runtime.source_listers import directory_lister
 
     registry = Registry()
     registry.source("docs", directory_lister("docs"), job_type="docs.sync")

@@ -11,12 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ledger import FakeClock, Ledger
+from ledger.core.source_diff import Listing, SourceAction
 from ledger.core.source_polls.events import SOURCE_POLL_JOB_TYPE
 from ledger.core.source_polls.state import BreakerState, PollResult
-from ledger.core.sources import Listing, SourceAction
 from ledger.testing import drain
-from projections.rules.audit_query import AuditQuery
-from projections.rules.kinds import SOURCE_POLLS
+from ledger.views.audit_query import AuditQuery
+from ledger.views.kinds import SOURCE_POLLS
 from tests.sources.conftest import SYNC_TYPE, docs_registry
 
 

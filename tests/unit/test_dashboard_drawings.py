@@ -8,7 +8,7 @@ from uuid import uuid4
 
 from ledger.core.diagnostics import diagnose
 from ledger.http.drawings import dag, job_timeline, series
-from projections.rules.audit_query import AuditRow
+from ledger.views.audit_query import AuditRow
 from tests.unit.test_diagnostics import T0, History
 
 

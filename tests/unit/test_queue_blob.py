@@ -20,7 +20,7 @@ from ledger.core.values import (
     SubjectOp,
     WorkflowLink,
 )
-from projections.rules.queue import decode_state, encode_state, queue_row, queue_update_row
+from ledger.views.queue import decode_state, encode_state, queue_row, queue_update_row
 
 AT = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 

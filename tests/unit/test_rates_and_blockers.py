@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 
 from ledger.core import blockers
 from ledger.core.decide import decide_enqueue
-from ledger.core.queues import QueuePaused, evolve_queue
+from ledger.core.queue_pauses import QueuePaused, evolve_queue
 from ledger.core.rates import interval_us, next_token_us, parse_rate, rate_text, spend, tokens
 from ledger.core.state import evolve
 from ledger.core.values import EnqueueRequest, JobDefinition, RateLimit
-from projections.rules.rate_buckets import SPEND, VIEW
-from projections.rules.view import MemoryTable
+from ledger.views.rate_buckets import SPEND, VIEW
+from ledger.views.view import MemoryTable
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ledger import InvalidRequestError, Subject, SubjectOp
-from ledger.core.sources import SourceAction, SourceDecision, diff_source
+from ledger.core.source_diff import SourceAction, SourceDecision, diff_source
 
 UPSERT, UNCHANGED, DELETE = SourceAction.UPSERT, SourceAction.UNCHANGED, SourceAction.DELETE
 

@@ -8,8 +8,8 @@ from datetime import timedelta
 from views_helpers import RETRYABLE, define_types, enqueue, invoke, work_a_mix
 
 from ledger import FakeClock, JobStatus, Ledger
-from ledger.store.job_views import jobs_at
-from projections.rules.job_list import JobQuery
+from ledger.store.queue_reads import jobs_at
+from ledger.views.job_pages import JobQuery
 
 QUERIES: list[dict[str, object]] = [
     {},

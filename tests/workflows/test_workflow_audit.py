@@ -15,7 +15,7 @@ from jobledger_cli.main import cli
 from ledger import AuditQuery, FakeClock, Ledger
 from ledger.core.workflows.ids import step_job_id
 from ledger.testing import drain
-from projections.runners.tracked import TrackedRunner
+from projections.tracked import TrackedRunner
 
 
 @pytest.fixture

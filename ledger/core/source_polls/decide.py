@@ -11,6 +11,7 @@ from uuid import UUID
 import msgspec
 
 from ledger.core.events import Event
+from ledger.core.source_diff import SourceSync
 from ledger.core.source_polls.events import (
     SourceBreakerOpened,
     SourcePolled,
@@ -18,7 +19,6 @@ from ledger.core.source_polls.events import (
     SourcePollSkipped,
 )
 from ledger.core.source_polls.state import BreakerState, PollResult, SourcePollState
-from ledger.core.sources import SourceSync
 
 BREAKER_OPEN = "source.breaker_open"
 """The skip code of a poll the open breaker stopped."""

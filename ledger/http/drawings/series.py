@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 from uuid import UUID
 
-from projections.rules.audit_query import AuditRow
+from ledger.views.audit_query import AuditRow
 
 MINUTES = 60
 EVENTS = ("job_leased", "job_succeeded", "job_failed", "job_dead_lettered")

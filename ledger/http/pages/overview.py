@@ -19,7 +19,7 @@ from ledger.core.values import JobStatus
 from ledger.http.auth import scoped_org, sees_every_org
 from ledger.http.drawings.series import EVENTS, MINUTES, per_minute
 from ledger.http.pages.view import page
-from projections.rules.audit_query import MAX_LIMIT, AuditQuery
+from ledger.views.audit_query import MAX_LIMIT, AuditQuery
 
 STATUSES = [status.value for status in JobStatus]
 

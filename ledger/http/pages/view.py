@@ -12,7 +12,7 @@ from litestar.response import Template
 from ledger.api.shaping import iso_millis
 from ledger.core.tokens import Role, TokenState
 from ledger.http.auth import sees_every_org
-from projections.rules.audit_query import EVENT_NAMES
+from ledger.views.audit_query import EVENT_NAMES
 
 
 def page(

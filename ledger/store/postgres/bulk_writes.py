@@ -33,7 +33,7 @@ from ledger.core.errors import StoreError
 from ledger.store.postgres.copy import copy_values
 from ledger.store.schema import EVENTS_TABLE
 from ledger.store.unit_of_work import EventRow
-from projections.rules.queue import COLUMNS
+from ledger.views.queue import COLUMNS
 
 COPY_THRESHOLD = 200
 """New jobs in one append from which it writes by COPY. Below it, the pipelined INSERTs win:
@@ -58,7 +58,7 @@ QUEUE_TYPES = {
 """jl_queue's columns and their types (as ``queue_insert`` casts them; binary COPY needs
 each exactly), in the order of the rows' values."""
 if tuple(QUEUE_TYPES) != COLUMNS:  # pragma: no cover - a guard for whoever edits either
-    raise ImportError("QUEUE_TYPES must name projections.rules.queue.COLUMNS in order")
+    raise ImportError("QUEUE_TYPES must name ledger.views.queue.COLUMNS in order")
 
 
 def copy_events(
@@ -92,7 +92,7 @@ def _copy_events(
 
 
 def copy_queue_rows(cursor: psycopg.Cursor[DictRow], rows: list[tuple[Any, ...]]) -> None:
-    """COPY new jobs' rows (:func:`projections.rules.queue.queue_values`) into jl_queue."""
+    """COPY new jobs' rows (:func:`ledger.views.queue.queue_values`) into jl_queue."""
     types = tuple(QUEUE_TYPES.values())
     for start in range(0, len(rows), COPY_ROWS):
         copy_values(cursor, QUEUE_TABLE, COLUMNS, types, rows[start : start + COPY_ROWS])

@@ -17,7 +17,7 @@ from psycopg.rows import DictRow
 from psycopg.sql import SQL, Composable, Identifier
 from psycopg.types.string import BytesBinaryDumper
 
-from projections.rules.view import Row
+from ledger.views.view import Row
 
 ARRAY_TYPES: dict[str, Composable] = {
     name: SQL(name + "[]")  # from this fixed set only

@@ -36,7 +36,7 @@ from psycopg.sql import SQL, Composed, Identifier, Literal
 from ledger.store.postgres import view_partitions
 from ledger.store.postgres.view_partitions import PARTITION_COLUMN, is_partitioned, key_of
 from ledger.store.schema import EVENTS_TABLE, EXPECTED_TABLES
-from projections.rules.view import Projection
+from ledger.views.view import Projection
 
 ARCHIVE_SCHEMA = "jl_archive"
 ALL_SCHEMA = "jl_all"

@@ -14,7 +14,7 @@ from psycopg.rows import DictRow, tuple_row
 from psycopg.sql import SQL, Identifier
 
 from ledger.store.reads import StoredRow
-from projections.rules.view import Projection, Row
+from ledger.views.view import Projection, Row
 
 LIVE_ROWS_BATCH = 10_000
 """Rows a server-side cursor sends per round trip when reading a whole view."""

@@ -24,7 +24,7 @@ from ledger.store.postgres.copy import ARRAY_TYPES, column_types, copy_rows
 from ledger.store.postgres.unit_of_work import lock_timeout
 from ledger.store.shadow_ddl import index_names, projection_schema, shadow, to_shadow
 from ledger.store.shadows import ShadowTables
-from projections.rules.view import Key, Projection, Row
+from ledger.views.view import Key, Projection, Row
 
 INDEX_BUILD_MEMORY = "256MB"
 """``maintenance_work_mem`` for a shadow's index builds: a million-row sort fits in memory."""

@@ -32,13 +32,13 @@ from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
 from ledger.store.postgres import partitions, view_partitions
-from ledger.store.postgres.async_borrowed import PostgresLoopBorrowedStore
-from ledger.store.postgres.borrowed import LedgerDatabase, PostgresBorrowedStore
+from ledger.store.postgres.async_joined import PostgresLoopJoinedStore
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.dead_peers import with_dead_peer_bounds
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
 from ledger.store.postgres.guarded_ddl import guarded_ddl
+from ledger.store.postgres.joined import LedgerDatabase, PostgresJoinedStore
 from ledger.store.postgres.listener import TaskListening, ThreadListening
 from ledger.store.postgres.migration_lock import migration_lock
 from ledger.store.postgres.partitions import ddl_relations
@@ -51,7 +51,7 @@ from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
 from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
 from ledger.store.store import ArchivedEvent, Store
-from projections.rules.kinds import RETENTION
+from ledger.views.kinds import RETENTION
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -199,13 +199,13 @@ class PostgresStore(Store):
             return []
         return self._frozen_writers.end(bound, 2 * bound if stalled_s is None else stalled_s)
 
-    def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
+    def joining(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
         if self.read_only:
-            return super().borrow(connection)
+            return super().joining(connection)
         where = LedgerDatabase(self.where, self.dbname, self.conninfo)
         if isinstance(connection, psycopg.AsyncConnection) and loop is not None:
-            return PostgresLoopBorrowedStore(self, where, connection, loop)
-        return PostgresBorrowedStore(self, where, connection)
+            return PostgresLoopJoinedStore(self, where, connection, loop)
+        return PostgresJoinedStore(self, where, connection)
 
     def listen(self, topic: Topic, on_notify: Callable[[], None]) -> ThreadListening:
         return ThreadListening(self.conninfo, topic, on_notify)

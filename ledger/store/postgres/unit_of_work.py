@@ -35,8 +35,8 @@ from ledger.store.postgres.errors import from_postgres
 from ledger.store.postgres.pipeline import synced_pipeline
 from ledger.store.postgres.recorder import LedgerRecorder
 from ledger.store.unit_of_work import EventRow, UnitOfWork
-from projections.rules.queue import COLUMNS
-from projections.rules.writes import ViewWrite
+from ledger.views.queue import COLUMNS
+from ledger.views.writes import ViewWrite
 
 
 def limit_lock_id(key: str) -> int:

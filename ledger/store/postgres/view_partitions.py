@@ -35,7 +35,7 @@ from psycopg.rows import DictRow
 from psycopg.sql import SQL, Identifier
 
 from ledger.store.shadow_ddl import projection_schema, shadow, to_shadow
-from projections.rules.catalog import AUDIT, DEAD_LETTERS, QUEUE, Projection
+from ledger.views.catalog import AUDIT, DEAD_LETTERS, QUEUE, Projection
 
 PARTITIONED_VIEWS: tuple[Projection, ...] = (QUEUE, AUDIT, DEAD_LETTERS)
 PARTITION_COLUMN = "job_id"

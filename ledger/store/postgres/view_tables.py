@@ -11,8 +11,8 @@ from ledger.store.postgres.copy import copy_rows
 from ledger.store.postgres.session import PostgresRunner
 from ledger.store.postgres.shadows import PostgresShadowTables
 from ledger.store.views import ViewTables
-from projections.rules.catalog import AUDIT
-from projections.rules.view import Row
+from ledger.views.catalog import AUDIT
+from ledger.views.view import Row
 
 
 class PostgresViewTables(ViewTables):

@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS jl_meta (
 )
 
 -- name: schema_queue
--- The queue view: one row per job, the fold of its history (projections/rules/queue.py).
+-- The queue view: one row per job, the fold of its history (ledger/views/queue.py).
 CREATE TABLE IF NOT EXISTS jl_queue (
     job_id uuid PRIMARY KEY,
     job_type text NOT NULL,
@@ -96,7 +96,7 @@ CREATE TABLE IF NOT EXISTS jl_definitions (
 )
 
 -- name: schema_tokens
--- The API tokens view (projections/rules/tokens.py): the fold of each token's stream; the
+-- The API tokens view (ledger/views/tokens.py): the fold of each token's stream; the
 -- secret's SHA-256 only, never the secret.
 CREATE TABLE IF NOT EXISTS jl_tokens (
     token_id text PRIMARY KEY,
@@ -110,7 +110,7 @@ CREATE TABLE IF NOT EXISTS jl_tokens (
 )
 
 -- name: schema_schedules
--- The schedules view (projections/rules/schedules.py): the fold of each schedule's stream;
+-- The schedules view (ledger/views/schedules.py): the fold of each schedule's stream;
 -- next_slot is NULL unless the schedule is active, so the due index holds only live ones.
 CREATE TABLE IF NOT EXISTS jl_schedules (
     name text PRIMARY KEY,
@@ -132,7 +132,7 @@ CREATE INDEX IF NOT EXISTS jl_schedules_due_idx
     ON jl_schedules (next_slot) WHERE next_slot IS NOT NULL
 
 -- name: schema_source_polls
--- The source-polls view (projections/rules/source_polls.py): the fold of each source's poll
+-- The source-polls view (ledger/views/source_polls.py): the fold of each source's poll
 -- stream, one row per polled source.
 CREATE TABLE IF NOT EXISTS jl_source_polls (
     source text PRIMARY KEY,
@@ -145,7 +145,7 @@ CREATE TABLE IF NOT EXISTS jl_source_polls (
 )
 
 -- name: schema_rate_buckets
--- The rate-bucket view (projections/rules/rate_buckets.py): one token bucket per rate-limit key
+-- The rate-bucket view (ledger/views/rate_buckets.py): one token bucket per rate-limit key
 -- (job_type, scope 'type' | 'org', org), times in µs; the claims skip a key whose next token
 -- is still to come (next_token_at > now) by this primary key.
 CREATE TABLE IF NOT EXISTS jl_rate_buckets (
@@ -160,7 +160,7 @@ CREATE TABLE IF NOT EXISTS jl_rate_buckets (
 )
 
 -- name: schema_states_of_queues
--- The queue-state view (projections/rules/queue_states.py): one row per queue ever paused or
+-- The queue-state view (ledger/views/queue_states.py): one row per queue ever paused or
 -- resumed, the fold of its stream; the claims skip the jobs of a paused one.
 CREATE TABLE IF NOT EXISTS jl_queue_states (
     queue text PRIMARY KEY,
@@ -170,7 +170,7 @@ CREATE TABLE IF NOT EXISTS jl_queue_states (
 )
 
 -- name: schema_sync_state
--- The sync-state view (projections/rules/sync_state.py): one row per (source_id, uri).
+-- The sync-state view (ledger/views/sync_state.py): one row per (source_id, uri).
 CREATE TABLE IF NOT EXISTS jl_sync_state (
     source_id text NOT NULL,
     uri text NOT NULL,
@@ -182,7 +182,7 @@ CREATE TABLE IF NOT EXISTS jl_sync_state (
 )
 
 -- name: schema_dead_letters
--- The dead-letter view (projections/rules/dead_letters.py): one row per dead job.
+-- The dead-letter view (ledger/views/dead_letters.py): one row per dead job.
 CREATE TABLE IF NOT EXISTS jl_dead_letters (
     job_id uuid PRIMARY KEY,
     job_type text NOT NULL,
@@ -202,7 +202,7 @@ CREATE INDEX IF NOT EXISTS jl_dead_letters_subject_idx
     ON jl_dead_letters (source_id, uri) WHERE source_id IS NOT NULL
 
 -- name: schema_workflow_runs
--- The workflow view's runs (projections/rules/workflows.py): one row per run, its header.
+-- The workflow view's runs (ledger/views/workflows.py): one row per run, its header.
 CREATE TABLE IF NOT EXISTS jl_workflow_runs (
     run_id uuid PRIMARY KEY,
     workflow_type text NOT NULL,
@@ -273,7 +273,7 @@ CREATE INDEX IF NOT EXISTS jl_events_transaction_idx ON jl_events (transaction_i
 
 -- name: schema_tracking
 -- Tracked projections' positions: the (transaction_id, notification_id) of the last event each
--- has applied, written in the same transaction as its rows (projections/runners/tracked.py).
+-- has applied, written in the same transaction as its rows (projections/tracked.py).
 CREATE TABLE IF NOT EXISTS jl_tracking (
     name text PRIMARY KEY,
     position bigint NOT NULL
@@ -285,7 +285,7 @@ CREATE TABLE IF NOT EXISTS jl_tracking (
 ALTER TABLE jl_tracking ADD COLUMN IF NOT EXISTS transaction_id xid8 NOT NULL DEFAULT '0'
 
 -- name: schema_audit
--- The audit view (projections/rules/audit.py, tracked): one row per job or workflow event.
+-- The audit view (ledger/views/audit.py, tracked): one row per job or workflow event.
 CREATE TABLE IF NOT EXISTS jl_audit (
     position bigint PRIMARY KEY,
     job_id uuid NOT NULL,
@@ -1106,14 +1106,14 @@ SELECT name, next_slot FROM jl_schedules WHERE next_slot IS NOT NULL AND org = %
 ORDER BY next_slot, name
 LIMIT 1
 
--- name: borrowed_lock_timeout_get
--- The application's transaction's lock_timeout, put back after a borrowed unit of work.
+-- name: joined_lock_timeout_get
+-- The application's transaction's lock_timeout, put back after a joined unit of work.
 SELECT current_setting('lock_timeout') AS lock_timeout
 
--- name: borrowed_lock_timeout_put
+-- name: joined_lock_timeout_put
 -- Put the lock_timeout back for the rest of the application's transaction.
 SELECT set_config('lock_timeout', %(lock_timeout)s, true)
 
--- name: borrowed_ledger_present
+-- name: joined_ledger_present
 -- Whether the application's connection sees a ledger's schema (its marker table).
 SELECT to_regclass('jl_meta') IS NOT NULL AS present

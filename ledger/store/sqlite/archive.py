@@ -20,7 +20,7 @@ from ledger.store.schema import EVENTS_TABLE
 from ledger.store.shadow_ddl import safe_column, safe_name
 
 if TYPE_CHECKING:
-    from projections.rules.view import Projection
+    from ledger.views.view import Projection
 
 ARCHIVE_SCHEMA = "archive"
 EVENT_COLUMNS = "originator_id, originator_version, topic, state"
@@ -29,7 +29,7 @@ EVENT_COLUMNS = "originator_id, originator_version, topic, state"
 def archived_views() -> tuple[Projection, ...]:
     """The per-job views whose rows move with their jobs' events (the catalogue is imported
     here, not with the module: a store that only reads opens this module, never the catalogue)."""
-    from projections.rules.catalog import AUDIT, DEAD_LETTERS, QUEUE
+    from ledger.views.catalog import AUDIT, DEAD_LETTERS, QUEUE
 
     return (QUEUE, AUDIT, DEAD_LETTERS)
 

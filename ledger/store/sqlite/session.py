@@ -12,7 +12,7 @@ from ledger.store.reads import StoredRow
 from ledger.store.shadow_ddl import safe_column, safe_name
 
 if TYPE_CHECKING:
-    from projections.rules.view import Projection, Row
+    from ledger.views.view import Projection, Row
 
 LIVE_ROWS_BATCH = 10_000
 """Rows fetched per call when reading a whole view."""

@@ -23,7 +23,7 @@ from ledger.store.shadow_ddl import (
     to_shadow,
 )
 from ledger.store.shadows import ShadowTables
-from projections.rules.view import Key, Projection, Row
+from ledger.views.view import Key, Projection, Row
 
 
 class SQLiteShadowTables(ShadowTables):

@@ -28,7 +28,7 @@ from ledger.store.sqlite import archive as archive_files
 from ledger.store.sqlite.errors import errors_mapped, from_persistence, from_sqlite
 from ledger.store.sqlite.session import SQLiteRunner
 from ledger.store.store import ArchivedEvent, Store
-from projections.rules.kinds import RETENTION
+from ledger.views.kinds import RETENTION
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from ledger.store.sqlite.unit_of_work import SQLiteUnitOfWork
     from ledger.store.sqlite.view_tables import SQLiteViewTables
 
-# The writers' modules (units of work, shadow tables, borrowed connections) are imported where
+# The writers' modules (units of work, shadow tables, joined connections) are imported where
 # they are used: a read command opens this store only to read (issue 17, part 10).
 
 BUSY_TIMEOUT_S = 30
@@ -198,12 +198,12 @@ class SQLiteStore(Store):
     def _errors_mapped(self) -> AbstractContextManager[None]:
         return errors_mapped(self.where)
 
-    def borrow(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
+    def joining(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
         if self.read_only:
-            return super().borrow(connection)
-        from ledger.store.sqlite.borrowed import SQLiteBorrowedStore
+            return super().joining(connection)
+        from ledger.store.sqlite.joined import SQLiteJoinedStore
 
-        return SQLiteBorrowedStore(self, self.path, self.where, connection)
+        return SQLiteJoinedStore(self, self.path, self.where, connection)
 
     @contextmanager
     def _transaction(self) -> Iterator[SQLiteUnitOfWork]:

@@ -20,7 +20,7 @@ from ledger.core.codec import EventCodec
 from ledger.store.ids import IdAdapter
 from ledger.store.sqlite.errors import from_sqlite
 from ledger.store.unit_of_work import EventRow, UnitOfWork
-from projections.rules.writes import ViewWrite
+from ledger.views.writes import ViewWrite
 
 
 class StoreParts(Protocol):

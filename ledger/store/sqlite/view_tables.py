@@ -9,7 +9,7 @@ from ledger.store.ids import IdAdapter
 from ledger.store.sqlite.session import SQLiteRunner
 from ledger.store.sqlite.shadows import SQLiteShadowTables
 from ledger.store.views import ViewTables
-from projections.rules.view import Row
+from ledger.views.view import Row
 
 
 class SQLiteViewTables(ViewTables):

@@ -1,1 +1,0 @@
-"""Pure projection rules and query shapes: rows from events, no I/O."""

@@ -1,1 +1,0 @@
-"""The projection runners that do I/O: rebuild, verify, follow, stats."""
