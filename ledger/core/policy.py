@@ -44,7 +44,7 @@ MAX_CASCADE_DEPTH = 8
 
 FOLLOW_UP_NAMESPACE = UUID("0b7f5e8a-3c2d-4e61-9a7b-5d1c8e2f4a90")
 
-JobChange = tuple[UUID, Sequence[JobEvent]]
+JobEvents = tuple[UUID, Sequence[JobEvent]]
 """One job's new events, as ``UnitOfWork.append`` takes them."""
 
 
@@ -55,8 +55,10 @@ class RunEvents(NamedTuple):
     events: Sequence[WorkflowEvent]
 
 
-Change = JobChange | RunEvents
-"""What a policy's reaction changes: a job's stream or a run's."""
+Reaction = JobEvents | RunEvents
+"""One item of a policy's reaction: new events for a job's stream or a run's (a kind of state's
+change, :class:`ledger.views.kind.Change`, is the store's general form; the core knows only these
+two kinds)."""
 
 
 class PolicyCascadeError(LedgerError):
@@ -113,7 +115,7 @@ class Policy(ABC):
         """``None`` if ``trigger`` is none of this policy's business, else what it must see."""
 
     @abstractmethod
-    def react(self, trigger: Trigger, facts: Facts) -> Sequence[Change]:
+    def react(self, trigger: Trigger, facts: Facts) -> Sequence[Reaction]:
         """The follow-up changes ``trigger`` causes (may be none). A decision on a run
         loaded in part may raise StepsNotLoadedError: the cascade loads more and asks again."""
 
@@ -159,13 +161,13 @@ def react(
     jobs: Mapping[UUID, JobState],
     definitions: Mapping[str, JobDefinition],
     runs: Mapping[UUID, RunState] | None = None,
-) -> list[Change]:
+) -> list[Reaction]:
     """Every asked policy's follow-ups, in order. Each decides on the states left by the
     ones before it (their follow-ups folded in), so two reactions to one job (or run)
     compose."""
     current = dict(jobs)
     current_runs = dict(runs or {})
-    changes: list[Change] = []
+    changes: list[Reaction] = []
     for policy, trigger, _ in asked:
         facts = Facts(current, definitions, trigger.event.at, current_runs)
         for change in policy.react(trigger, facts):
@@ -189,7 +191,7 @@ def react(
 
 Read = Callable[[set[UUID], set[str]], tuple[Mapping[UUID, JobState], Mapping[str, JobDefinition]]]
 """``read(job_ids, job_types)``: the current states and definitions of those that exist."""
-Fold = Callable[[list[Change]], Sequence[Trigger]]
+Fold = Callable[[list[Reaction]], Sequence[Trigger]]
 """``fold(changes)``: append them to the unit of work; the triggers their events make."""
 
 

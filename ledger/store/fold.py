@@ -27,8 +27,7 @@ from ledger.core.events import (
     JobRequeued,
     JobRetryScheduled,
 )
-from ledger.core.policy import Change as PolicyChange
-from ledger.core.policy import RunEvents, Trigger
+from ledger.core.policy import Reaction, RunEvents, Trigger
 from ledger.core.state import JobState, evolve
 from ledger.core.values import JobStatus
 from ledger.core.workflows.events import WorkflowEvent
@@ -108,7 +107,7 @@ class AppendFold:
                 for _, key, events in group:
                     self.fold_stream(kind, key, events)
 
-    def fold_changes(self, changes: Sequence[PolicyChange]) -> None:
+    def fold_changes(self, changes: Sequence[Reaction]) -> None:
         """Fold a policy round's changes, in order: runs' and jobs' alike."""
         for change in changes:
             if isinstance(change, RunEvents):

@@ -30,7 +30,7 @@ from uuid import UUID
 
 from msgspec.structs import replace
 
-from ledger.core.policy import MAX_CASCADE_DEPTH, Change, Policy, Trigger, cascade
+from ledger.core.policy import MAX_CASCADE_DEPTH, Policy, Reaction, Trigger, cascade
 from ledger.core.state import DefinitionState, JobState
 from ledger.core.values import JobDefinition
 from ledger.core.workflows.state import RunState, StepsNotLoadedError
@@ -128,7 +128,7 @@ def follow_policies(
         found = unit.states(DEFINITIONS, sorted(job_types)) if job_types else {}
         return jobs, {job_type: state.definition for job_type, state in found.items()}
 
-    def fold_round(changes: list[Change]) -> list[Trigger]:
+    def fold_round(changes: list[Reaction]) -> list[Trigger]:
         start = len(triggers)
         fold.fold_changes(changes)
         return triggers[start:]

@@ -15,7 +15,7 @@ from ledger.core.errors import DefinitionNotFoundError
 from ledger.core.events import JobCancelled, JobDeadLettered, JobEnqueued, JobSucceeded
 from ledger.core.policy import (
     Facts,
-    JobChange,
+    JobEvents,
     Needs,
     Policy,
     PolicyCascadeError,
@@ -41,7 +41,7 @@ class EnqueueAfterSuccess(Policy):
             return None
         return Needs(jobs=(follow_up_id(self, trigger),), job_types=(self.then,))
 
-    def react(self, trigger: Trigger, facts: Facts) -> list[JobChange]:
+    def react(self, trigger: Trigger, facts: Facts) -> list[JobEvents]:
         job_id = follow_up_id(self, trigger)
         if job_id in facts.jobs:
             return []
@@ -61,7 +61,7 @@ class CancelPartnerOnDeath(Policy):
             return None
         return Needs(jobs=(UUID(partner),))
 
-    def react(self, trigger: Trigger, facts: Facts) -> list[JobChange]:
+    def react(self, trigger: Trigger, facts: Facts) -> list[JobEvents]:
         partner = facts.jobs.get(UUID(str(trigger.state.request.payload["partner"])))
         if partner is None or not partner.status.is_live:
             return []
@@ -79,7 +79,7 @@ class EnqueueForever(Policy):
             return Needs(job_types=("loop",))
         return None
 
-    def react(self, trigger: Trigger, facts: Facts) -> list[JobChange]:
+    def react(self, trigger: Trigger, facts: Facts) -> list[JobEvents]:
         job_id = follow_up_id(self, trigger)
         request = EnqueueRequest(job_type="loop")
         return [

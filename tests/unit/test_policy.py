@@ -14,7 +14,7 @@ from ledger.core.errors import InvalidTransitionError, LedgerError
 from ledger.core.events import JobEnqueued
 from ledger.core.policy import (
     Facts,
-    JobChange,
+    JobEvents,
     Needs,
     Policy,
     PolicyCascadeError,
@@ -44,7 +44,7 @@ class EnqueueNext(Policy):
             return None
         return Needs(jobs=(follow_up_id(self, trigger),), job_types=(self.target,))
 
-    def react(self, trigger: Trigger, facts: Facts) -> list[JobChange]:
+    def react(self, trigger: Trigger, facts: Facts) -> list[JobEvents]:
         job_id = follow_up_id(self, trigger)
         if job_id in facts.jobs:
             return []
@@ -64,7 +64,7 @@ class CancelOnEnqueue(Policy):
     def needs(self, trigger: Trigger) -> Needs | None:
         return Needs(jobs=(self.victim,)) if isinstance(trigger.event, JobEnqueued) else None
 
-    def react(self, trigger: Trigger, facts: Facts) -> list[JobChange]:
+    def react(self, trigger: Trigger, facts: Facts) -> list[JobEvents]:
         state = facts.jobs[self.victim]
         return [(self.victim, [decide.decide_cancel(state, facts.now, self.reason)])]
 
@@ -76,7 +76,7 @@ class World:
     def __init__(self, *states: JobState) -> None:
         self.jobs = {state.job_id: state for state in states}
         self.reads: list[tuple[set[UUID], set[str]]] = []
-        self.folded: list[JobChange] = []
+        self.folded: list[JobEvents] = []
 
     def read(
         self, job_ids: set[UUID], job_types: set[str]
@@ -85,7 +85,7 @@ class World:
         jobs = {i: self.jobs[i] for i in job_ids if i in self.jobs}
         return jobs, {t: DEFINITIONS[t] for t in job_types if t in DEFINITIONS}
 
-    def fold(self, changes: Sequence[JobChange]) -> list[Trigger]:
+    def fold(self, changes: Sequence[JobEvents]) -> list[Trigger]:
         triggers = []
         for job_id, events in changes:
             self.folded.append((job_id, events))

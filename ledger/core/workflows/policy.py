@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ledger.core.events import JobCancelled, JobDeadLettered, JobRequeued, JobSucceeded
-from ledger.core.policy import Change, Facts, Needs, Policy, RunEvents, Trigger
+from ledger.core.policy import Facts, Needs, Policy, Reaction, RunEvents, Trigger
 from ledger.core.workflows.decide import decide_job_event
 from ledger.core.workflows.errors import WorkflowTransitionError
 from ledger.core.workflows.jobs import step_outcome
@@ -33,7 +33,7 @@ class WorkflowPolicy(Policy):
             return None
         return Needs(runs=(link.run_id,), steps=((link.run_id, link.step_key),))
 
-    def react(self, trigger: Trigger, facts: Facts) -> Sequence[Change]:
+    def react(self, trigger: Trigger, facts: Facts) -> Sequence[Reaction]:
         link = trigger.state.workflow
         assert link is not None  # needs() said so
         run = facts.runs.get(link.run_id)
@@ -45,7 +45,7 @@ class WorkflowPolicy(Policy):
         decision = decide_job_event(
             run, link.step_key, trigger.job_id, trigger.event, trigger.state
         )
-        changes: list[Change] = []
+        changes: list[Reaction] = []
         if decision.events:
             changes.append(RunEvents(link.run_id, decision.events))
         changes += [(job.job_id, [job.enqueued]) for job in decision.enqueue]
