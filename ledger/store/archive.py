@@ -1,12 +1,22 @@
-"""What a backend's archive moves and reports, whatever the backend (the SQLite archive file:
-:mod:`ledger.store.sqlite.archive`)."""
+"""What a backend's archive moves and reports, whatever the backend, and the store's hooks a
+backend overrides to archive (:class:`Archiving`, decision 31; the SQLite archive file:
+:mod:`ledger.store.sqlite.archive`; PostgreSQL's detached months:
+:mod:`ledger.store.postgres.month_archiving`)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 from uuid import UUID
 
 from ledger.core.errors import RetentionUnsupportedError
+from ledger.core.events import Event
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+ArchivedEvent = Callable[[list[UUID], dict[str, int]], Event]
+"""Builds a retention batch's event from the jobs it moved and the rows moved per table."""
 
 
 def archive_unsupported(backend: str) -> RetentionUnsupportedError:
@@ -52,3 +62,43 @@ class ArchiveUnit(NamedTuple):
     """The streams (jobs, or a name-derived stream) with events in it."""
     eligible: int
     """Those that are jobs a run may move now; it moves when all are."""
+
+
+class Archiving:
+    """A store's retention hooks (decision 31): where it archives, the move there, the units
+    it moves and the sizes it reports. A store that cannot archive keeps these: it refuses
+    the move and has nothing to report."""
+
+    backend: ClassVar[str]
+
+    @property
+    def archive_where(self) -> str | None:
+        """Where :meth:`move_to_archive` moves jobs (``None``: this backend cannot yet)."""
+        return None
+
+    def move_to_archive(
+        self,
+        job_versions: Mapping[UUID, int],
+        event_for: ArchivedEvent,
+        *,
+        now: datetime | None = None,
+    ) -> ArchiveMove:
+        """Move finished jobs, each still at the version it was chosen at, out of the hot
+        tables into the archive, with the event ``event_for`` builds in the transaction that
+        removes them; jobs that changed meanwhile stay. ``now`` is the run's time (PostgreSQL
+        detaches only months wholly before it)."""
+        raise archive_unsupported(self.backend)
+
+    def ensure_partitions(self, now: datetime, ahead: int = 3) -> list[str]:
+        """Make the archive units of ``now``'s month and ``ahead`` more where the backend
+        archives by month (PostgreSQL: the events table's partitions); those made."""
+        return []
+
+    def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
+        """The units a run moves whole, if this backend moves jobs by unit (PostgreSQL: the
+        past months of the events table), and whether each would move now."""
+        return []
+
+    def table_sizes(self) -> dict[str, int]:
+        """Rows per table that retention moves, hot and archived, and bytes on disk."""
+        return {}

@@ -2,10 +2,10 @@
 
 Three passes over the file (which is why it is opened by a callable that can open it again):
 
-1. **validate** every line without touching the database (:func:`ledger.core.exchange.read_streams`:
-   header, shapes, fields, the bounds enqueue and the worker writes enforce, order, each
-   stream's fold, the trailer's counts and digest), so a bad or cut-short file writes nothing
-   and the refusal names its line;
+1. **validate** every line without touching the database
+   (:func:`ledger.core.exchange_reader.read_streams`: header, shapes, fields, the bounds
+   enqueue and the worker writes enforce, order, each stream's fold, the trailer's counts and
+   digest), so a bad or cut-short file writes nothing and the refusal names its line;
 2. **check** each stream against the target in one read snapshot: a stream the target
    already holds must be the same events (then it is skipped); any other difference, or a
    new job whose idempotency key or live sync subject a target job holds (the queue view's

@@ -174,6 +174,11 @@ class RunReads:
         self._runs[run_id] = LoadedRun(state, steps, known.submitted)
         return state
 
+    def _loaded_run(self, run_id: UUID) -> RunState | None:
+        """A run's state as this unit of work last read or folded it."""
+        loaded = self._runs.get(run_id)
+        return loaded.state if loaded is not None else None
+
     def _step_rows(self, query: str, run_id: UUID) -> list[StepRow]:
         return self._decode_steps(self._rows(query, {"run_id": self._ids.key(run_id)}))
 

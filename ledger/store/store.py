@@ -5,10 +5,13 @@
   listeners (:mod:`ledger.store.listeners`);
 - reads: :meth:`Store.read` (one named query, its own short transaction),
   :meth:`Store.read_snapshot` (many queries, one snapshot: :mod:`ledger.store.reads`), and the
-  few backend-neutral reads below that the commands and the CLI use;
+  few backend-neutral reads that the commands and the CLI use
+  (:class:`~ledger.store.store_reads.StoreReads`);
 - the views' write transactions for the projection runners: :meth:`Store.view_tables`;
 - cross-process wake-ups: :attr:`Store.has_notifications`, :meth:`Store.listen`,
   :meth:`Store.listen_async` (:mod:`ledger.store.notifications`);
+- retention's hooks, where a backend archives (decision 31):
+  :class:`~ledger.store.archive.Archiving`;
 - the schema: :mod:`ledger.store.schema`.
 
 Every driver and eventsourcing error raised through these is a
@@ -20,46 +23,31 @@ no caller needs a driver import. Backends: :mod:`ledger.store.postgres`,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
-from uuid import UUID
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from ledger.core.codec import DEFAULT_CODEC, REGISTERED_EVENTS, EventCodec, Record
+from ledger.core.codec import DEFAULT_CODEC, REGISTERED_EVENTS, EventCodec
 from ledger.core.errors import InvalidRequestError
-from ledger.core.events import Event, JobEvent
-from ledger.core.times import from_us
+from ledger.store.archive import Archiving
 from ledger.store.listeners import ListenerBus
 from ledger.store.schema import Schema
+from ledger.store.store_reads import StoreReads
 from ledger.views.kind import registered_events
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
-    from datetime import datetime
 
     from ledger.core.policy import Policy
-    from ledger.core.state import JobState
-    from ledger.store.archive import ArchiveMove, ArchiveUnit
     from ledger.store.frozen_writers import FrozenWriter
     from ledger.store.ids import IdAdapter
     from ledger.store.notifications import AsyncListening, Listening, Topic
     from ledger.store.reads import ReadSnapshot
-    from ledger.store.replica import ReplicaLag
     from ledger.store.unit_of_work import UnitOfWork
     from ledger.store.views import ViewTables
-    from ledger.views.dead_letters import DeadLetter
-    from ledger.views.kind import StateKind
-    from ledger.views.rate_buckets import RateBucket
-    from ledger.views.sync_state import Source, SyncState
-
-K = TypeVar("K")
-S = TypeVar("S")
-
-ArchivedEvent = Callable[[list[UUID], dict[str, int]], Event]
-"""Builds a retention batch's event from the jobs it moved and the rows moved per table."""
 
 
-class Store(ABC):
+class Store(StoreReads, Archiving, ABC):
     """A database holding one ledger: its events, its views, its schema marker."""
 
     backend: ClassVar[str]
@@ -146,42 +134,6 @@ class Store(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    # --- retention (decision 31) ------------------------------------------------------------
-
-    @property
-    def archive_where(self) -> str | None:
-        """Where :meth:`move_to_archive` moves jobs (``None``: this backend cannot yet)."""
-        return None
-
-    def move_to_archive(
-        self,
-        job_versions: Mapping[UUID, int],
-        event_for: ArchivedEvent,
-        *,
-        now: datetime | None = None,
-    ) -> ArchiveMove:
-        """Move finished jobs, each still at the version it was chosen at, out of the hot
-        tables into the archive, with the event ``event_for`` builds in the transaction that
-        removes them; jobs that changed meanwhile stay. ``now`` is the run's time (PostgreSQL
-        detaches only months wholly before it)."""
-        from ledger.store.archive import archive_unsupported
-
-        raise archive_unsupported(self.backend)
-
-    def ensure_partitions(self, now: datetime, ahead: int = 3) -> list[str]:
-        """Make the archive units of ``now``'s month and ``ahead`` more where the backend
-        archives by month (PostgreSQL: the events table's partitions); those made."""
-        return []
-
-    def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
-        """The units a run moves whole, if this backend moves jobs by unit (PostgreSQL: the
-        past months of the events table), and whether each would move now."""
-        return []
-
-    def table_sizes(self) -> dict[str, int]:
-        """Rows per table that retention moves, hot and archived, and bytes on disk."""
-        return {}
-
     # --- writes -----------------------------------------------------------------------------
 
     @contextmanager
@@ -246,140 +198,6 @@ class Store(ABC):
         :attr:`has_notifications`."""
         raise NotImplementedError(f"{self.backend} has no notifications: poll")
 
-    # --- reads ------------------------------------------------------------------------------
-
-    def get_jobs(self, job_ids: Sequence[UUID]) -> dict[UUID, JobState]:
-        """The current states of those of ``job_ids`` that exist, read without locks."""
-        from ledger.views.queue import decode_state
-
-        if not job_ids:
-            return {}
-        rows = self.read("queue_get_many", {"job_ids": self.ids.keys(job_ids)})
-        states = [decode_state(row["state"]) for row in rows]
-        return {state.job_id: state for state in states}
-
-    def get_job(self, job_id: UUID) -> JobState | None:
-        """One job's current state (from the queue view), or ``None``."""
-        return self.get_jobs([job_id]).get(job_id)
-
-    def sync_state(self, source_id: str) -> list[SyncState]:
-        """Every sync-state row of one source, by URI."""
-        return [
-            _sync_state_of(row)
-            for row in self.read("sync_state_of_source", {"source_id": source_id})
-        ]
-
-    def sync_state_of_org(self, source_id: str, org: str) -> list[SyncState]:
-        """The sync-state rows of one source whose subject only ``org``'s jobs touched (the
-        view has no org: a subject another org's job also synced is left out)."""
-        rows = self.read("sync_state_of_source_of_org", {"source_id": source_id, "org": org})
-        return [_sync_state_of(row) for row in rows]
-
-    def sources(self, *, org: str | None = None, source_id: str | None = None) -> list[Source]:
-        """Each source known to the sync-state view or to a job's subject: its URIs, last
-        ingestion and jobs by status (of ``org``'s subjects and jobs only, if given), by
-        source id; ``source_id``: only that one."""
-        from ledger.views.sync_state import Source
-
-        if org is None:
-            summary = self.read("sources_summary")
-            counts = self.read("source_job_counts", {"source_id": source_id})
-        else:
-            summary = self.read("sources_summary_of_org", {"org": org})
-            counts = self.read("source_job_counts_of_org", {"org": org, "source_id": source_id})
-        found: dict[str, Source] = {}
-        for row in summary:
-            if source_id is None or row["source_id"] == source_id:
-                last = row["last_ingested_at"]
-                found[row["source_id"]] = Source(
-                    row["source_id"], int(row["uris"]), None if last is None else from_us(last), {}
-                )
-        for row in counts:
-            source = found.setdefault(row["source_id"], Source(row["source_id"], 0, None, {}))
-            source.jobs[str(row["status"])] = int(row["n"])
-        return [found[key] for key in sorted(found)]
-
-    def dead_letters(
-        self, job_type: str | None = None, *, org: str | None = None
-    ) -> list[DeadLetter]:
-        """Dead jobs (optionally of one type, of one org), oldest death first."""
-        from ledger.views.dead_letters import DeadLetter
-        from ledger.views.queue import decode_state
-
-        if org is not None:
-            rows = self.read("dead_letters_of_org", {"job_type": job_type, "org": org})
-        elif job_type is None:
-            rows = self.read("dead_letters_all")
-        else:
-            rows = self.read("dead_letters_of_type", {"job_type": job_type})
-        letters = []
-        for row in rows:
-            snapshot = decode_state(row["snapshot"])
-            assert snapshot.last_error is not None and snapshot.finished_at is not None
-            letters.append(
-                DeadLetter(
-                    job_id=snapshot.job_id,
-                    job_type=snapshot.job_type,
-                    dead_at=snapshot.finished_at,
-                    failure=snapshot.last_error,
-                    snapshot=snapshot,
-                )
-            )
-        return letters
-
-    def states(self, kind: StateKind[Any, S]) -> list[S]:
-        """Every state of ``kind`` its view holds (job types, tokens, schedules, source polls,
-        queue states, a registered kind's), in its ``all`` query's order."""
-        from ledger.store.kind_reads import read_all
-
-        return read_all(kind, self.read)
-
-    def state(self, kind: StateKind[K, S], key: K) -> S | None:
-        """One state of ``kind`` from its view (``None``: there is none)."""
-        from ledger.store.kind_reads import read_states
-
-        found: dict[K, S] = read_states(kind, [key], self.read, self.ids)
-        return found.get(key)
-
-    def rate_buckets(self) -> list[RateBucket]:
-        """Every rate-limit key's bucket, from the rate-bucket view."""
-        from ledger.views.rate_buckets import bucket_of_row
-
-        return [bucket_of_row(row) for row in self.read("rate_buckets_all")]
-
-    def count_by_status(self) -> dict[str, int]:
-        """How many jobs the queue view holds in each status."""
-        return {row["status"]: row["n"] for row in self.read("queue_counts")}
-
-    def history(self, originator_id: UUID) -> list[Record]:
-        """Every event of one stream (a job, or a job type's definitions), in order."""
-        with self._errors_mapped():
-            stored_events = self.recorder.select_events(originator_id)
-        return [
-            Record(
-                stored.originator_id,
-                stored.originator_version,
-                self.codec.decode(stored.topic, stored.state),
-            )
-            for stored in stored_events
-        ]
-
-    def job_events(self, job_id: UUID) -> Iterator[JobEvent]:
-        """One job's events, in order."""
-        for record in self.history(job_id):
-            assert isinstance(record.event, JobEvent)
-            yield record.event
-
-    def replica_lag(self) -> ReplicaLag | None:
-        """How far behind its primary this store's database is, if it is a replica
-        (:mod:`ledger.store.replica`); ``None`` for a ledger's own database."""
-        return None
-
-    def head_position(self) -> int:
-        """The notification id of the newest event (0 when there is none)."""
-        with self._errors_mapped():
-            return int(self.recorder.max_notification_id() or 0)
-
     # --- schema (see ledger.store.schema) ---------------------------------------------------
 
     def schema_state(self) -> tuple[set[str], str | None]:
@@ -407,17 +225,3 @@ class Store(ABC):
     def check_initialised(self) -> None:
         """Raise unless this database holds this code's schema, all of it."""
         self.schema.check_initialised()
-
-
-def _sync_state_of(row: Mapping[str, Any]) -> SyncState:
-    """One ``jl_sync_state`` row as its value."""
-    from ledger.views.sync_state import SyncState
-
-    return SyncState(
-        source_id=row["source_id"],
-        uri=row["uri"],
-        revision=row["revision"],
-        content_hash=row["content_hash"],
-        last_seen_at=from_us(row["last_seen_at"]),
-        last_ingested_at=from_us(row["last_ingested_at"]),
-    )

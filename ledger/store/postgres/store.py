@@ -3,55 +3,44 @@
 Units of work: :mod:`ledger.store.postgres.unit_of_work`; the read seam's statements:
 :mod:`ledger.store.postgres.session`; shadow tables: :mod:`ledger.store.postgres.shadows`;
 ``LISTEN``: :mod:`ledger.store.postgres.listener`; error mapping:
-:mod:`ledger.store.postgres.errors`.
+:mod:`ledger.store.postgres.errors`. Two parts of the store are mixins of their own: its
+schema changes, on the migration lock's session (:mod:`ledger.store.postgres.schema_changes`),
+and retention's detached months (:mod:`ledger.store.postgres.month_archiving`).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
-from datetime import datetime
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
-from uuid import UUID
 
-import msgspec
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import DictRow
-from psycopg.sql import SQL, Identifier
 
-from ledger.clock import SystemClock
 from ledger.core.codec import EventCodec
 from ledger.core.errors import DatabaseUnusableError
-from ledger.core.retention import FINISHED_STATUSES, RETENTION_STREAM_ID
-from ledger.store.archive import ArchiveMove, ArchiveUnit, archive_unsupported
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
-from ledger.store.postgres import partitions, view_partitions
 from ledger.store.postgres.async_joined import PostgresLoopJoinedStore
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.dead_peers import with_dead_peer_bounds
 from ledger.store.postgres.errors import connection_lost, errors_mapped
 from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_application_name
-from ledger.store.postgres.guarded_ddl import guarded_ddl
 from ledger.store.postgres.joined import LedgerDatabase, PostgresJoinedStore
 from ledger.store.postgres.listener import TaskListening, ThreadListening
-from ledger.store.postgres.migration_lock import migration_lock
-from ledger.store.postgres.partitions import ddl_relations
+from ledger.store.postgres.month_archiving import MonthArchiving
 from ledger.store.postgres.recorder import LedgerRecorder
+from ledger.store.postgres.schema_changes import SchemaChanges
 from ledger.store.postgres.session import PostgresRunner
 from ledger.store.postgres.shadows import PostgresShadowTables
 from ledger.store.postgres.unit_of_work import PostgresUnitOfWork
 from ledger.store.postgres.view_tables import PostgresViewTables
-from ledger.store.queries import load, schema_statements
+from ledger.store.queries import load
 from ledger.store.reads import ReadSnapshot
-from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
-from ledger.store.store import ArchivedEvent, Store
-from ledger.views.kinds import RETENTION
+from ledger.store.store import Store
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
@@ -70,15 +59,12 @@ log = logging.getLogger(__name__)
 _DATASTORE_KEYS = {"dbname", "host", "port", "user", "password", "connect_timeout"}
 
 
-class PostgresStore(Store):
+class PostgresStore(SchemaChanges, MonthArchiving, Store):
     """A ledger in one PostgreSQL database (``conninfo``: a URL or libpq string)."""
 
     backend = "postgres"
     has_notifications = True
     ends_frozen_writers = True
-    _migration_session: tuple[int, psycopg.Connection[DictRow]] | None = None
-    """The thread holding the migration lock through :meth:`schema_lock`, and its session:
-    only that thread's DDL runs on it (a connection serves one transaction at a time)."""
 
     def __init__(
         self,
@@ -217,218 +203,6 @@ class PostgresStore(Store):
         on_payload: Callable[[str], None] | None = None,
     ) -> TaskListening:
         return await TaskListening(self.conninfo, topic, on_notify, on_payload).started()
-
-    # --- schema changes (init, migrate, rebuilds) ---------------------------------------------
-
-    @contextmanager
-    def schema_lock(self, wait_s: float) -> Iterator[None]:
-        """Hold the migration lock (:mod:`ledger.store.postgres.migration_lock`) on a session
-        of its own, which also runs this store's schema DDL until the block ends; re-entrant
-        (a migration's rebuild holds it already)."""
-        if self._session_of_this_thread() is not None:
-            yield
-            return
-        with (
-            errors_mapped(f"cannot use {self.where}"),
-            self.datastore.unpooled() as conn,
-            migration_lock(conn, self.sql, self.where, wait_s),
-        ):
-            self._migration_session = (threading.get_ident(), conn)
-            try:
-                yield
-            finally:
-                self._migration_session = None
-
-    def _session_of_this_thread(self) -> psycopg.Connection[DictRow] | None:
-        held = self._migration_session
-        return held[1] if held is not None and held[0] == threading.get_ident() else None
-
-    @contextmanager
-    def _schema_connection(self) -> Iterator[psycopg.Connection[DictRow]]:
-        """The migration lock's session while this thread holds it (the DDL runs where the
-        lock is), else a pooled connection; autocommit either way."""
-        session = self._session_of_this_thread()
-        if session is not None:
-            yield session
-            return
-        with errors_mapped(self.where), self.datastore.get_connection() as conn:
-            yield conn
-
-    @contextmanager
-    def _schema_cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
-        """A transaction on :meth:`_schema_connection`, committed when the block exits."""
-        with (
-            self._schema_connection() as conn,
-            errors_mapped(self.where),
-            conn.transaction(),
-            conn.cursor() as cursor,
-        ):
-            yield cursor
-
-    def _create_schema(self) -> None:
-        with self._schema_cursor() as cursor:
-            fresh = partitions.layout(cursor) is None
-        with self._schema_connection() as conn, errors_mapped(self.where):
-            self.recorder.create_types_on(conn)
-        if fresh:
-            # A new database: the events table partitioned by month of job id (decision
-            # 31), everything in one transaction (nobody else uses these tables yet).
-            with self._schema_cursor() as cursor:
-                partitions.create_partitioned_events(cursor)
-                view_partitions.create_tables(cursor)
-                self._complete_schema(cursor)
-        else:
-            # A live ledger: take every lock first, within a bound (guarded_ddl).
-            guarded_ddl(
-                self._schema_cursor,
-                self.sql,
-                ddl_relations(),
-                self._complete_schema,
-                where=self.where,
-            )
-        with errors_mapped(self.where):
-            self.datastore.register_type_adapters()
-
-    def _complete_schema(self, cursor: psycopg.Cursor[DictRow]) -> None:
-        """Every ``IF NOT EXISTS`` statement of the schema (the library's, ours, the archive's
-        and the months ahead), and the schema version, on ``cursor``'s transaction (one that
-        made a database made before partitions keeps its plain events table)."""
-        partitioned = partitions.layout(cursor) == "partitioned"
-        self.recorder.create_tables_on(cursor, partitioned=partitioned)
-        for statement in view_partitions.schema_for(cursor, schema_statements(self.backend)):
-            cursor.execute(statement)
-        if partitioned:
-            partitions.create_archive(cursor)
-            partitions.ensure_months(cursor, SystemClock().now())
-        cursor.execute(self.sql["meta_put"], {"key": "schema_version", "value": SCHEMA_VERSION})
-
-    # --- retention (decision 31: detached month partitions) ----------------------------------
-
-    @cached_property
-    def partitioned(self) -> bool:
-        """Whether the events table is partitioned (a database made since partitions)."""
-        with self._cursor() as cursor:
-            return partitions.layout(cursor) == "partitioned"
-
-    @property
-    def archive_where(self) -> str | None:
-        return partitions.ARCHIVE_SCHEMA if self.partitioned else None
-
-    def move_to_archive(
-        self,
-        job_versions: Mapping[UUID, int],
-        event_for: ArchivedEvent,
-        *,
-        now: datetime | None = None,
-    ) -> ArchiveMove:
-        """Detach each past month partition whose every stream is one of these jobs, still at
-        its version and finished, into ``jl_archive`` with its jobs' view rows, one
-        ``jobs_archived`` per month in the transaction that detaches it. The events-table
-        lock is held throughout: no event lands meanwhile, so what was checked is what moves.
-        A month holding any other job (live, too young, a workflow step) stays whole."""
-        if not self.partitioned:
-            raise archive_unsupported(self.backend)
-        now = now or SystemClock().now()
-        now_ms = int(now.timestamp() * 1000)
-        wanted = {str(job_id): version for job_id, version in job_versions.items()}
-        moved: list[UUID] = []
-        rows: dict[str, int] = {}
-        self.ensure_partitions(now)
-        for month in self._past_months(now_ms):
-            # The month's scan runs before the lock (a month of events takes a while); under
-            # the lock only its row count is checked again: with the lock held, every
-            # transaction that appended has committed, so an event that came meanwhile
-            # shows as another row.
-            with self._cursor() as cursor:
-                streams = partitions.streams_of(cursor, month.name)
-            if not streams or any(wanted.get(s) != v for s, v in streams.items()):
-                continue
-            with self._cursor() as cursor:
-                self.recorder.lock_table(cursor)
-                if month not in partitions.attached_months(cursor):
-                    continue  # another run moved it meanwhile
-                if partitions.row_count(cursor, month.name) != sum(streams.values()):
-                    continue  # (a version is its stream's event count: no gaps)
-                ids = list(streams)
-                cursor.execute(self.sql["retention_hot_versions"], {"ids": ids})
-                hot = {str(r["job_id"]): (r["status"], r["version"]) for r in cursor.fetchall()}
-                if not all(
-                    i in hot and hot[i][1] == wanted[i] and hot[i][0] in FINISHED_STATUSES
-                    for i in ids
-                ):
-                    continue
-                moved_rows = partitions.move_month(cursor, month, ids)
-                job_ids = [UUID(i) for i in ids]
-                event = msgspec.structs.replace(
-                    event_for(job_ids, moved_rows), partition=month.name
-                )
-                uow = PostgresUnitOfWork(self, cursor)
-                uow.append([RETENTION.change(RETENTION_STREAM_ID, [event])])
-            moved.extend(job_ids)
-            for table, count in moved_rows.items():
-                rows[table] = rows.get(table, 0) + count
-        return ArchiveMove(moved, [], rows)
-
-    def ensure_partitions(self, now: datetime, ahead: int = partitions.MONTHS_AHEAD) -> list[str]:
-        """Make the month partitions of ``now`` and ``ahead`` months after (``migrate`` and
-        every retention run do): those made. Creating one locks the events table and then a
-        view table, against a worker's order: it is done as the schema change is
-        (:mod:`ledger.store.postgres.guarded_ddl`), and only when a month is missing."""
-        if not self.partitioned:
-            return []
-        with self._cursor() as cursor:
-            if not partitions.months_to_make(cursor, now, ahead):
-                return []
-        return guarded_ddl(
-            self._schema_cursor,
-            self.sql,
-            partitions.month_parents(),
-            lambda cursor: partitions.ensure_months(cursor, now, ahead),
-            where=self.where,
-        )
-
-    def archive_units(self, job_versions: Mapping[UUID, int], now: datetime) -> list[ArchiveUnit]:
-        """The past hot months, each with how many of its streams a run may move now (a
-        month moves when all may)."""
-        if not self.partitioned:
-            return []
-        wanted = {str(job_id): version for job_id, version in job_versions.items()}
-        units = []
-        for month in self._past_months(int(now.timestamp() * 1000)):
-            with self._cursor() as cursor:
-                streams = partitions.streams_of(cursor, month.name)
-            eligible = sum(wanted.get(s) == v for s, v in streams.items())
-            units.append(ArchiveUnit(month.name, len(streams), eligible))
-        return units
-
-    def _past_months(self, now_ms: int) -> list[partitions.Partition]:
-        with self._cursor() as cursor:
-            return [m for m in partitions.attached_months(cursor) if m.upper_ms <= now_ms]
-
-    def table_sizes(self) -> dict[str, int]:
-        """Rows per table retention moves, hot and (``jl_archive.<table>``) archived, the
-        month partitions hot and archived, and the database's bytes."""
-        tables = [EVENTS_TABLE, *(v.table for v in partitions.ARCHIVED_VIEWS)]
-        sizes: dict[str, int] = {}
-        with self._cursor() as cursor:
-            archived = self.partitioned
-            for table in tables:
-                cursor.execute(SQL("SELECT count(*) AS n FROM {}").format(Identifier(table)))
-                sizes[table] = int(cursor.fetchone()["n"])  # type: ignore[index]
-                if archived:
-                    cursor.execute(
-                        SQL("SELECT count(*) AS n FROM {}.{}").format(
-                            Identifier(partitions.ARCHIVE_SCHEMA), Identifier(table)
-                        )
-                    )
-                    n = int(cursor.fetchone()["n"])  # type: ignore[index]
-                    sizes[f"{partitions.ARCHIVE_SCHEMA}.{table}"] = n
-            if archived:
-                sizes["partitions.hot"] = len(partitions.attached_months(cursor))
-                sizes["partitions.archived"] = len(partitions.archived_months(cursor))
-            cursor.execute("SELECT pg_database_size(current_database()) AS n")
-            sizes["database_bytes"] = int(cursor.fetchone()["n"])  # type: ignore[index]
-        return sizes
 
     def close(self) -> None:
         self.datastore.close()

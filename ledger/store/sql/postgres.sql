@@ -419,8 +419,8 @@ AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
 -- Rate (queue_claim): a job whose rate key has no token yet stays pending (jl_rate_buckets'
 -- primary key). A bucket holds jobs back only while it matches its type's current rate (one
 -- left from an earlier rate does not); a per-org rate's bucket is the job's org's. The jobs
--- of a limited type that pass still count against their bucket (ledger.jobs.claim_rates, told
--- by the row's rate_limited).
+-- of a limited type that pass still count against their bucket (ledger.jobs.claim_rates,
+-- told by the row's rate_limited).
 AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
                 JOIN jl_definitions d ON d.job_type = b.job_type
                 WHERE b.job_type = jl_queue.job_type AND b.next_token_at > %(now)s
@@ -476,7 +476,7 @@ GROUP BY job_type, coalesce(org, '')
 
 -- name: limit_lock
 -- Serialise the claims of one limited key until commit (a transaction advisory lock on the
--- key's stable 64-bit hash, see ledger/store/claim_locks.py).
+-- key's stable 64-bit hash: limit_lock_id in ledger/store/postgres/unit_of_work.py).
 SELECT pg_advisory_xact_lock(%(key)s)
 
 -- name: queue_expired_leases

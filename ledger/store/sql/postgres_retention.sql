@@ -1,4 +1,4 @@
--- Retention (ledger/api/retention.py): which finished jobs are past their policy.
+-- Retention (ledger/retention/retention_runs.py): which finished jobs are past their policy.
 -- A run detaches month partitions of jl_events (ledger/store/postgres/partitions.py,
 -- decision 31); these choose and re-check the jobs.
 

@@ -391,8 +391,8 @@ AND NOT EXISTS (SELECT 1 FROM jl_queue_states p  -- its queue is not paused
 -- Rate (queue_claim): a job whose rate key has no token yet stays pending (jl_rate_buckets'
 -- primary key). A bucket holds jobs back only while it matches its type's current rate (one
 -- left from an earlier rate does not); a per-org rate's bucket is the job's org's. The jobs
--- of a limited type that pass still count against their bucket (ledger.jobs.claim_rates, told
--- by the row's rate_limited).
+-- of a limited type that pass still count against their bucket (ledger.jobs.claim_rates,
+-- told by the row's rate_limited).
 AND NOT EXISTS (SELECT 1 FROM jl_rate_buckets b  -- its rate key has a token
                 JOIN jl_definitions d ON d.job_type = b.job_type
                 WHERE b.job_type = jl_queue.job_type AND b.next_token_at > :now

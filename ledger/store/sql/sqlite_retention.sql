@@ -1,5 +1,6 @@
--- Retention (ledger/api/retention.py, ledger/store/sqlite/archive.py): which finished
--- jobs may leave the hot tables. The archive's own statements are derived from the catalogue.
+-- Retention (ledger/retention/retention_runs.py, ledger/store/sqlite/archive.py): which
+-- finished jobs may leave the hot tables. The archive's own statements are derived from the
+-- catalogue.
 
 -- name: retention_candidates
 -- The next finished jobs enqueued after position :after unchanged since before :cutoff (µs),

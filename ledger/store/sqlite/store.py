@@ -19,7 +19,7 @@ from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteCursor, SQLite
 
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
 from ledger.core.retention import FINISHED_STATUSES, RETENTION_STREAM_ID
-from ledger.store.archive import ArchiveMove
+from ledger.store.archive import ArchivedEvent, ArchiveMove
 from ledger.store.ids import id_adapter
 from ledger.store.queries import load, schema_statements
 from ledger.store.reads import ReadSnapshot
@@ -27,7 +27,7 @@ from ledger.store.schema import EVENTS_TABLE, SCHEMA_VERSION
 from ledger.store.sqlite import archive as archive_files
 from ledger.store.sqlite.errors import errors_mapped, from_persistence, from_sqlite
 from ledger.store.sqlite.session import SQLiteRunner
-from ledger.store.store import ArchivedEvent, Store
+from ledger.store.store import Store
 from ledger.views.kinds import RETENTION
 
 if TYPE_CHECKING:
