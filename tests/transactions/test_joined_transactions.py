@@ -278,7 +278,7 @@ def test_postgres_a_rolled_back_enqueue_sends_no_notification(pg_url: str) -> No
 
 def test_sqlite_a_stale_deferred_transaction_is_refused_at_once(sqlite_url: str) -> None:
     """SQLite: a deferred transaction whose snapshot another writer has passed cannot take
-    the write lock; that is ``database.busy`` at once (no deadlock, no wait for a busy
+    the write lock; that is ``store.busy`` at once (no deadlock, no wait for a busy
     timeout), and the application's transaction can still roll back."""
     import sqlite3
     import threading

@@ -13,8 +13,8 @@ assumes it owns the transaction, and what it does here:
 - ``LOCK TABLE jl_events`` (enqueue with an idempotency key, a subject, or auto-define; a
   batch large enough for COPY) is held until the *application* commits: every other append
   waits as long. Keep such transactions short (docs/transactions.md).
-- No retry: a serialization failure or deadlock (``ledger.conflict``) or a lock timeout
-  (``database.busy``) is raised; only the application can run its transaction again.
+- No retry: a serialization failure or deadlock (``store.concurrency_conflict``) or a lock timeout
+  (``store.busy``) is raised; only the application can run its transaction again.
 - Pipeline mode runs on the application's connection inside the savepoint, as on a pooled
   one (its results are all read before the savepoint ends).
 """

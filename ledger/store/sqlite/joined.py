@@ -9,7 +9,7 @@ The owned unit of work starts with ``BEGIN IMMEDIATE`` so that its reads and wri
 under the database's one write lock. A joined transaction may have begun deferred (Python's
 default), so a unit of work here first takes the write lock with a write that changes nothing:
 if another connection (a worker) committed since the transaction's snapshot, SQLite refuses
-the upgrade at once (``SQLITE_BUSY``, no deadlock and no wait), raised as ``database.busy``;
+the upgrade at once (``SQLITE_BUSY``, no deadlock and no wait), raised as ``store.busy``;
 start the application's transaction with ``BEGIN IMMEDIATE`` to avoid that. Once held, the
 write lock stays with the application's transaction until it ends: workers' writes wait for
 its commit (up to their busy timeout), so keep it short. No notification exists to send:
