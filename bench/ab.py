@@ -14,6 +14,10 @@ server included: steadier than jobs/s on a shared machine) and bytes per job (WA
 
     .venv/bin/python bench/ab.py 1a790ec .              # the last commit before a change
     .venv/bin/python bench/ab.py main HEAD --runs 6 --depths 110 --json bench/results/ab.json
+    .venv/bin/python bench/ab.py 317d4c2 903f03e 6dc5575 adc7d13 --runs 2 --depths 110
+
+With more than two commits (a bisect's points, oldest first) every run measures each once,
+forward then backward, and each is compared with the first.
 
 A change to the enqueue, claim, heartbeat or outcome path reports this script's table for
 its commit against the one before it (CONTRIBUTING.md).
@@ -30,6 +34,7 @@ import json
 import os
 import shutil
 import statistics
+import string
 import subprocess
 import sys
 import tarfile
@@ -53,10 +58,13 @@ FIGURES = (
 WAKEUP = (("wakeup_p50_ms", "wake-up p50 ms"), ("wakeup_p95_ms", "wake-up p95 ms"))
 
 
-def order(runs: int) -> list[str]:
-    """A B B A A B B A …: each side first as often as the other, in every pair of runs."""
-    pattern = ["A", "B", "B", "A"]
-    return [pattern[i % 4] for i in range(2 * runs)]
+def order(runs: int, sides: Sequence[str] = ("A", "B")) -> list[str]:
+    """Each run measures every side once, forward then backward (A B, B A, A B, … or, for a
+    bisect's points, A B C, C B A, …), so that every side is as often early as late."""
+    found: list[str] = []
+    for run in range(runs):
+        found += sides if run % 2 == 0 else list(reversed(sides))
+    return found
 
 
 def materialise(rev: str, into: Path) -> Path:
@@ -150,18 +158,28 @@ def figures(result: dict[str, Any]) -> dict[str, dict[str, float]]:
 
 
 def table(samples: dict[str, dict[str, dict[str, list[float]]]]) -> list[str]:
+    """Per configuration, each figure's median per side (with min-max) and each later side's
+    ratio to A."""
+    sides = list(samples)
+    first, later = sides[0], sides[1:]
     lines: list[str] = []
-    for config in sorted(samples["A"]):
-        a, b = samples["A"][config], samples["B"].get(config, {})
-        runs = len(a.get("process_jobs_per_s", []))
+    for config in sorted(samples[first]):
+        per_side = [samples[side].get(config, {}) for side in sides]
+        runs = len(per_side[0].get("process_jobs_per_s", []))
         lines += ["", f"{config} ({runs} runs a side; medians, min-max)"]
-        lines.append(f"  {'figure':20} {'A':>22} {'B':>22} {'B/A':>7}")
+        header = "".join(f" {side:>22}" for side in sides)
+        header += "".join(f" {f'{side}/{first}':>7}" for side in later)
+        lines.append(f"  {'figure':20}{header}")
         for name, label, *_ in (*FIGURES, *WAKEUP):
-            if not a.get(name) or not b.get(name):
+            values = [found.get(name) for found in per_side]
+            if not all(values):
                 continue
-            ma, mb = statistics.median(a[name]), statistics.median(b[name])
-            ratio = f"{mb / ma:7.3f}" if ma else "      -"
-            lines.append(f"  {label:20} {_spread(a[name]):>22} {_spread(b[name]):>22} {ratio}")
+            medians = [statistics.median(v) for v in values if v]
+            row = "".join(f" {_spread(v):>22}" for v in values if v)
+            row += "".join(
+                f" {m / medians[0]:7.3f}" if medians[0] else "       -" for m in medians[1:]
+            )
+            lines.append(f"  {label:20}{row}")
     return lines
 
 
@@ -173,8 +191,13 @@ def _spread(values: Sequence[float]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("a", help="the commit before (A); '.' is this checkout as it is")
-    parser.add_argument("b", nargs="?", default=".", help="the commit after (B); default '.'")
+    parser.add_argument(
+        "revs",
+        nargs="+",
+        metavar="REV",
+        help="the commit before (A), then the one after (B; default '.', this checkout as it "
+        "is), then any more to measure in the same run (a bisect's points: C, D, …)",
+    )
     parser.add_argument("--runs", type=int, default=4, help="compare.py runs per side")
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--concurrency", type=int, default=10)
@@ -183,30 +206,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
+    revs = args.revs if len(args.revs) > 1 else [*args.revs, "."]
+    if len(revs) > len(string.ascii_uppercase):
+        parser.error("at most 26 commits")
+    names = dict(zip(string.ascii_uppercase, revs, strict=False))
     scratch = Path(tempfile.mkdtemp(prefix="jobledger-ab-"))
     try:
-        sides = {"A": materialise(args.a, scratch), "B": materialise(args.b, scratch)}
+        sides = {side: materialise(rev, scratch) for side, rev in names.items()}
         for code in sides.values():
             check_side(code)
-        samples: dict[str, dict[str, dict[str, list[float]]]] = {"A": {}, "B": {}}
+        samples: dict[str, dict[str, dict[str, list[float]]]] = {side: {} for side in sides}
         runs: list[dict[str, Any]] = []
-        for index, side in enumerate(order(args.runs)):
-            seed = index // 2 + 1
+        planned = order(args.runs, list(sides))
+        for index, side in enumerate(planned):
+            seed = index // len(sides) + 1
             result = run_once(sides[side], seed, args, scratch / f"{side}{index}.json")
             for config, values in figures(result).items():
                 for name, value in values.items():
                     samples[side].setdefault(config, {}).setdefault(name, []).append(value)
             runs.append({"side": side, "seed": seed, "figures": figures(result)})
             load = os.getloadavg()[0]
-            print(f"run {index + 1}/{2 * args.runs}: {side} done (load {load:.2f})", flush=True)
+            print(f"run {index + 1}/{len(planned)}: {side} done (load {load:.2f})", flush=True)
+        print("\n" + ", ".join(f"{side} = {rev}" for side, rev in names.items()))
         print(
-            f"\nA = {args.a}, B = {args.b}; compare.py --only jobledger, N={args.n}, "
-            f"C={args.concurrency}, {os.cpu_count()} CPUs"
+            f"compare.py --only jobledger, N={args.n}, C={args.concurrency}, {os.cpu_count()} CPUs"
         )
         print("\n".join(table(samples)))
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({"a": args.a, "b": args.b, "runs": runs}, indent=1))
+            args.json.write_text(json.dumps({"sides": names, "runs": runs}, indent=1))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0

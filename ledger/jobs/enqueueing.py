@@ -66,7 +66,7 @@ def enqueue_batch(
         plan = plan_in(
             uow, normalised, now=clock.now(), auto_define=auto_define, new_id=new_id, actor=actor
         )
-        uow.append([*DEFINITIONS.changes(plan.definition_changes), *JOBS.changes(plan.job_changes)])
+        uow.append([DEFINITIONS.changes(plan.definition_changes), JOBS.changes(plan.job_changes)])
     return plan
 
 

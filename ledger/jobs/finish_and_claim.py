@@ -68,7 +68,7 @@ def finish_and_claim(
         )
         # Outcomes first: in commit order an attempt ends before the next lease begins.
         new_states = uow.append(
-            JOBS.changes([*changes, *lease_changes(clock, claimed, worker_id, lease_s, starting)])
+            [JOBS.changes([*changes, *lease_changes(clock, claimed, worker_id, lease_s, starting)])]
         )
     finished = BatchResult(
         accepted=[new_states[job_id] for job_id in dict.fromkeys(job_id for job_id, _ in changes)],

@@ -109,7 +109,7 @@ def release_stale_claims(
         started = [s.job_id for s in held if decide.handler_started(s)]
         histories = uow.histories(started) if started else {}
         now = clock.now()
-        changed = uow.append(JOBS.changes(plan_boot_reap(held, histories, now, reason)))
+        changed = uow.append([JOBS.changes(plan_boot_reap(held, histories, now, reason))])
     return BootReap(
         released=[changed[s.job_id] for s in held if s.job_id not in histories],
         lost=[changed[s.job_id] for s in held if s.job_id in histories],

@@ -69,7 +69,7 @@ def claim(
         if not claimed.due:
             return []
         leased = uow.append(
-            JOBS.changes(lease_changes(clock, claimed, worker_id, lease_s, starting))
+            [JOBS.changes(lease_changes(clock, claimed, worker_id, lease_s, starting))]
         )
     return [leased[state.job_id] for state in claimed.due]
 
@@ -152,7 +152,7 @@ def write_fenced_many(
     """
     with store.unit_of_work() as uow:
         changes, rejected = decide_each(uow, clock, items)
-        new_states = uow.append(JOBS.changes(changes))
+        new_states = uow.append([JOBS.changes(changes)])
     return BatchResult(accepted=list(new_states.values()), rejected=rejected)
 
 

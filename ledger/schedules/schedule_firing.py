@@ -257,8 +257,8 @@ class _FireBatch:
         if self.schedule_changes:
             self._uow.append(
                 [
-                    *DEFINITIONS.changes(self.definition_changes),
-                    *SCHEDULES.changes(self.schedule_changes),
-                    *JOBS.changes(self.job_changes),
+                    DEFINITIONS.changes(self.definition_changes),
+                    SCHEDULES.changes(self.schedule_changes),
+                    JOBS.changes(self.job_changes),
                 ]
             )

@@ -160,8 +160,8 @@ def _record_sync(
         event = polled(sync, now, poll_job_id=poll_job_id)
         uow.append(
             [
-                *DEFINITIONS.changes(plan.definition_changes),
-                *JOBS.changes(plan.job_changes),
+                DEFINITIONS.changes(plan.definition_changes),
+                JOBS.changes(plan.job_changes),
                 SOURCE_POLLS.change(source, [event]),
             ]
         )

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import groupby
-from operator import itemgetter
+from itertools import chain
 from typing import Any, cast
 from uuid import UUID
 
@@ -33,7 +32,7 @@ from ledger.core.values import JobStatus
 from ledger.core.workflows.events import WorkflowEvent
 from ledger.core.workflows.state import RunState
 from ledger.core.workflows.state import evolve as evolve_run
-from ledger.views.kind import Change, StateKind
+from ledger.views.kind import Appended, Changes, StateKind
 from ledger.views.registry import FOLD_ORDER, view_writes
 from ledger.views.writes import ViewWrite
 
@@ -44,24 +43,27 @@ def _nothing_known(kind: AnyKind, key: Any) -> Any:
     return None
 
 
-def _fold_order(change: Change) -> int:
-    return FOLD_ORDER[change[0]]
+Pairs = Iterable[tuple[Any, Sequence[Event]]]
+"""A kind's (key, events) pairs, in the order given."""
 
 
-_kind_of = itemgetter(0)
+def by_kind(changes: Sequence[Appended]) -> list[tuple[AnyKind, Pairs]]:
+    """``changes`` (single changes and batches) grouped by kind, in the kinds' fold order
+    (:data:`~ledger.views.registry.KINDS`), each kind's pairs in the order given; a batch is
+    passed on as it is (no tuple per stream)."""
+    groups: dict[AnyKind, list[Sequence[tuple[Any, Sequence[Event]]]]] = {}
+    for item in changes:
+        if isinstance(item, Changes):
+            groups.setdefault(item.kind, []).append(item.pairs)
+        else:
+            kind, key, events = item
+            groups.setdefault(kind, []).append(((key, events),))
+    ordered = sorted(groups.items(), key=_fold_order) if len(groups) > 1 else groups.items()
+    return [(kind, parts[0] if len(parts) == 1 else chain(*parts)) for kind, parts in ordered]
 
-JobChange = tuple[Any, UUID, Sequence[JobEvent]]
-"""A change of the job kind: (kind, job id, its events)."""
 
-
-def by_kind(changes: Sequence[Change]) -> Iterable[tuple[AnyKind, Iterable[Change]]]:
-    """``changes`` grouped by kind, in the kinds' fold order
-    (:data:`~ledger.views.registry.KINDS`), each kind's in the order given; one group,
-    as given, when they are all of one kind (a worker's, a bulk enqueue's)."""
-    kinds = set(map(_kind_of, changes))
-    if len(kinds) < 2:
-        return [(kind, changes) for kind in kinds]
-    return groupby(sorted(changes, key=_fold_order), key=_kind_of)
+def _fold_order(group: tuple[AnyKind, object]) -> int:
+    return FOLD_ORDER[group[0]]
 
 
 MAKES_CLAIMABLE = (JobEnqueued, JobReleased, JobRetryScheduled, JobRequeued)
@@ -94,17 +96,17 @@ class AppendFold:
     changed: dict[AnyKind, dict[Any, Any]] = field(default_factory=dict)
     """Each plainly folded kind's changed states, by key."""
 
-    def fold(self, changes: Sequence[Change]) -> None:
+    def fold(self, changes: Sequence[Appended]) -> None:
         """Fold every change, kind by kind in fold order (job types before the jobs enqueued
         under them, runs before the jobs their steps release): the one loop of an append."""
-        for kind, group in by_kind(changes):
+        for kind, pairs in by_kind(changes):
             if kind.fold == "job":
-                self.fold_job_changes(cast("Iterable[JobChange]", group))
+                self.fold_jobs(cast("Iterable[tuple[UUID, Sequence[JobEvent]]]", pairs))
             elif kind.fold == "run":
-                for _, run_id, events in group:
+                for run_id, events in pairs:
                     self.fold_run(run_id, events)
             else:
-                for _, key, events in group:
+                for key, events in pairs:
                     self.fold_stream(kind, key, events)
 
     def fold_changes(self, changes: Sequence[Reaction]) -> None:
@@ -133,14 +135,10 @@ class AppendFold:
         if state is not None:
             self.runs[run_id] = state
 
-    def fold_jobs(self, job_changes: Sequence[tuple[UUID, Sequence[JobEvent]]]) -> None:
-        """Fold each job's events (a policy round's: :meth:`fold_job_changes`)."""
-        self.fold_job_changes((None, job_id, events) for job_id, events in job_changes)
-
-    def fold_job_changes(self, changes: Iterable[JobChange]) -> None:
+    def fold_jobs(self, job_changes: Iterable[tuple[UUID, Sequence[JobEvent]]]) -> None:
         """Fold each job's events onto its latest state (this append's, else the loaded one):
         the job kind's hook (its written views, the policies' triggers, the wake-ups)."""
-        for _, job_id, job_events in changes:
+        for job_id, job_events in job_changes:
             if not job_events:
                 continue
             state = self.states.get(job_id)

@@ -45,7 +45,7 @@ from ledger.store.run_reads import LoadedRun, RunReads
 from ledger.store.savepoints import Savepoints
 from ledger.store.state_reads import AnyKind, StateReads
 from ledger.store.view_row_writes import ViewRowWrites
-from ledger.views.kind import Change
+from ledger.views.kind import Appended
 
 
 class EventRow(NamedTuple):
@@ -125,7 +125,7 @@ class UnitOfWork(JobReads, RunReads, StateReads, ViewRowWrites, Savepoints, ABC)
 
     # --- the one write ----------------------------------------------------------------------
 
-    def append(self, changes: Sequence[Change]) -> dict[UUID, JobState]:
+    def append(self, changes: Sequence[Appended]) -> dict[UUID, JobState]:
         """Fold, append and project ``changes`` (events of any kind of state: see
         :mod:`ledger.views.kind`) in this transaction; the jobs' new states.
 

@@ -228,4 +228,4 @@ def _append(
     enqueued: list[tuple[UUID, Sequence[JobEvent]]] = [
         (job.job_id, [job.enqueued]) for job in decision.enqueue
     ]
-    uow.append([RUNS.change(run_id, decision.events), *JOBS.changes([*job_changes, *enqueued])])
+    uow.append([RUNS.change(run_id, decision.events), JOBS.changes([*job_changes, *enqueued])])

@@ -16,6 +16,8 @@ def test_each_side_runs_first_as_often_as_the_other() -> None:
     assert ab.order(1) == ["A", "B"]
     assert ab.order(4) == ["A", "B", "B", "A", "A", "B", "B", "A"]
     assert ab.order(3).count("A") == ab.order(3).count("B") == 3
+    # a bisect's points: forward, then backward
+    assert ab.order(2, ["A", "B", "C"]) == ["A", "B", "C", "C", "B", "A"]
 
 
 def test_a_commit_is_its_own_tree_and_its_interpreter_imports_it(tmp_path: Path) -> None:
@@ -57,3 +59,7 @@ def test_the_figures_are_read_from_a_compare_run_and_compared_by_median() -> Non
     assert jobs_line.split()[-1] == "1.429"  # 3000 / median(2000, 2200)
     assert cpu_line.split()[-1] == "0.645"  # 200 / median(300, 320)
     assert "2,100 (2,000-2,200)" in jobs_line
+    # a third point is compared with the first too
+    samples["C"] = {c: {k: [v[0] * 2] for k, v in f.items()} for c, f in samples["B"].items()}
+    [jobs_line] = [line for line in ab.table(samples) if "end-to-end" in line]
+    assert jobs_line.split()[-2:] == ["1.429", "2.857"]
