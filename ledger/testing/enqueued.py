@@ -77,7 +77,16 @@ class EnqueuedJobs:
     def __init__(self, reader: Reader, start: TailPosition | None = None) -> None:
         self._feed = EventFeed(reader)
         self._reader = reader
-        self._start = self._feed.head() if start is None else start
+        self._before: frozenset[int] = frozenset()
+        if start is None:
+            with reader.store.read_snapshot() as snapshot:
+                snapshot.prime_frontier()
+                start = snapshot.tail_head()
+                # Committed before the block began but not yet final in tail order (on
+                # PostgreSQL an older transaction still open holds the tail's head back):
+                # read after the start once it is final, yet not the block's.
+                self._before = frozenset(snapshot.positions_after(start))
+        self._start = start
         self._end: TailPosition | None = None
         self._jobs: list[EnqueuedJob] = []
         self._read_to = self._start
@@ -100,7 +109,13 @@ class EnqueuedJobs:
 
     def _read_up_to_now(self) -> None:
         while page := self._feed.after(self._read_to, PAGE):
-            ids = [item.job_id for item in page if item.event == JobEnqueued.name and item.job_id]
+            ids = [
+                item.job_id
+                for item in page
+                if item.event == JobEnqueued.name
+                and item.job_id
+                and item.position not in self._before
+            ]
             states = self._reader.get_many(ids)
             self._jobs.extend(EnqueuedJob(job_id, states[job_id].request) for job_id in ids)
             self._read_to = page[-1].at
