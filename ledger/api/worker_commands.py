@@ -92,6 +92,13 @@ class WorkerCommands(Reader):
             [(lease.job_id, worker_writes.start_decision(lease)) for lease in leases]
         )
 
+    def start_claimed(self, jobs: Sequence[JobState]) -> BatchResult:
+        """As :meth:`start_many`, given the states the claim returned (each job's lease is
+        its state's): a job still at that state's version is written without being read
+        first, in one statement on PostgreSQL (``ledger.jobs.worker_writes.start_claimed``);
+        one that moved on is decided on its stored state."""
+        return worker_writes.start_claimed(self.store, self.clock, jobs)
+
     def progress(
         self,
         lease: Lease,

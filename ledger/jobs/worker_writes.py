@@ -156,6 +156,41 @@ def write_fenced_many(
     return BatchResult(accepted=list(new_states.values()), rejected=rejected)
 
 
+def start_claimed(store: Store, clock: Clock, jobs: Sequence[JobState]) -> BatchResult:
+    """Record that the handlers of ``jobs`` (the states their claim returned) are about to
+    start, as :func:`start_decision` would from each job's locked state; a job whose lease
+    is gone is in ``rejected``. Decided on the states given and appended to the jobs still at
+    those versions without reading them first (:meth:`Store.append_if_unchanged`); a job that
+    moved on since (a heartbeat, a cancel) or that the given state refuses is decided again
+    on its stored state, under its lock."""
+    now = clock.now()
+    known: list[tuple[JobState, Sequence[JobEvent]]] = []
+    again: list[JobState] = []
+    for state in jobs:
+        assert state.lease is not None, "only leased jobs start"
+        try:
+            known.append((state, _as_list(decide.decide_start(state, state.lease, now))))
+        except LedgerError:
+            again.append(state)  # refused on what the caller knew: ask what is stored
+    written = store.append_if_unchanged([(s, events) for s, events in known if events])
+    # Nothing to append (running already, as far as the caller knew): the stored state says.
+    again += [s for s, events in known if not events or s.job_id not in written]
+    result = BatchResult(accepted=list(written.values()), rejected={})
+    if again:
+        rest = write_fenced_many(
+            store, clock, [(s.job_id, start_decision(_lease(s))) for s in again]
+        )
+        result = BatchResult(
+            accepted=[*result.accepted, *rest.accepted], rejected=dict(rest.rejected)
+        )
+    return result
+
+
+def _lease(state: JobState) -> Lease:
+    assert state.lease is not None, "only leased jobs start"
+    return state.lease
+
+
 def decide_each(
     uow: UnitOfWork, clock: Clock, items: Sequence[tuple[UUID, Decision]]
 ) -> tuple[list[tuple[UUID, Sequence[JobEvent]]], dict[UUID, LedgerError]]:

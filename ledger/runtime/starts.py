@@ -26,7 +26,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from ledger.api.ledger import Ledger
-from ledger.core.state import JobState, Lease
+from ledger.core.state import JobState
 from ledger.jobs.leases import LeaseLength, lease_for
 from ledger.runtime.retrying import written
 from ledger.runtime.threads import ThreadLane
@@ -99,14 +99,11 @@ class StartRecorder:
                 return
 
     async def _write_batch(self, batch: list[tuple[JobState, asyncio.Future[bool]]]) -> None:
-        leases: list[Lease] = []
-        for job, _ in batch:
-            assert job.lease is not None, "only leased jobs start"
-            leases.append(job.lease)
-        shortest = timedelta(seconds=min(lease_for(self._lease_s, j.job_type) for j, _ in batch))
+        jobs = [job for job, _ in batch]
+        shortest = timedelta(seconds=min(lease_for(self._lease_s, j.job_type) for j in jobs))
 
         async def write() -> set[object]:
-            result = await self._io.run(self._ledger.start_many, leases)
+            result = await self._io.run(self._ledger.start_claimed, jobs)
             return set(result.rejected)
 
         try:

@@ -1,8 +1,10 @@
 """The store: one database holding one ledger, read and written through a few seams.
 
-- writes: :meth:`Store.unit_of_work` (:mod:`ledger.store.unit_of_work`), the only way anything
+- writes: :meth:`Store.unit_of_work` (:mod:`ledger.store.unit_of_work`), the way anything
   is written; after a commit that may have made jobs claimable it wakes this process's
-  listeners (:mod:`ledger.store.listeners`);
+  listeners (:mod:`ledger.store.listeners`). One narrower seam, for a worker that holds its
+  jobs' states already: :meth:`Store.append_if_unchanged` (the same fold and rows, without
+  the read first);
 - reads: :meth:`Store.read` (one named query, its own short transaction),
   :meth:`Store.read_snapshot` (many queries, one snapshot: :mod:`ledger.store.reads`), and the
   few backend-neutral reads that the commands and the CLI use
@@ -23,9 +25,10 @@ no caller needs a driver import. Backends: :mod:`ledger.store.postgres`,
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
+from uuid import UUID
 
 from ledger.core.codec import DEFAULT_CODEC, REGISTERED_EVENTS, EventCodec
 from ledger.core.errors import InvalidRequestError
@@ -34,11 +37,14 @@ from ledger.store.listeners import ListenerBus
 from ledger.store.schema import Schema
 from ledger.store.store_reads import StoreReads
 from ledger.views.kind import registered_events
+from ledger.views.kinds import JOBS
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
 
+    from ledger.core.events import JobEvent
     from ledger.core.policy import Policy
+    from ledger.core.state import JobState
     from ledger.store.frozen_writers import FrozenWriter
     from ledger.store.ids import IdAdapter
     from ledger.store.notifications import AsyncListening, Listening, Topic
@@ -145,6 +151,25 @@ class Store(StoreReads, Archiving, ABC):
             yield uow
         if uow.jobs_became_available:
             self._committed.notify()
+
+    def append_if_unchanged(
+        self, changes: Sequence[tuple[JobState, Sequence[JobEvent]]]
+    ) -> dict[UUID, JobState]:
+        """Append each job's events, folded from the state given, to the jobs whose stored
+        state is still at that state's version, in one transaction; the new states of those
+        written. A job that moved on is left out (decide again on what is stored). A backend
+        may write them without reading them first (PostgreSQL:
+        :mod:`ledger.store.postgres.unread_appends`)."""
+        if not changes:
+            return {}
+        with self.unit_of_work() as uow:
+            stored = uow.lock_jobs([state.job_id for state, _ in changes])
+            unchanged = [
+                (state.job_id, events)
+                for state, events in changes
+                if (now := stored.get(state.job_id)) is not None and now.version == state.version
+            ]
+            return uow.append([JOBS.changes(unchanged)]) if unchanged else {}
 
     def joining(self, connection: object, *, loop: AbstractEventLoop | None = None) -> Store:
         """This store with every unit of work and read run on ``connection``, an

@@ -11,9 +11,10 @@ and retention's detached months (:mod:`ledger.store.postgres.month_archiving`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -24,6 +25,7 @@ from ledger.core.errors import DatabaseUnusableError
 from ledger.store.frozen_writers import FrozenWriter
 from ledger.store.ids import id_adapter
 from ledger.store.notifications import Topic
+from ledger.store.postgres import unread_appends
 from ledger.store.postgres.async_joined import PostgresLoopJoinedStore
 from ledger.store.postgres.checkout import CheckedDatastore
 from ledger.store.postgres.dead_peers import with_dead_peer_bounds
@@ -44,6 +46,9 @@ from ledger.store.store import Store
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
+
+    from ledger.core.events import JobEvent
+    from ledger.core.state import JobState
 
 IDLE_IN_TRANSACTION_TIMEOUT_S = 60.0
 """How long a session may sit idle inside a transaction before the server ends it (and its
@@ -138,6 +143,28 @@ class PostgresStore(SchemaChanges, MonthArchiving, Store):
     def _transaction(self) -> Iterator[PostgresUnitOfWork]:
         with self._cursor() as cursor:
             yield PostgresUnitOfWork(self, cursor)
+
+    def append_if_unchanged(
+        self, changes: Sequence[tuple[JobState, Sequence[JobEvent]]]
+    ) -> dict[UUID, JobState]:
+        """One statement, no read first, when the fold touches only the jobs' rows
+        (:mod:`ledger.store.postgres.unread_appends`); else the unit of work's way."""
+        if not changes or self.read_only:
+            return super().append_if_unchanged(changes)
+        fold = unread_appends.rows_only_fold(changes, self.policies)
+        if fold is None:
+            return super().append_if_unchanged(changes)
+        expected = {state.job_id: state.version for state, _ in changes}
+        parameters = unread_appends.statement_parameters(
+            fold, expected, self.codec, self.ids, self.recorder.channel_name
+        )
+        with errors_mapped(self.where), self.datastore.get_connection() as conn:
+            assert conn.autocommit, "the statement is its own transaction"
+            with conn.cursor() as cursor:
+                written = unread_appends.run(
+                    cursor, self.sql["jobs_append_if_unchanged"], parameters
+                )
+        return {job_id: state for job_id, state in fold.states.items() if job_id in written}
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """One named read; run once more on a fresh connection if its connection broke under

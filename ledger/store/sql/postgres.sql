@@ -533,6 +533,44 @@ FROM json_to_recordset(%(rows)s::json) AS v(
 )
 WHERE q.job_id = v.job_id
 
+-- name: jobs_append_if_unchanged
+-- Jobs' events and rows after them, for the jobs whose row is still at the version the caller
+-- folded from (%(rows)s as queue_update's, each with its "expected" version; %(events)s one
+-- JSON array too, the blobs in base64: msgspec encodes it in C): one statement,
+-- one round trip, no transaction of its own around it (ledger.store.postgres.unread_appends).
+-- The rows are locked in job-id order first, as queue_lock locks them, so that it cannot
+-- deadlock with a unit of work locking the same jobs; a row that moved on meanwhile is left
+-- alone, and so are its events. The job ids written come back.
+WITH v AS MATERIALIZED (
+    SELECT * FROM json_to_recordset(%(rows)s::json) AS v(
+        job_id uuid, expected integer, status text, stage text, priority integer,
+        run_at bigint, lease_expires_at bigint, run_number integer, attempt integer,
+        worker_id text, version integer, updated_at bigint, state text
+    )
+), locked AS MATERIALIZED (
+    SELECT q.job_id, q.version FROM jl_queue AS q
+    WHERE q.job_id IN (SELECT job_id FROM v) ORDER BY q.job_id FOR UPDATE
+), moved AS (
+    UPDATE jl_queue AS q SET
+        status = v.status, stage = v.stage, priority = v.priority, run_at = v.run_at,
+        lease_expires_at = v.lease_expires_at, run_number = v.run_number,
+        attempt = v.attempt, worker_id = v.worker_id, version = v.version,
+        updated_at = v.updated_at, state = decode(v.state, 'base64')
+    FROM v JOIN locked AS l ON l.job_id = v.job_id AND l.version = v.expected
+    WHERE q.job_id = v.job_id
+    RETURNING q.job_id
+), appended AS (
+    INSERT INTO jl_events (originator_id, originator_version, topic, state)
+    SELECT e.originator_id, e.originator_version, e.topic, decode(e.state, 'base64')
+    FROM json_to_recordset(%(events)s::json)
+        AS e(originator_id uuid, originator_version bigint, topic text, state text)
+    WHERE e.originator_id IN (SELECT job_id FROM moved)
+    RETURNING 1
+)
+SELECT m.job_id, (SELECT count(*) FROM appended) AS events,
+       (SELECT pg_notify(%(channel)s, '') WHERE EXISTS (SELECT 1 FROM moved)) AS notified
+FROM moved AS m
+
 -- name: queue_counts
 -- Jobs per status (jl_queue_listing_idx).
 SELECT status, count(*) AS n FROM jl_queue GROUP BY status

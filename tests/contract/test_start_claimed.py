@@ -1,0 +1,114 @@
+"""Handler starts recorded from the claim's states (``Ledger.start_claimed``), on both backends.
+
+On PostgreSQL a start whose job is still at the claimed version is written by one statement
+that never reads the job first (:mod:`ledger.store.postgres.unread_appends`); these pin that it
+records exactly what the locked way records, writes nothing for a job that moved on, and
+falls back to deciding on the stored state.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ledger import FakeClock, JobStatus, Ledger
+from ledger.core.events import JobStageChanged
+from ledger.core.state import JobState
+from ledger.core.values import Stage
+
+
+def claimed(ledger: Ledger, n: int) -> list[JobState]:
+    for i in range(n):
+        ledger.enqueue("t", payload={"i": i})
+    jobs = ledger.claim("w", limit=n)
+    assert len(jobs) == n
+    return jobs
+
+
+def starts_of(ledger: Ledger, job: JobState) -> list[JobStageChanged]:
+    return [r.event for r in ledger.history(job.job_id) if isinstance(r.event, JobStageChanged)]
+
+
+def test_a_start_from_the_claimed_state_is_what_the_locked_start_records(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """The same event, the same state, the same view row (verify clean) as start_many."""
+    by_claim, by_lock = claimed(defined, 2)
+    clock.advance(1)
+    fast = defined.start_claimed([by_claim])
+    assert by_lock.lease is not None
+    locked = defined.start_many([by_lock.lease])
+    assert not fast.rejected and not locked.rejected
+    [after_fast], [after_lock] = fast.accepted, locked.accepted
+    assert after_fast.stage == after_lock.stage == Stage.RUNNING
+    assert after_fast.started_at == after_lock.started_at == clock.now()
+    assert after_fast.version == by_claim.version + 1
+    assert defined.get(by_claim.job_id) == after_fast
+    [event] = starts_of(defined, by_claim)
+    assert (event.stage, event.attempt, event.at) == (Stage.RUNNING, 1, clock.now())
+    assert defined.projections().verify().clean
+
+
+def test_a_job_that_moved_on_since_its_claim_is_started_from_its_stored_state(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """A heartbeat after the claim: the claimed state is stale, so the job is decided again
+    under its lock and started once (never twice, never from the stale state)."""
+    [job] = claimed(defined, 1)
+    assert job.lease is not None
+    clock.advance(5)
+    beat = defined.heartbeat(job.lease, lease_s=60)
+    result = defined.start_claimed([job])
+    assert not result.rejected
+    [after] = result.accepted
+    assert after.version == beat.version + 1
+    assert after.lease_expires_at == beat.lease_expires_at  # the heartbeat's, kept
+    assert len(starts_of(defined, job)) == 1
+    assert defined.projections().verify().clean
+
+
+def test_the_same_claimed_state_started_twice_appends_one_start(defined: Ledger) -> None:
+    """The second write finds the job at a later version: nothing appended by it, and the
+    stored state (running already) decides that there is nothing to record."""
+    [job] = claimed(defined, 1)
+    first = defined.start_claimed([job])
+    second = defined.start_claimed([job])
+    assert [s.job_id for s in first.accepted] == [job.job_id]
+    assert not second.rejected and not second.accepted
+    assert len(starts_of(defined, job)) == 1
+    assert defined.projections().verify().clean
+
+
+def test_a_job_cancelled_since_its_claim_is_refused_and_not_written(defined: Ledger) -> None:
+    """The fence, on the stored state: the handler must not start; nothing appended."""
+    job, other = claimed(defined, 2)
+    defined.cancel(job.job_id)
+    result = defined.start_claimed([job, other])
+    assert set(result.rejected) == {job.job_id}
+    assert [s.job_id for s in result.accepted] == [other.job_id]
+    assert starts_of(defined, job) == []
+    assert (defined.get(job.job_id) or job).status is JobStatus.CANCELLED
+    assert defined.projections().verify().clean
+
+
+@pytest.mark.parametrize("n", [1, 7])
+def test_many_starts_in_one_write(defined: Ledger, n: int) -> None:
+    jobs = claimed(defined, n)
+    result = defined.start_claimed(jobs)
+    assert sorted(s.job_id for s in result.accepted) == sorted(j.job_id for j in jobs)
+    assert all((defined.get(j.job_id) or j).stage == Stage.RUNNING for j in jobs)
+    assert defined.projections().verify().clean
+
+
+def test_only_a_fold_that_touches_the_jobs_rows_alone_skips_the_read(defined: Ledger) -> None:
+    """The one-statement write takes a start (its fold is the job's row only) and leaves a
+    cancel (it wakes the leased job's pool) to the unit of work."""
+    from ledger.core import decide
+    from ledger.store.postgres.unread_appends import rows_only_fold
+
+    [job] = claimed(defined, 1)
+    assert job.lease is not None
+    start = decide.decide_start(job, job.lease, job.updated_at)
+    policies = defined.store.policies
+    assert rows_only_fold([(job, start)], policies) is not None
+    cancel = decide.decide_cancel(job, job.updated_at, "no longer wanted")
+    assert rows_only_fold([(job, [cancel])], policies) is None
