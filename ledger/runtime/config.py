@@ -89,10 +89,11 @@ class PoolConfig:
     spends the attempt only of the jobs whose handler was running when the process died
     (``worker_lost``) and releases the rest free. A job claimed for a waiting slot gets it in
     the claim's transaction; one that waited in the prefetch buffer costs a group-committed
-    transaction of its own before it starts (the price, for tiny handlers: bench/README.md,
-    "Handler starts"). False: every claimed job is recorded as started by its claim, at no
-    extra transaction; a crash then spends the attempt of every job the process held, the
-    buffered ones too (as River and Oban count a fetched job's attempt)."""
+    write before it starts (one statement on PostgreSQL; the price, for tiny handlers:
+    bench/README.md, "Handler starts without a read"). False: every claimed job is recorded
+    as started by its claim, at no extra transaction; a crash then spends the attempt of
+    every job the process held, the buffered ones too (as River and Oban count a fetched
+    job's attempt)."""
     batch_turns: bool = False
     """Record the gathered outcomes in the transaction of the producer's next claim (one
     commit per batch turn instead of two: :mod:`ledger.runtime.batch_turns`). Opt-in: it halves the

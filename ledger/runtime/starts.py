@@ -14,8 +14,13 @@ that waited in the prefetch buffer needs this recorder. One write per such job w
 the pool's transactions; instead the slots that start one in the same turn of the event loop
 share one transaction (a group commit): the first to ask starts a writer task, which runs on
 the next turn and takes every request made until then; requests made while it writes go into
-its next transaction. A database blip is retried as a report's write is
-(:func:`ledger.runtime.retrying.written`).
+its next transaction. The write does not read the jobs first: each start is decided on the
+state the claim returned and appended to the jobs still at that version
+(:meth:`Ledger.start_claimed <ledger.api.worker_commands.WorkerCommands.start_claimed>`; on
+PostgreSQL one statement, :mod:`ledger.store.postgres.unread_appends`). A database blip is
+retried as a report's write is (:func:`ledger.runtime.retrying.written`): a write whose
+commit landed unacknowledged finds its jobs moved on, decides again on what is stored
+(running already: nothing to append) and lets the handlers go ahead.
 """
 
 from __future__ import annotations

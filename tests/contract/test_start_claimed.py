@@ -112,3 +112,26 @@ def test_only_a_fold_that_touches_the_jobs_rows_alone_skips_the_read(defined: Le
     assert rows_only_fold([(job, start)], policies) is not None
     cancel = decide.decide_cancel(job, job.updated_at, "no longer wanted")
     assert rows_only_fold([(job, [cancel])], policies) is None
+
+
+def test_a_success_skips_the_read_unless_a_workflow_must_see_it(defined: Ledger) -> None:
+    """A plain job's success is its row alone; a workflow step's success is what the
+    workflow policy reacts to, so it is the unit of work's."""
+    import uuid
+
+    import msgspec
+
+    from ledger.core import decide
+    from ledger.core.values import WorkflowLink
+    from ledger.store.postgres.unread_appends import rows_only_fold
+
+    [job] = claimed(defined, 1)
+    assert job.lease is not None
+    policies = defined.store.policies
+    success = decide.decide_succeed(job, job.lease, job.updated_at)
+    assert rows_only_fold([(job, [success])], policies) is not None
+    step = msgspec.structs.replace(job, workflow=WorkflowLink(uuid.uuid4(), "a"))
+    assert (
+        rows_only_fold([(step, [decide.decide_succeed(step, job.lease, job.updated_at)])], policies)
+        is None
+    )

@@ -25,7 +25,7 @@ from psycopg.rows import DictRow
 
 from ledger.core.codec import EventCodec
 from ledger.core.events import JobEvent
-from ledger.core.policy import Policy, trigger_types
+from ledger.core.policy import Policy, ask, trigger_types
 from ledger.core.state import JobState
 from ledger.store.fold import AppendFold
 from ledger.store.ids import IdAdapter
@@ -39,7 +39,9 @@ def rows_only_fold(
     changes: Sequence[tuple[JobState, Sequence[JobEvent]]], policies: Sequence[Policy]
 ) -> AppendFold | None:
     """The fold of ``changes`` from the states given, or ``None`` when it changes more than
-    the jobs' own rows: then only a unit of work may append it."""
+    the jobs' own rows (a view of another kind, a wake-up, an event some policy must see:
+    :func:`ledger.core.policy.ask`, pure and cheap): then only a unit
+    of work may append it."""
     known = {state.job_id: state for state, _ in changes}
     fold = AppendFold(
         known.get, triggers=[] if policies else None, trigger_types=trigger_types(policies)
@@ -47,7 +49,7 @@ def rows_only_fold(
     fold.fold([JOBS.changes([(state.job_id, events) for state, events in changes])])
     touches_more = (
         fold.view_writes
-        or fold.triggers
+        or ask(policies, fold.triggers or [])
         or fold.changed
         or fold.runs
         or fold.makes_claimable
