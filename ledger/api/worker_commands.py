@@ -153,6 +153,21 @@ class WorkerCommands(Reader):
             ]
         )
 
+    def finish_claimed(self, items: Sequence[tuple[JobState | None, Outcome]]) -> BatchResult:
+        """As :meth:`finish_many`, given for each outcome the state its worker last saw its
+        job in (the state its start returned; ``None``: not known): a job still at that
+        version is written without being read first, in one statement on PostgreSQL when the
+        outcome changes nothing but its row (a plain job's success); the others as
+        :meth:`finish_many` writes them (``ledger.jobs.worker_writes.write_known``)."""
+        return worker_writes.write_known(
+            self.store,
+            self.clock,
+            [
+                (o.lease.job_id, known, worker_writes.worker_outcome_decision(o, self._jitter))
+                for known, o in items
+            ],
+        )
+
     def finish_and_claim(
         self,
         outcomes: Sequence[Outcome],

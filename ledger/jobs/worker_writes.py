@@ -159,31 +159,44 @@ def write_fenced_many(
 def start_claimed(store: Store, clock: Clock, jobs: Sequence[JobState]) -> BatchResult:
     """Record that the handlers of ``jobs`` (the states their claim returned) are about to
     start, as :func:`start_decision` would from each job's locked state; a job whose lease
-    is gone is in ``rejected``. Decided on the states given and appended to the jobs still at
-    those versions without reading them first (:meth:`Store.append_if_unchanged`); a job that
-    moved on since (a heartbeat, a cancel) or that the given state refuses is decided again
-    on its stored state, under its lock."""
+    is gone is in ``rejected`` (:func:`write_known`)."""
+    return write_known(store, clock, [(s.job_id, s, start_decision(_lease(s))) for s in jobs])
+
+
+def write_known(
+    store: Store, clock: Clock, items: Sequence[tuple[UUID, JobState | None, Decision]]
+) -> BatchResult:
+    """As :func:`write_fenced_many`, for a caller that may know each job's state already
+    (``None``: it does not). Each decision is taken on the state given and appended to the
+    jobs still at that version without reading them first
+    (:meth:`Store.append_if_unchanged`); a job that moved on since (a heartbeat, a cancel), a
+    decision the given state refuses or finds nothing to append for, and a job named twice
+    are decided again on the stored state, under its lock, in one more transaction."""
     now = clock.now()
+    named = Counter(job_id for job_id, _, _ in items)
     known: list[tuple[JobState, Sequence[JobEvent]]] = []
-    again: list[JobState] = []
-    for state in jobs:
-        assert state.lease is not None, "only leased jobs start"
+    again: list[tuple[UUID, Decision]] = []
+    decided: list[tuple[UUID, Decision]] = []
+    for job_id, state, decision in items:
+        if state is None or named[job_id] > 1:
+            again.append((job_id, decision))
+            continue
         try:
-            known.append((state, _as_list(decide.decide_start(state, state.lease, now))))
+            events = _as_list(decision(state, now))
         except LedgerError:
-            again.append(state)  # refused on what the caller knew: ask what is stored
-    written = store.append_if_unchanged([(s, events) for s, events in known if events])
-    # Nothing to append (running already, as far as the caller knew): the stored state says.
-    again += [s for s, events in known if not events or s.job_id not in written]
-    result = BatchResult(accepted=list(written.values()), rejected={})
-    if again:
-        rest = write_fenced_many(
-            store, clock, [(s.job_id, start_decision(_lease(s))) for s in again]
-        )
-        result = BatchResult(
-            accepted=[*result.accepted, *rest.accepted], rejected=dict(rest.rejected)
-        )
-    return result
+            again.append((job_id, decision))  # refused on what the caller knew: ask the store
+            continue
+        if not events:
+            again.append((job_id, decision))
+            continue
+        known.append((state, events))
+        decided.append((job_id, decision))
+    written = store.append_if_unchanged(known)
+    again += [(job_id, decision) for job_id, decision in decided if job_id not in written]
+    if not again:
+        return BatchResult(accepted=list(written.values()), rejected={})
+    rest = write_fenced_many(store, clock, again)
+    return BatchResult(accepted=[*written.values(), *rest.accepted], rejected=rest.rejected)
 
 
 def _lease(state: JobState) -> Lease:

@@ -2,8 +2,10 @@
 
 Workers hand their outcome (success or failure) to the completer and move on; the completer
 flushes whatever has gathered — at most ``max_batch`` outcomes, after at most ``max_delay_s``
-— through :meth:`Ledger.finish_many`. An outcome the fence rejects (the worker lost its lease)
-is logged and dropped, never retried: the ledger already belongs to someone else.
+— through :meth:`Ledger.finish_claimed` (:meth:`Ledger.finish_many`'s way for the jobs
+the worker's last known state no longer describes). An outcome the fence rejects (the
+worker lost its lease) is logged and dropped, never retried: the ledger already belongs to
+someone else.
 
 A flush that fails on an error that may pass — the connection dropped, the server
 restarting, a lock or serialisation conflict — is retried with a bounded, jittered back-off
@@ -68,6 +70,9 @@ class _Handed:
     """The event loop's time when it was handed over (what the gathering delay counts from)."""
     maybe_written: bool = False
     """A turn that carried it failed in a way that may have committed."""
+    known: JobState | None = None
+    """The job's state as its worker last saw it (after its start), if known: the outcome is
+    decided on it first, without a read (:meth:`Ledger.finish_claimed`)."""
     settled: bool = False
 
     def settle(self, state: JobState | None) -> None:
@@ -158,12 +163,17 @@ class BatchCompleter:
         self.hand_over(outcome, resolve)
         return future
 
-    def hand_over(self, outcome: Outcome, on_settled: Settled) -> None:
+    def hand_over(
+        self, outcome: Outcome, on_settled: Settled, *, known: JobState | None = None
+    ) -> None:
         """Queue an outcome; ``on_settled`` is called (on the event loop, once) with the job's
         new state, or ``None`` if it was not recorded, as :meth:`submit`'s future would be
         resolved. What the worker slots use: a future per job, and the loop turn its done
-        callback takes, cost more than the callback itself (bench/bench_pool_cpu.py)."""
-        self._pending.append(self._hand(outcome, on_settled))
+        callback takes, cost more than the callback itself (bench/bench_pool_cpu.py).
+        ``known``: the job's state as the worker last saw it, if it knows it."""
+        handed = self._hand(outcome, on_settled)
+        handed.known = known
+        self._pending.append(handed)
         # Wake the flushing task only when this outcome changes what it waits for: the first
         # one starts the gathering delay, a full batch ends it. The others would wake it to
         # find the same deadline (one wake-up, and a new timeout, per job).
@@ -265,13 +275,13 @@ class BatchCompleter:
         return self.max_delay_s
 
     async def _flush(self, batch: list[_Handed]) -> None:
-        """``finish_many`` until it lands or every outcome's lease has ended."""
+        """``finish_claimed`` until it lands or every outcome's lease has ended."""
         failed_tries = 0
         maybe_written = any(handed.maybe_written for handed in batch)
         while batch:
             try:
-                outcomes = [handed.outcome for handed in batch]
-                result = await self._io.run(self._ledger.finish_many, outcomes)
+                known = [(handed.known, handed.outcome) for handed in batch]
+                result = await self._io.run(self._ledger.finish_claimed, known)
             except PASSING_ERRORS as exc:
                 failed_tries += 1
                 maybe_written = maybe_written or isinstance(exc, DatabaseUnusableError)

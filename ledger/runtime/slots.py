@@ -65,14 +65,15 @@ class WorkerSlots:
             if not self._claims.start(job.job_id, self._clock.now()):
                 self._expired_before_start(job)
                 continue
-            if not await self._record_start(job):
+            running = await self._record_start(job)
+            if running is None:
                 continue
             started = self._producer.job_started()
             try:
                 timer = Timer.start()
                 outcome = await self._executor.execute(job)
                 self._metrics.job_ran(job.job_type, timer.seconds())
-                await self._record(outcome, job.job_type)
+                await self._record(outcome, job.job_type, running)
             except Exception:
                 # Recording failed (the executor itself never raises but for shutdown):
                 # the slot lives on; the job's lease is left to expire for the reaper.
@@ -88,16 +89,18 @@ class WorkerSlots:
             if self._yield_between_jobs:
                 await asyncio.sleep(0)
 
-    async def _record_start(self, job: JobState) -> bool:
-        """Record the handler's start before calling it (:mod:`ledger.runtime.starts`); false
-        if it must not start: the fence refused (the lease is gone) or the write failed
-        (the job is then released, unstarted). Cancelled meanwhile, the job is released."""
+    async def _record_start(self, job: JobState) -> JobState | None:
+        """Record the handler's start before calling it (:mod:`ledger.runtime.starts`): the
+        job's state after it (what the outcome is decided on first, without a read), or
+        ``None`` if it must not start: the fence refused (the lease is gone) or the write
+        failed (the job is then released, unstarted). Cancelled meanwhile, it is released."""
         assert job.lease is not None
         if job.stage == Stage.RUNNING:
-            return True  # recorded by the claim that handed it to a waiting slot
+            return job  # recorded by the claim that handed it to a waiting slot
         try:
-            if await self._starts.started(job):
-                return True
+            running = await self._starts.started(job)
+            if running is not None:
+                return running
             log.warning("job %s: lease lost before its handler started; dropped", job.job_id)
             self._claims.forget(job.job_id)
         except asyncio.CancelledError:
@@ -107,7 +110,7 @@ class WorkerSlots:
             log.exception("job %s: its start could not be recorded; released", job.job_id)
             await self._releaser.release(job.lease)
         self._producer.room_freed()
-        return False
+        return None
 
     def _expired_before_start(self, job: JobState) -> None:
         """A buffered job whose lease ended, or nearly, before a slot took it (the process
@@ -121,14 +124,19 @@ class WorkerSlots:
             job.lease_expires_at,
         )
 
-    async def _record(self, outcome: Outcome, job_type: str) -> None:
-        """Hand the outcome to the completer; the lease stays held (so the pool is not idle)
-        until the outcome is recorded or refused, but is no longer renewed."""
+    async def _record(self, outcome: Outcome, job_type: str, running: JobState) -> None:
+        """Hand the outcome to the completer, with the state the job's start left (the
+        completer decides on it first, without a read; a heartbeat or a progress report
+        since has moved the job on, and then it is read); the lease stays held (so the
+        pool is not idle) until the outcome is recorded or refused, but is no longer
+        renewed."""
         job_id = outcome.lease.job_id
         self._claims.finished(job_id)
         timer = Timer.start()
         if self._completer.running:
-            self._completer.hand_over(outcome, lambda _: self._forget(job_id, job_type, timer))
+            self._completer.hand_over(
+                outcome, lambda _: self._forget(job_id, job_type, timer), known=running
+            )
         else:
             try:
                 await self._completer.flush_now([outcome])

@@ -30,7 +30,7 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 
-from ledger.api.ledger import Ledger
+from ledger.api.ledger import BatchResult, Ledger
 from ledger.core.state import JobState
 from ledger.jobs.leases import LeaseLength, lease_for
 from ledger.runtime.retrying import written
@@ -57,15 +57,16 @@ class StartRecorder:
         self._lease_s = lease_s
         self._could_ask = could_ask
         """How many slots could ask now (neither running a handler nor waiting for a job)."""
-        self._waiting: list[tuple[JobState, asyncio.Future[bool]]] = []
+        self._waiting: list[tuple[JobState, asyncio.Future[JobState | None]]] = []
         self._asked = asyncio.Event()
         self._writer: asyncio.Task[None] | None = None
 
-    async def started(self, job: JobState) -> bool:
-        """Record that ``job``'s handler starts and wait for the commit: true to go ahead,
-        false if the fence refused it (the lease is gone: do not start the handler). Raises
-        the database's error once retrying it is no use."""
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    async def started(self, job: JobState) -> JobState | None:
+        """Record that ``job``'s handler starts and wait for the commit: the job's state
+        after it to go ahead (``job`` itself if the stored state had it running already),
+        ``None`` if the fence refused it (the lease is gone: do not start the handler).
+        Raises the database's error once retrying it is no use."""
+        future: asyncio.Future[JobState | None] = asyncio.get_running_loop().create_future()
         self._waiting.append((job, future))
         self._asked.set()
         if self._writer is None:
@@ -103,16 +104,17 @@ class StartRecorder:
             except TimeoutError:
                 return
 
-    async def _write_batch(self, batch: list[tuple[JobState, asyncio.Future[bool]]]) -> None:
+    async def _write_batch(
+        self, batch: list[tuple[JobState, asyncio.Future[JobState | None]]]
+    ) -> None:
         jobs = [job for job, _ in batch]
         shortest = timedelta(seconds=min(lease_for(self._lease_s, j.job_type) for j in jobs))
 
-        async def write() -> set[object]:
-            result = await self._io.run(self._ledger.start_claimed, jobs)
-            return set(result.rejected)
+        async def write() -> BatchResult:
+            return await self._io.run(self._ledger.start_claimed, jobs)
 
         try:
-            refused = await written(
+            result = await written(
                 write,
                 what=f"start of {len(batch)} job(s)",
                 clock=self._ledger.clock,
@@ -123,6 +125,8 @@ class StartRecorder:
                 if not future.done():
                     future.set_exception(exc)
             return
+        after = {state.job_id: state for state in result.accepted}
         for job, future in batch:
             if not future.done():  # a slot cancelled while it waited has gone
-                future.set_result(job.job_id not in refused)
+                refused = job.job_id in result.rejected
+                future.set_result(None if refused else after.get(job.job_id, job))

@@ -135,3 +135,60 @@ def test_a_success_skips_the_read_unless_a_workflow_must_see_it(defined: Ledger)
         rows_only_fold([(step, [decide.decide_succeed(step, job.lease, job.updated_at)])], policies)
         is None
     )
+
+
+def test_outcomes_from_the_started_states_are_what_finish_many_records(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """A success and a retried failure decided on the states the starts returned: the same
+    states as finish_many's from the locked rows; a job heartbeated since its start is read
+    and decided on its stored state; an unknown state (``None``) likewise."""
+    from ledger import Completion, Failure, FailureKind, FailureReport
+
+    jobs = claimed(defined, 6)
+    started = {s.job_id: s for s in defined.start_claimed(jobs).accepted}
+    a, b, c, d, e, f = (started[j.job_id] for j in jobs)
+    for state in (a, b, c, d, e, f):
+        assert state.lease is not None
+    clock.advance(2)
+    beat = defined.heartbeat(c.lease, lease_s=60)  # type: ignore[arg-type]
+    blip = Failure(kind=FailureKind.RETRYABLE, code="down", message="blip")
+    fast = defined.finish_claimed(
+        [
+            (a, Completion(a.lease, output={"n": 1})),  # type: ignore[arg-type]
+            (b, FailureReport(b.lease, blip)),  # type: ignore[arg-type]
+            (c, Completion(c.lease)),  # type: ignore[arg-type]
+            (None, Completion(d.lease)),  # type: ignore[arg-type]
+        ]
+    )
+    locked = defined.finish_many(
+        [Completion(e.lease, output={"n": 1}), FailureReport(f.lease, blip)]  # type: ignore[arg-type]
+    )
+    assert not fast.rejected and not locked.rejected
+    after = {s.job_id: s for s in [*fast.accepted, *locked.accepted]}
+    assert after[a.job_id].status is JobStatus.SUCCEEDED and after[a.job_id].output == {"n": 1}
+    assert after[b.job_id].status is after[f.job_id].status
+    assert after[b.job_id].run_at == after[f.job_id].run_at  # the same jitter-free backoff
+    assert after[c.job_id].version == beat.version + 1
+    assert after[d.job_id].status is JobStatus.SUCCEEDED
+    for job_id, state in after.items():
+        assert defined.get(job_id) == state
+    assert defined.projections().verify().clean
+
+
+def test_an_outcome_of_a_job_cancelled_since_its_start_records_how_the_handler_stopped(
+    defined: Ledger,
+) -> None:
+    """The stored state (cancelled) decides, as finish_many's does: job_handler_stopped."""
+    from ledger import Completion
+    from ledger.core.events import JobHandlerStopped
+
+    [job] = claimed(defined, 1)
+    [running] = defined.start_claimed([job]).accepted
+    defined.cancel(job.job_id)
+    assert running.lease is not None
+    result = defined.finish_claimed([(running, Completion(running.lease))])
+    assert not result.rejected
+    kinds = [type(r.event) for r in defined.history(job.job_id)]
+    assert kinds[-1] is JobHandlerStopped
+    assert defined.projections().verify().clean
