@@ -11,6 +11,7 @@ before it ended (or before the assertion, while it is still open).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple
@@ -31,6 +32,10 @@ __all__ = [
 
 PAGE = 1000
 """How many events one read of the history after a position returns at most."""
+
+FINAL_WAIT_S = 30.0
+"""How long reading a span waits for its committed events to become final in tail order
+(an older transaction still open holds them back; a test's own, left open, would never end)."""
 
 ExpectedJob = str | tuple[str, Mapping[str, Any]]
 """A job type alone (any payload), or a job type with its exact payload."""
@@ -87,38 +92,75 @@ class EnqueuedJobs:
                 # read after the start once it is final, yet not the block's.
                 self._before = frozenset(snapshot.positions_after(start))
         self._start = start
-        self._end: TailPosition | None = None
+        self._end: frozenset[int] | None = None
+        """Once closed: the positions after the start that had committed when it closed."""
         self._jobs: list[EnqueuedJob] = []
         self._read_to = self._start
+        self._seen: set[int] = set()
 
     def close(self) -> None:
-        """End the span here: later enqueues are not this block's."""
-        self._read_up_to_now()
-        self._end = self._read_to
+        """End the span here: later enqueues are not this block's. What had committed by now
+        is the block's, even if an older transaction still open keeps it out of the final
+        prefix (it is read once final, when the jobs are asked for)."""
+        if self._end is None:
+            self._end = self._committed_now()
 
     @property
     def jobs(self) -> list[EnqueuedJob]:
         """The jobs enqueued in the span, in tail order (the order they committed)."""
         if self._end is None:
-            self._read_up_to_now()
+            self._read_through(self._committed_now(), only_those=False)
+        else:
+            self._read_through(self._end, only_those=True)
         return list(self._jobs)
 
     @property
     def job_ids(self) -> list[UUID]:
         return [job.job_id for job in self.jobs]
 
-    def _read_up_to_now(self) -> None:
-        while page := self._feed.after(self._read_to, PAGE):
-            ids = [
-                item.job_id
-                for item in page
-                if item.event == JobEnqueued.name
-                and item.job_id
-                and item.position not in self._before
-            ]
+    def _committed_now(self) -> frozenset[int]:
+        """The positions after what was read that have committed by now, final or not."""
+        with self._reader.store.read_snapshot() as snapshot:
+            snapshot.prime_frontier()
+            return frozenset(snapshot.positions_after(self._read_to)) - self._before
+
+    def _read_through(self, owed: frozenset[int], *, only_those: bool) -> None:
+        """Read the history on in tail order until every position ``owed`` has been read,
+        waiting (at most :data:`FINAL_WAIT_S`) for those an older transaction keeps from
+        being final; the enqueues among them are the span's (``only_those``: a closed span's
+        end), or every enqueue read (an open span reads up to now)."""
+        missing = set(owed) - self._seen
+        waited_since: float | None = None
+        while True:
+            page = self._feed.after(self._read_to, PAGE)
+            if not page:
+                if not missing:
+                    return
+                waited_since = waited_since or time.monotonic()
+                if time.monotonic() - waited_since > FINAL_WAIT_S:
+                    raise TimeoutError(
+                        f"{len(missing)} event(s) committed in the span are still not final "
+                        f"in tail order after {FINAL_WAIT_S:g} s: a transaction older than "
+                        "them is still open"
+                    )
+                time.sleep(0.005)
+                continue
+            ids = []
+            for item in page:
+                self._seen.add(item.position)
+                missing.discard(item.position)
+                if (
+                    item.event == JobEnqueued.name
+                    and item.job_id
+                    and item.position not in self._before
+                    and (not only_those or item.position in owed)
+                ):
+                    ids.append(item.job_id)
             states = self._reader.get_many(ids)
             self._jobs.extend(EnqueuedJob(job_id, states[job_id].request) for job_id in ids)
             self._read_to = page[-1].at
+            if only_those and not missing:
+                return
 
     def assert_jobs(self, expected: Sequence[ExpectedJob]) -> None:
         """Assert that the span enqueued exactly ``expected``: as many jobs, each matched by
