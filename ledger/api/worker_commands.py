@@ -168,6 +168,15 @@ class WorkerCommands(Reader):
             ],
         )
 
+    def start_and_finish_claimed(
+        self, starting: Sequence[JobState], finished: Sequence[tuple[JobState | None, Outcome]]
+    ) -> tuple[BatchResult, BatchResult]:
+        """:meth:`start_claimed` and :meth:`finish_claimed` in one write (the pool's start
+        write carries the outcomes gathered meanwhile): the starts' result, the outcomes'."""
+        return worker_writes.start_and_finish_claimed(
+            self.store, self.clock, starting, finished, self._jitter
+        )
+
     def finish_and_claim(
         self,
         outcomes: Sequence[Outcome],

@@ -163,6 +163,31 @@ def start_claimed(store: Store, clock: Clock, jobs: Sequence[JobState]) -> Batch
     return write_known(store, clock, [(s.job_id, s, start_decision(_lease(s))) for s in jobs])
 
 
+def start_and_finish_claimed(
+    store: Store,
+    clock: Clock,
+    starting: Sequence[JobState],
+    finished: Sequence[tuple[JobState | None, Outcome]],
+    jitter: Callable[[], float],
+) -> tuple[BatchResult, BatchResult]:
+    """:func:`start_claimed` of ``starting`` and the outcomes ``finished`` (each with the
+    state its worker last saw the job in), in one :func:`write_known`: the starts' result
+    and the outcomes'."""
+    items: list[tuple[UUID, JobState | None, Decision]]
+    items = [(s.job_id, s, start_decision(_lease(s))) for s in starting]
+    items += [(o.lease.job_id, known, worker_outcome_decision(o, jitter)) for known, o in finished]
+    result = write_known(store, clock, items)
+    started = {s.job_id for s in starting}
+    return _part(result, started), _part(result, {o.lease.job_id for _, o in finished} - started)
+
+
+def _part(result: BatchResult, job_ids: set[UUID]) -> BatchResult:
+    return BatchResult(
+        accepted=[s for s in result.accepted if s.job_id in job_ids],
+        rejected={j: e for j, e in result.rejected.items() if j in job_ids},
+    )
+
+
 def write_known(
     store: Store, clock: Clock, items: Sequence[tuple[UUID, JobState | None, Decision]]
 ) -> BatchResult:

@@ -153,6 +153,7 @@ class PoolParts:
             could_ask=lambda: (
                 config.concurrency - self.producer.in_flight - self.producer.waiting_slots
             ),
+            outcomes=self.completer,
         )
 
     # --- what the completer, the heartbeater and the wake-up report -----------------------

@@ -31,8 +31,10 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from ledger.api.ledger import BatchResult, Ledger
+from ledger.core.errors import DatabaseUnusableError
 from ledger.core.state import JobState
 from ledger.jobs.leases import LeaseLength, lease_for
+from ledger.runtime.completer import BatchCompleter
 from ledger.runtime.retrying import written
 from ledger.runtime.threads import ThreadLane
 
@@ -51,8 +53,11 @@ class StartRecorder:
         io: ThreadLane,
         lease_s: LeaseLength,
         could_ask: Callable[[], int] = lambda: 0,
+        outcomes: BatchCompleter | None = None,
     ) -> None:
         self._ledger = ledger
+        self._outcomes = outcomes
+        """The completer whose gathered outcomes each start write carries (None: none)."""
         self._io = io
         self._lease_s = lease_s
         self._could_ask = could_ask
@@ -104,22 +109,46 @@ class StartRecorder:
             except TimeoutError:
                 return
 
+    async def _with_outcomes(self, jobs: list[JobState]) -> BatchResult | None:
+        """The starts of ``jobs`` written together with the outcomes the completer has
+        gathered, if any (one write where there were two: the slots that start a job have
+        most often just ended one): the starts' result; ``None`` if there were none to carry,
+        or the write failed. The completer settles the outcomes written, and retries, its
+        own careful way, those of a write that failed; the starts are then written alone."""
+        completer = self._outcomes
+        taken = completer.take_for_turn() if completer is not None and completer.running else []
+        if completer is None or not taken:
+            return None
+        finished = [(handed.known, handed.outcome) for handed in taken]
+        try:
+            started, outcomes = await self._io.run(
+                self._ledger.start_and_finish_claimed, jobs, finished
+            )
+        except Exception as exc:
+            completer.give_back(taken, maybe_written=isinstance(exc, DatabaseUnusableError))
+            log.info("a start write with %d outcomes failed; writing the starts alone", len(taken))
+            return None
+        await completer.settle_turn(taken, outcomes)
+        return started
+
     async def _write_batch(
         self, batch: list[tuple[JobState, asyncio.Future[JobState | None]]]
     ) -> None:
         jobs = [job for job, _ in batch]
         shortest = timedelta(seconds=min(lease_for(self._lease_s, j.job_type) for j in jobs))
+        result = await self._with_outcomes(jobs)
 
         async def write() -> BatchResult:
             return await self._io.run(self._ledger.start_claimed, jobs)
 
         try:
-            result = await written(
-                write,
-                what=f"start of {len(batch)} job(s)",
-                clock=self._ledger.clock,
-                lease=shortest,
-            )
+            if result is None:
+                result = await written(
+                    write,
+                    what=f"start of {len(batch)} job(s)",
+                    clock=self._ledger.clock,
+                    lease=shortest,
+                )
         except Exception as exc:
             for _, future in batch:
                 if not future.done():

@@ -192,3 +192,23 @@ def test_an_outcome_of_a_job_cancelled_since_its_start_records_how_the_handler_s
     kinds = [type(r.event) for r in defined.history(job.job_id)]
     assert kinds[-1] is JobHandlerStopped
     assert defined.projections().verify().clean
+
+
+def test_starts_and_outcomes_in_one_write_are_told_apart(defined: Ledger) -> None:
+    """The pool's start write carries the gathered outcomes: each part's result names its
+    own jobs only, a refused start among them (cancelled) included."""
+    from ledger import Completion
+
+    done, starting, cancelled = claimed(defined, 3)
+    [running] = defined.start_claimed([done]).accepted
+    defined.cancel(cancelled.job_id)
+    assert running.lease is not None
+    started, finished = defined.start_and_finish_claimed(
+        [starting, cancelled], [(running, Completion(running.lease, output=1))]
+    )
+    assert [s.job_id for s in started.accepted] == [starting.job_id]
+    assert set(started.rejected) == {cancelled.job_id}
+    assert [s.job_id for s in finished.accepted] == [done.job_id]
+    assert not finished.rejected
+    assert finished.accepted[0].status is JobStatus.SUCCEEDED
+    assert defined.projections().verify().clean
