@@ -212,3 +212,36 @@ def test_starts_and_outcomes_in_one_write_are_told_apart(defined: Ledger) -> Non
     assert not finished.rejected
     assert finished.accepted[0].status is JobStatus.SUCCEEDED
     assert defined.projections().verify().clean
+
+
+def test_the_one_statement_finds_its_rows_by_key_not_by_scanning_the_queue(pg_url: str) -> None:
+    """Joined to the JSON rows, the planner hashed every row of every month to lock a few
+    (a seq scan per partition: a cost that grows with the history); by primary key it
+    reads only the rows it writes."""
+    import json
+
+    import psycopg
+
+    from ledger import EnqueueRequest
+    from ledger.core import decide
+    from ledger.store.postgres import unread_appends
+
+    with Ledger.open(pg_url) as ledger:
+        ledger.define("t")
+        ledger.enqueue_many([EnqueueRequest(job_type="t", payload={"i": i}) for i in range(3000)])
+        jobs = ledger.claim("w", limit=2)
+        store = ledger.store
+        now = ledger.clock.now()
+        changes = [(s, decide.decide_start(s, s.lease, now)) for s in jobs]  # type: ignore[arg-type]
+        fold = unread_appends.rows_only_fold(changes, store.policies)
+        assert fold is not None
+        expected = {s.job_id: s.version for s in jobs}
+        params = unread_appends.statement_parameters(
+            fold, expected, store.codec, store.ids, "jl_events"
+        )
+        sql = store.sql["jobs_append_if_unchanged"]  # type: ignore[attr-defined]
+        with psycopg.connect(pg_url) as conn:
+            [(plan,)] = conn.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchall()
+            conn.rollback()
+    text = json.dumps(plan)
+    assert "Seq Scan" not in text, text

@@ -84,6 +84,7 @@ def statement_parameters(
             }
         )
     return {
+        "job_ids": [ids.key(job_id) for job_id in fold.states],
         "rows": _json_encoder.encode(rows).decode(),
         "events": _json_encoder.encode(events).decode(),
         "channel": channel,

@@ -538,8 +538,10 @@ WHERE q.job_id = v.job_id
 -- folded from (%(rows)s as queue_update's, each with its "expected" version; %(events)s one
 -- JSON array too, the blobs in base64: msgspec encodes it in C): one statement,
 -- one round trip, no transaction of its own around it (ledger.store.postgres.unread_appends).
--- The rows are locked in job-id order first, as queue_lock locks them, so that it cannot
--- deadlock with a unit of work locking the same jobs; a row that moved on meanwhile is left
+-- The rows are locked in job-id order first, as queue_lock locks them (by primary key, from
+-- an array: joined to the JSON rows instead, the planner hashes every row of every month), so
+-- that it cannot deadlock with a unit of work locking the same jobs; a row that moved on
+-- meanwhile is left
 -- alone, and so are its events. The job ids written come back.
 WITH v AS MATERIALIZED (
     SELECT * FROM json_to_recordset(%(rows)s::json) AS v(
@@ -549,7 +551,7 @@ WITH v AS MATERIALIZED (
     )
 ), locked AS MATERIALIZED (
     SELECT q.job_id, q.version FROM jl_queue AS q
-    WHERE q.job_id IN (SELECT job_id FROM v) ORDER BY q.job_id FOR UPDATE
+    WHERE q.job_id = ANY(%(job_ids)s) ORDER BY q.job_id FOR UPDATE
 ), moved AS (
     UPDATE jl_queue AS q SET
         status = v.status, stage = v.stage, priority = v.priority, run_at = v.run_at,
