@@ -43,10 +43,6 @@ log = logging.getLogger(__name__)
 GATHER_MAX_S = 0.002
 """The longest a start write waits for the other slots that may ask to join it."""
 
-MAX_WRITES = 2
-"""Start writes in flight at once: the slots that ask while one commits gather into the next,
-which need not wait for it (each slot still waits for its own job's commit)."""
-
 
 class StartRecorder:
     """Appends the start of many handlers per transaction; see the module docstring."""
@@ -68,11 +64,7 @@ class StartRecorder:
         """How many slots could ask now (neither running a handler nor waiting for a job)."""
         self._waiting: list[tuple[JobState, asyncio.Future[JobState | None]]] = []
         self._asked = asyncio.Event()
-        self._writers: set[asyncio.Task[None]] = set()
-        self._gathering = False
-        """A writer is gathering the requests (at most one at a time)."""
-        self._in_write = 0
-        """Slots whose start is in a write in flight: they cannot ask meanwhile."""
+        self._writer: asyncio.Task[None] | None = None
 
     async def started(self, job: JobState) -> JobState | None:
         """Record that ``job``'s handler starts and wait for the commit: the job's state
@@ -82,33 +74,23 @@ class StartRecorder:
         future: asyncio.Future[JobState | None] = asyncio.get_running_loop().create_future()
         self._waiting.append((job, future))
         self._asked.set()
-        if not self._gathering and len(self._writers) < MAX_WRITES:
-            writer = asyncio.create_task(self._write(), name="jobledger-starts")
-            self._writers.add(writer)
-            writer.add_done_callback(self._writers.discard)
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write(), name="jobledger-starts")
         return await future
 
     async def close(self) -> None:
-        """Wait for the writes in progress (the pool's I/O threads are shut down after)."""
-        if self._writers:
-            await asyncio.gather(*self._writers, return_exceptions=True)
+        """Wait for a write in progress (the pool's I/O threads are shut down after)."""
+        if self._writer is not None:
+            await asyncio.gather(self._writer, return_exceptions=True)
 
     async def _write(self) -> None:
-        """Gather the requests and write them; again while more wait and no other writer
-        gathers them. While this one writes, the requests made meanwhile start another
-        (:data:`MAX_WRITES`)."""
-        while self._waiting and not self._gathering:
-            self._gathering = True
-            try:
+        try:
+            while self._waiting:
                 await self._gather()
-            finally:
-                self._gathering = False
-            batch, self._waiting = self._waiting, []
-            self._in_write += len(batch)
-            try:
+                batch, self._waiting = self._waiting, []
                 await self._write_batch(batch)
-            finally:
-                self._in_write -= len(batch)
+        finally:
+            self._writer = None
 
     async def _gather(self) -> None:
         """Wait, at most :data:`GATHER_MAX_S`, until every slot that could ask has asked:
@@ -116,7 +98,7 @@ class StartRecorder:
         per two or three of them cost ~3x the client CPU per job (bench/README.md)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + GATHER_MAX_S
-        while len(self._waiting) < self._could_ask() - self._in_write:
+        while len(self._waiting) < self._could_ask():
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return
