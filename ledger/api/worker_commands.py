@@ -158,15 +158,8 @@ class WorkerCommands(Reader):
         job in (the state its start returned; ``None``: not known): a job still at that
         version is written without being read first, in one statement on PostgreSQL when the
         outcome changes nothing but its row (a plain job's success); the others as
-        :meth:`finish_many` writes them (``ledger.jobs.worker_writes.write_known``)."""
-        return worker_writes.write_known(
-            self.store,
-            self.clock,
-            [
-                (o.lease.job_id, known, worker_writes.worker_outcome_decision(o, self._jitter))
-                for known, o in items
-            ],
-        )
+        :meth:`finish_many` writes them (``ledger.jobs.worker_writes.finish_claimed``)."""
+        return worker_writes.finish_claimed(self.store, self.clock, items, self._jitter)
 
     def start_and_finish_claimed(
         self, starting: Sequence[JobState], finished: Sequence[tuple[JobState | None, Outcome]]

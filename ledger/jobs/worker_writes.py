@@ -175,10 +175,27 @@ def start_and_finish_claimed(
     and the outcomes'."""
     items: list[tuple[UUID, JobState | None, Decision]]
     items = [(s.job_id, s, start_decision(_lease(s))) for s in starting]
-    items += [(o.lease.job_id, known, worker_outcome_decision(o, jitter)) for known, o in finished]
-    result = write_known(store, clock, items)
+    result = write_known(store, clock, items + _outcome_items(finished, jitter))
     started = {s.job_id for s in starting}
     return _part(result, started), _part(result, {o.lease.job_id for _, o in finished} - started)
+
+
+def finish_claimed(
+    store: Store,
+    clock: Clock,
+    finished: Sequence[tuple[JobState | None, Outcome]],
+    jitter: Callable[[], float],
+) -> BatchResult:
+    """The outcomes ``finished`` (each with the state its worker last saw the job in,
+    ``None``: not known) as :func:`write_known` writes them, decided as a pool's batch is
+    (:func:`worker_outcome_decision`)."""
+    return write_known(store, clock, _outcome_items(finished, jitter))
+
+
+def _outcome_items(
+    finished: Sequence[tuple[JobState | None, Outcome]], jitter: Callable[[], float]
+) -> list[tuple[UUID, JobState | None, Decision]]:
+    return [(o.lease.job_id, known, worker_outcome_decision(o, jitter)) for known, o in finished]
 
 
 def _part(result: BatchResult, job_ids: set[UUID]) -> BatchResult:

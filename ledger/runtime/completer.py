@@ -171,9 +171,7 @@ class BatchCompleter:
         resolved. What the worker slots use: a future per job, and the loop turn its done
         callback takes, cost more than the callback itself (bench/bench_pool_cpu.py).
         ``known``: the job's state as the worker last saw it, if it knows it."""
-        handed = self._hand(outcome, on_settled)
-        handed.known = known
-        self._pending.append(handed)
+        self._pending.append(self._hand(outcome, on_settled, known))
         # Wake the flushing task only when this outcome changes what it waits for: the first
         # one starts the gathering delay, a full batch ends it. The others would wake it to
         # find the same deadline (one wake-up, and a new timeout, per job).
@@ -232,9 +230,12 @@ class BatchCompleter:
             batch, self._pending = self._pending, []
             await self._flush(batch)
 
-    def _hand(self, outcome: Outcome, on_settled: Settled) -> _Handed:
+    def _hand(
+        self, outcome: Outcome, on_settled: Settled, known: JobState | None = None
+    ) -> _Handed:
         now = asyncio.get_running_loop().time()
-        return _Handed(outcome, on_settled, self._ledger.clock.now() + self._lease, now)
+        lease_ends_by = self._ledger.clock.now() + self._lease
+        return _Handed(outcome, on_settled, lease_ends_by, now, known=known)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

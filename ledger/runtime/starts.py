@@ -116,8 +116,10 @@ class StartRecorder:
         or the write failed. The completer settles the outcomes written, and retries, its
         own careful way, those of a write that failed; the starts are then written alone."""
         completer = self._outcomes
-        taken = completer.take_for_turn() if completer is not None and completer.running else []
-        if completer is None or not taken:
+        if completer is None or not completer.running:
+            return None
+        taken = completer.take_for_turn()
+        if not taken:
             return None
         finished = [(handed.known, handed.outcome) for handed in taken]
         try:

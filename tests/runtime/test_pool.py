@@ -27,11 +27,9 @@ MakePool = Callable[..., WorkerPool]
 DrainQueue = Callable[..., Awaitable[PoolStats]]
 
 
-async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> None:
-    """With a long flush delay, stop() still records every finished job: none is lost. (The
-    depth holds all 60 with room to spare: a finished job keeps its room until its outcome is
-    recorded, and a pool with no room left records at once, having nothing else to gather.
-    Starts counted by the claim: a start write of its own would carry the outcomes.)"""
+def gathering_pool(sync_ledger: Ledger, **settings: Any) -> tuple[WorkerPool, list[int]]:
+    """60 jobs of a fast async handler and a pool whose completer would gather their
+    outcomes for 30 s; the list the handler notes each run in."""
     registry = Registry()
     ran: list[int] = []
 
@@ -50,8 +48,17 @@ async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> Non
         completion_delay_s=30.0,
         completion_batch=10_000,
         poll_interval_s=0.05,
-        exact_starts=False,
+        **settings,
     )
+    return pool, ran
+
+
+async def test_stop_flushes_every_batched_completion(sync_ledger: Ledger) -> None:
+    """With a long flush delay, stop() still records every finished job: none is lost. (The
+    depth holds all 60 with room to spare: a finished job keeps its room until its outcome is
+    recorded, and a pool with no room left records at once, having nothing else to gather.
+    Starts counted by the claim: a start write of its own would carry the outcomes.)"""
+    pool, ran = gathering_pool(sync_ledger, exact_starts=False)
     await pool.start()
     while len(ran) < 60:
         await asyncio.sleep(0.01)
@@ -66,25 +73,7 @@ async def test_start_writes_carry_the_outcomes_gathered_meanwhile(sync_ledger: L
     do not wait out ``completion_delay_s``: when the last handler has run, at most the jobs
     that ran after the last start write (one per slot) are still gathering; stop() records
     those."""
-    registry = Registry()
-    ran: list[int] = []
-
-    @registry.handler("fast")
-    async def fast(ctx: JobContext) -> int:
-        ran.append(ctx.payload["i"])
-        return int(ctx.payload["i"])
-
-    sync_ledger.define("fast")
-    sync_ledger.enqueue_many([EnqueueRequest(job_type="fast", payload={"i": i}) for i in range(60)])
-    pool = WorkerPool(
-        sync_ledger,
-        registry,
-        concurrency=4,
-        prefetch=60,
-        completion_delay_s=30.0,
-        completion_batch=10_000,
-        poll_interval_s=0.05,
-    )
+    pool, ran = gathering_pool(sync_ledger)
     await pool.start()
     while len(ran) < 60:
         await asyncio.sleep(0.01)

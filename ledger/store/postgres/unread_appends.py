@@ -3,7 +3,7 @@
 A unit of work reads and locks each job before it appends (``queue_lock``), then writes its
 events, its view row and the wake-up, and commits: five statements and four round trips, about
 0.65 ms of this process's CPU however few jobs it carries (bench/README.md, "Handler starts
-without a transaction of their own"). A pool that records its handlers' starts writes small
+without a read"). A pool that records its handlers' starts writes small
 groups often, and it already holds each job's state: the one its claim returned. So, when
 the fold of the new events touches nothing but the jobs' own rows (no view of another kind,
 no policy trigger, no wake-up), the events and the rows go out in ``jobs_append_if_unchanged``,

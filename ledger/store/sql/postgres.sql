@@ -541,8 +541,8 @@ WHERE q.job_id = v.job_id
 -- The rows are locked in job-id order first, as queue_lock locks them (by primary key, from
 -- an array: joined to the JSON rows instead, the planner hashes every row of every month), so
 -- that it cannot deadlock with a unit of work locking the same jobs; a row that moved on
--- meanwhile is left
--- alone, and so are its events. The job ids written come back.
+-- meanwhile is left alone, and so are its events. The job ids written come back (the
+-- pg_notify, like NOTIFY in a unit of work, is delivered at commit).
 WITH v AS MATERIALIZED (
     SELECT * FROM json_to_recordset(%(rows)s::json) AS v(
         job_id uuid, expected integer, status text, stage text, priority integer,
@@ -569,7 +569,7 @@ WITH v AS MATERIALIZED (
     WHERE e.originator_id IN (SELECT job_id FROM moved)
     RETURNING 1
 )
-SELECT m.job_id, (SELECT count(*) FROM appended) AS events,
+SELECT m.job_id,
        (SELECT pg_notify(%(channel)s, '') WHERE EXISTS (SELECT 1 FROM moved)) AS notified
 FROM moved AS m
 
