@@ -10,8 +10,9 @@ makes its partitions and enqueues its share of the jobs (so their ids, and so th
 events, fall in that month), which are then claimed, started and succeeded in batches of
 1,000 through the ledger's own API (``claim(starting=)``, ``finish_claimed``): every filler
 job has the history a worker gives it (enqueued, leased, started, succeeded). The audit view
-is caught up and the database vacuumed and analysed before any drain, as a ledger that has
-run for a year would be.
+is rebuilt and the database vacuumed and analysed before any drain, as a ledger that has run
+for a year would be (each month is vacuumed as it is filled: the shared test server runs
+without autovacuum).
 
 Each round then measures the drain on both ledgers, in alternating order: ``--drain`` no-op
 jobs enqueued now (into the current month), then drained by a ``WorkerPool`` (C=10, its
@@ -232,8 +233,10 @@ def build_full(url: str, jobs: int, months: int) -> None:
             vacuum_month(url, start)
             elapsed = time.perf_counter() - began
             log(f"  month {start:%Y-%m}: {made:,}/{jobs:,} jobs finished ({made / elapsed:,.0f}/s)")
-        log("  catching the audit view up")
-        ledger.catch_up()
+        # Rebuilt rather than caught up: the tracked runner applies ~9,000 events/s in one
+        # process (the audit rows are built in Python), the rebuild loads by COPY.
+        log("  rebuilding the audit view")
+        ledger.projections().rebuild(["audit"])
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:

@@ -197,3 +197,23 @@ def test_no_tailing_reader_skips_or_repeats_an_event(pg_url: str, reader_name: s
             assert len(read) == len(set(read)), "an event was read twice"
 
         check()
+
+
+@pytest.mark.parametrize("query", ["events_tail", "events_tail_head"])
+def test_the_tail_reads_in_index_order_not_by_sorting_the_history(pg_url: str, query: str) -> None:
+    """The tail's order must be the transaction index's, read as far as the batch needs. Named
+    bare, ``transaction_id`` in the ORDER BY was the output column (the bigint cast), which no
+    index orders: every batch of a catch-up sorted every event after its position (14 s a
+    batch over 20 million events, bench/bench_growth.py's ledger). With sorting and sequential
+    scans priced out the planner takes the index whenever one can give the order; a plan that
+    still sorts the events has none that can."""
+    with psycopg.connect(pg_url) as conn, conn.transaction():
+        conn.execute("SET LOCAL enable_sort = off")
+        conn.execute("SET LOCAL enable_seqscan = off")
+        params = {"transaction_id": "0", "position": 0, "limit": 100}
+        plan = [row[0] for row in conn.execute("EXPLAIN (COSTS OFF) " + SQL[query], params)]
+    sorts = [line for line in plan if line.strip().removeprefix("->").strip() == "Sort"]
+    assert not sorts, "\n".join(plan)
+    assert any(
+        "transaction_id_notification_id_idx" in line or "transaction_idx" in line for line in plan
+    )
