@@ -93,7 +93,10 @@ def server_cpu_s(data: Path) -> float:
     return total / CLOCK_TICKS
 
 
-async def drain(url: str, n: int, concurrency: int) -> float:
+async def drain(url: str, n: int, concurrency: int, data: Path) -> tuple[float, float, float]:
+    """Drain the ``n`` jobs of ``url``: seconds, the server's CPU seconds and this process's
+    over the drain (the server's read before the pool's connections close, whose backends'
+    CPU would leave ``/proc`` with them)."""
     from ledger import Ledger
     from ledger.runtime.handlers import JobContext, Registry
     from ledger.runtime.pool import WorkerPool
@@ -111,13 +114,17 @@ async def drain(url: str, n: int, concurrency: int) -> float:
 
     with Ledger.open(url) as ledger:
         pool = WorkerPool(ledger, registry, concurrency=concurrency)
+        server_before, own_before = server_cpu_s(data), os.times()
         started = time.perf_counter()
         await pool.start()
         try:
             await asyncio.wait_for(done.wait(), timeout=600)
-            return time.perf_counter() - started
+            seconds = time.perf_counter() - started
         finally:
             await pool.stop()
+        own_after, server_after = os.times(), server_cpu_s(data)
+    own = own_after.user + own_after.system - own_before.user - own_before.system
+    return seconds, server_after - server_before, own
 
 
 STATEMENTS = """
@@ -161,9 +168,7 @@ def profile(n: int, concurrency: int) -> dict[str, Any]:
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_stat_statements_reset()")
             start = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
-            server_before, own_before = server_cpu_s(data), os.times()
-            seconds = asyncio.run(drain(url, n, concurrency))
-            own_after, server_after = os.times(), server_cpu_s(data)
+            seconds, server_s, own = asyncio.run(drain(url, n, concurrency, data))
             end = conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
             assert start is not None and end is not None
             statements = conn.execute(STATEMENTS).fetchall()
@@ -171,13 +176,12 @@ def profile(n: int, concurrency: int) -> dict[str, Any]:
             wal_bytes = conn.execute(
                 "SELECT pg_wal_lsn_diff(%s::pg_lsn, %s::pg_lsn)", (end[0], start[0])
             ).fetchone()
-    own = own_after.user + own_after.system - own_before.user - own_before.system
     return {
         "n": n,
         "concurrency": concurrency,
         "jobs_per_s": n / seconds,
         "worker_cpu_us_per_job": own / n * 1e6,
-        "server_cpu_us_per_job": (server_after - server_before) / n * 1e6,
+        "server_cpu_us_per_job": server_s / n * 1e6,
         "wal_bytes_per_job": float(wal_bytes[0]) / n if wal_bytes else 0.0,
         "statements": [
             {
