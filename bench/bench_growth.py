@@ -45,7 +45,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
 FILLER_TYPE = "bench.filler"
 DRAIN_TYPE = "bench.drain"
 ENQUEUE_CHUNK = 5_000

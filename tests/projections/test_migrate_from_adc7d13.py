@@ -31,9 +31,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 OLD_SIDE = r"""
 import sys
+import ledger
 from ledger import Ledger
 from ledger.core.events import Failure, FailureKind
 
+assert ledger.__file__.startswith(sys.argv[2]), ledger.__file__  # the old code, not ours
 with Ledger.open(sys.argv[1], create=True) as ledger:
     ledger.define("mail", max_attempts=3)
     ledger.define("report")
@@ -93,7 +95,7 @@ def test_a_ledger_made_by_adc7d13_migrates_clean_and_keeps_working(
     old_code: Path, empty_pg: str
 ) -> None:
     made = subprocess.run(
-        [sys.executable, "-c", OLD_SIDE, empty_pg],
+        [sys.executable, "-c", OLD_SIDE, empty_pg, str(old_code)],
         capture_output=True,
         text=True,
         check=True,
