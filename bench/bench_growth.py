@@ -45,6 +45,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from noop_drain import counting_noop
+
 FILLER_TYPE = "bench.filler"
 DRAIN_TYPE = "bench.drain"
 ENQUEUE_CHUNK = 5_000
@@ -74,7 +76,6 @@ def log(message: str) -> None:
 async def drain(url: str, n: int, concurrency: int) -> dict[str, Any]:
     """Drain the ``n`` pending jobs of ``url`` with a pool; the figures."""
     from ledger import Ledger
-    from ledger.runtime.handlers import JobContext, Registry
     from ledger.runtime.pool import WorkerPool
     from ledger.runtime.pool_metrics import PoolMetrics
 
@@ -85,16 +86,7 @@ async def drain(url: str, n: int, concurrency: int) -> dict[str, Any]:
 
     # Every claim transaction's duration, unbucketed (the pool's histogram is coarse).
     PoolMetrics.claim_finished = claim_finished  # type: ignore[method-assign]
-    handled = 0
-    done = asyncio.Event()
-    registry = Registry()
-
-    @registry.handler(DRAIN_TYPE)
-    async def noop(ctx: JobContext) -> None:
-        nonlocal handled
-        handled += 1
-        if handled == n:
-            done.set()
+    registry, done = counting_noop(DRAIN_TYPE, n)
 
     ledger = Ledger.open(url)
     try:

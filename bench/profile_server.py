@@ -36,6 +36,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from noop_drain import counting_noop
+
 JOB_TYPE = "bench.noop"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -98,19 +100,9 @@ async def drain(url: str, n: int, concurrency: int, data: Path) -> tuple[float, 
     over the drain (the server's read before the pool's connections close, whose backends'
     CPU would leave ``/proc`` with them)."""
     from ledger import Ledger
-    from ledger.runtime.handlers import JobContext, Registry
     from ledger.runtime.pool import WorkerPool
 
-    handled = 0
-    done = asyncio.Event()
-    registry = Registry()
-
-    @registry.handler(JOB_TYPE)
-    async def noop(ctx: JobContext) -> None:
-        nonlocal handled
-        handled += 1
-        if handled == n:
-            done.set()
+    registry, done = counting_noop(JOB_TYPE, n)
 
     with Ledger.open(url) as ledger:
         pool = WorkerPool(ledger, registry, concurrency=concurrency)

@@ -16,7 +16,6 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from click.testing import CliRunner
 
 from jobledger_cli.main import cli
 from ledger import JobStatus, Ledger
-from ledger.store.postgres.databases import create_database, drop_database
 
 OLD = "adc7d13"
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,27 +73,16 @@ def old_code(tmp_path: Path) -> Path:
     return where
 
 
-@pytest.fixture
-def empty_pg(jobledger_postgres_server: str) -> Iterator[str]:
-    """A PostgreSQL database with nothing in it (the old code initialises it)."""
-    name = f"jl_old_{uuid.uuid4().hex[:12]}"
-    url = create_database(jobledger_postgres_server, name)
-    try:
-        yield url
-    finally:
-        drop_database(jobledger_postgres_server, name)
-
-
 def _jobledger(url: str, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, ["--db", url, *args])
     return result.exit_code, result.stdout + result.stderr
 
 
 def test_a_ledger_made_by_adc7d13_migrates_clean_and_keeps_working(
-    old_code: Path, empty_pg: str
+    old_code: Path, empty_pg_url: str
 ) -> None:
     made = subprocess.run(
-        [sys.executable, "-c", OLD_SIDE, empty_pg, str(old_code)],
+        [sys.executable, "-c", OLD_SIDE, empty_pg_url, str(old_code)],
         capture_output=True,
         text=True,
         check=True,
@@ -105,15 +92,15 @@ def test_a_ledger_made_by_adc7d13_migrates_clean_and_keeps_working(
     )
     done, retried, dead, leased = (uuid.UUID(i) for i in made.stdout.split())
 
-    code, out = _jobledger(empty_pg, "migrate", "--json")
+    code, out = _jobledger(empty_pg_url, "migrate", "--json")
     assert code == 0, out
-    code, out = _jobledger(empty_pg, "projections", "verify", "--json")
+    code, out = _jobledger(empty_pg_url, "projections", "verify", "--json")
     assert code == 0, out
     assert json.loads(out)["clean"] is True
-    code, out = _jobledger(empty_pg, "replay", "--check", "--all")
+    code, out = _jobledger(empty_pg_url, "replay", "--check", "--all")
     assert code == 0, out
 
-    with Ledger.open(empty_pg) as ledger:
+    with Ledger.open(empty_pg_url) as ledger:
         statuses = {
             job: state.status
             for job in (done, dead, leased, retried)
@@ -139,5 +126,5 @@ def test_a_ledger_made_by_adc7d13_migrates_clean_and_keeps_working(
             assert state.lease is not None
             ledger.succeed(state.lease)
         assert ledger.counts()["succeeded"] == 1 + len(again)
-    code, out = _jobledger(empty_pg, "projections", "verify")
+    code, out = _jobledger(empty_pg_url, "projections", "verify")
     assert code == 0, out
