@@ -54,6 +54,10 @@ class Fault:
     at: datetime
     worker_id: str | None = None
     detail: str = ""
+    landed_by: datetime | None = None
+    """For a signal that ends a process: when the process was seen gone. ``at`` is read just
+    before the signal is sent, and the victim may run on (finish a handler, say) until the
+    kernel delivers it; between the two it is neither alive for sure nor dead for sure."""
 
 
 @dataclass
@@ -64,6 +68,11 @@ class FaultLog:
         fault = Fault(kind, _clock.now(), worker_id, detail)
         self.faults.append(fault)
         return fault
+
+    @staticmethod
+    def landed(fault: Fault) -> None:
+        """Record that ``fault``'s signal has taken effect (its process is gone) by now."""
+        fault.landed_by = _clock.now()
 
     def by_kind(self) -> dict[str, int]:
         return dict(Counter(f.kind for f in self.faults))
@@ -199,6 +208,14 @@ class Fleet:
         for worker in self.retired:
             codes[worker.worker_id] = worker.process.returncode
         return codes
+
+    def log_lines(self, worker_id: str, needle: str) -> str:
+        """The lines of ``worker_id``'s stderr that mention ``needle`` (evidence)."""
+        for worker in [*self.retired, *self.slots]:
+            if worker.worker_id == worker_id:
+                text = worker.stderr_path.read_text(errors="replace").splitlines()
+                return "\n".join(f"    {line}" for line in text if needle in line) or "    -"
+        return "    (no such worker)"
 
     def kill_everything(self) -> None:
         """Last-resort cleanup: no process of the suite outlives its test."""

@@ -267,12 +267,14 @@ the database writable (the completer flushes within milliseconds; this is slack)
 def dropped_outcome(
     finish: HandlerStart,
     attempt: Attempt | None,
-    killed_at: list[datetime],
+    killed: Sequence[tuple[datetime, datetime]],
     stopped: Sequence[tuple[datetime, datetime]] = (),
     frozen: Sequence[tuple[datetime, datetime]] = (),
 ) -> str | None:
     """Why the outcome of a handler that finished while its lease was live never reached the
-    ledger, or ``None``. Exempt: a worker killed after the finish, or stopped (``stopped``:
+    ledger, or ``None``. Exempt: a worker killed after the finish (``killed``: each SIGKILL
+    from just before it was sent to when the process was seen gone: a finish dated between
+    the two was written by a process about to die), or stopped (``stopped``:
     its SIGSTOP-to-SIGCONT windows) after the finish, before the attempt ended (the outcome
     died with it or waited frozen); and a database nobody could write to from just after the
     finish until the lease expired (``frozen``: windows during which a stopped process held
@@ -291,7 +293,8 @@ def dropped_outcome(
     ):
         return None
     ended_at = attempt.ended_at
-    if any(finish.wall <= at <= (ended_at or at) for at in killed_at):
+    if any(finish.wall <= gone and (ended_at is None or sent <= ended_at)
+           for sent, gone in killed):  # fmt: skip
         return None
     if any(finish.wall <= resume and (ended_at is None or stop <= ended_at)
            for stop, resume in stopped):  # fmt: skip

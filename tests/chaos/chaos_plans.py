@@ -57,9 +57,10 @@ def sigkill_and_restart(kills: Sequence[float] = THRESHOLDS) -> FaultPlan:
             index = _live_victim(chaos, holding=True)
             victim = chaos.fleet.slots[index]
             leases = chaos.leases_of(victim.worker_id)
-            chaos.faults.record("sigkill", victim.worker_id, f"{leases} leases")
+            kill = chaos.faults.record("sigkill", victim.worker_id, f"{leases} leases")
             victim.send(signal.SIGKILL)
             victim.wait(10)
+            chaos.faults.landed(kill)
             if chaos.rng.random() < 0.5:
                 _wait_leases_gone(chaos, victim.worker_id)
             chaos.fleet.restart(index)

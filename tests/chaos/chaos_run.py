@@ -355,7 +355,11 @@ def judge(
     report.handler_runs = len(starts)
     report.runs_beyond_one = dict(extra_run_reasons(list(starts), attempts))
     for finish in finishes:
-        killed = [f.at for f in chaos.faults.of_kind("sigkill") if f.worker_id == finish.worker_id]
+        killed = [
+            (f.at, f.landed_by or f.at)
+            for f in chaos.faults.of_kind("sigkill")
+            if f.worker_id == finish.worker_id
+        ]
         lost = dropped_outcome(
             finish,
             attempts.get((finish.job_id, finish.run, finish.attempt)),
@@ -366,7 +370,15 @@ def judge(
             frozen,
         )
         if lost is not None:
-            report.add("no finished outcome dropped", f"{lost}\n{render(histories[finish.job_id])}")
+            # The evidence a wrong call would need: every kill of the worker, and what its
+            # process logged about the job.
+            kills = ", ".join(f"{sent.isoformat()}..{gone.isoformat()}" for sent, gone in killed)
+            said = chaos.fleet.log_lines(finish.worker_id, str(finish.job_id))
+            report.add(
+                "no finished outcome dropped",
+                f"{lost}\n  kills of {finish.worker_id}: {kills or 'none'}\n"
+                f"{render(histories[finish.job_id])}\n  its log:\n{said}",
+            )
     for start in starts:
         attempt = attempts.get((start.job_id, start.run, start.attempt))
         stopped = chaos.stopped_windows(start.worker_id)
