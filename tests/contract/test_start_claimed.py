@@ -8,6 +8,8 @@ falls back to deciding on the stored state.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from ledger import FakeClock, JobStatus, Ledger
@@ -245,3 +247,59 @@ def test_the_one_statement_finds_its_rows_by_key_not_by_scanning_the_queue(pg_ur
             conn.rollback()
     text = json.dumps(plan)
     assert "Seq Scan" not in text, text
+
+
+def test_the_one_statement_keeps_its_generic_plan_on_a_ledger_of_many_months(
+    empty_pg_url: str,
+) -> None:
+    """Run after run, the server keeps the statement's generic plan instead of planning it
+    afresh at every call. With the ids given as a constant array, a custom plan pruned the
+    job view to their months at planning time and so looked cheaper than the generic plan
+    over every month: on a ledger of 17 month partitions the server planned every call
+    again (~0.8 ms each; bench/README.md, "Cost flat in the history"). The generic plan
+    prunes the same months when it runs."""
+    import psycopg
+
+    from ledger import EnqueueRequest
+    from ledger.clock import FakeClock
+    from ledger.core import decide
+    from ledger.jobs.outcomes import Completion
+    from ledger.store.postgres import unread_appends
+
+    clock = FakeClock(datetime(2025, 12, 1, tzinfo=UTC))
+    with Ledger.open(empty_pg_url, create=True, clock=clock) as ledger:
+        ledger.define("t")
+        for year, month in [(2025, 12), *((2026, m) for m in range(1, 12))]:
+            clock.set(datetime(year, month, 15, tzinfo=UTC))  # a year, a partition a month
+            ledger.store.ensure_partitions(clock.now())  # type: ignore[attr-defined]
+            ledger.enqueue_many([EnqueueRequest("t", {"i": i}) for i in range(100)])
+            while claimed := ledger.claim("filler", limit=100):
+                ledger.finish_claimed([(s, Completion(s.lease)) for s in claimed if s.lease])
+        ledger.enqueue_many([EnqueueRequest("t", {"i": i}) for i in range(100)])
+        store = ledger.store
+        sql = store.sql["jobs_append_if_unchanged"]  # type: ignore[attr-defined]
+        with psycopg.connect(empty_pg_url, autocommit=True) as conn:
+            conn.execute("ANALYZE")
+            with conn.cursor(row_factory=psycopg.rows.dict_row) as cursor:
+                for _ in range(10):
+                    jobs = ledger.claim("w", limit=5)
+                    now = clock.now()
+                    changes = [(s, decide.decide_start(s, s.lease, now)) for s in jobs]  # type: ignore[arg-type]
+                    fold = unread_appends.rows_only_fold(changes, store.policies)
+                    assert fold is not None
+                    expected = {s.job_id: s.version for s in jobs}
+                    params = unread_appends.statement_parameters(
+                        fold, expected, store.codec, store.ids, "jl_events"
+                    )
+                    written = unread_appends.run(cursor, sql, params)
+                    assert written == {s.job_id for s in jobs}
+            [(partitions,)] = conn.execute(
+                "SELECT count(*) FROM pg_inherits WHERE inhparent = 'jl_queue'::regclass"
+            ).fetchall()
+            [(generic, custom)] = conn.execute(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements "
+                "WHERE statement LIKE 'WITH v AS MATERIALIZED%%'"
+            ).fetchall()
+        assert ledger.projections().verify().clean
+    assert partitions >= 16
+    assert generic >= 5 and custom <= 5, (generic, custom)
