@@ -303,3 +303,44 @@ def test_the_one_statement_keeps_its_generic_plan_on_a_ledger_of_many_months(
         assert ledger.projections().verify().clean
     assert partitions >= 16
     assert generic >= 5 and custom <= 5, (generic, custom)
+
+
+def test_the_one_statement_names_the_month_of_its_jobs_and_falls_back_to_the_parent(
+    empty_pg_url: str,
+) -> None:
+    """A batch of one month's jobs is written through that month's partition (the generic
+    plan of the parent locks every month first); one of a month the lookup got wrong (its
+    rows are in the default partition) through the parent, after the named partition failed.
+    Every write lands, and the views verify. (A batch of two months goes to the parent:
+    tests/unit/test_queue_months.py.)"""
+
+    from ledger.clock import FakeClock
+    from ledger.store.postgres.queue_months import QueueMonths, month_partition
+
+    clock = FakeClock(datetime(2025, 3, 10, tzinfo=UTC))
+    with Ledger.open(empty_pg_url, create=True, clock=clock) as ledger:
+        ledger.define("t")
+        store = ledger.store
+        store.ensure_partitions(clock.now())  # type: ignore[attr-defined]  # March to June
+        march = claimed(ledger, 3)
+        name = store.queue_months.partition_of([j.job_id for j in march])  # type: ignore[attr-defined]
+        assert name == "jl_queue_p202503"
+        assert len(ledger.start_claimed(march).accepted) == 3
+        # Written through it: a statement naming it that failed would have it forgotten.
+        assert store.queue_months.partition_of([j.job_id for j in march]) == name  # type: ignore[attr-defined]
+
+        clock.advance(days=200)  # past the months made ahead: the default partition
+        late = claimed(ledger, 2)
+        month = month_partition(late[0].job_id)
+        assert month == "jl_queue_p202509"
+        # A lookup that says the month is attached, as one made before retention archived
+        # it would: the statement naming it fails whole, and the parent's writes the jobs.
+        lying = QueueMonths(lambda: [month])
+        store.queue_months = lying  # type: ignore[attr-defined]
+        assert lying.partition_of([j.job_id for j in late]) == month
+        assert len(ledger.start_claimed(late).accepted) == 2
+        assert lying.partition_of([j.job_id for j in late]) is None  # forgotten
+
+        for job in [*march, *late]:
+            assert (ledger.get(job.job_id) or job).stage == Stage.RUNNING
+        assert ledger.projections().verify().clean

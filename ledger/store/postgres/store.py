@@ -34,6 +34,7 @@ from ledger.store.postgres.frozen_writers import FrozenWriterEnder, process_appl
 from ledger.store.postgres.joined import LedgerDatabase, PostgresJoinedStore
 from ledger.store.postgres.listener import TaskListening, ThreadListening
 from ledger.store.postgres.month_archiving import MonthArchiving
+from ledger.store.postgres.queue_months import QueueMonths
 from ledger.store.postgres.recorder import LedgerRecorder
 from ledger.store.postgres.schema_changes import SchemaChanges
 from ledger.store.postgres.session import PostgresRunner
@@ -122,6 +123,9 @@ class PostgresStore(SchemaChanges, MonthArchiving, Store):
             assert isinstance(self.datastore.pool.kwargs, dict)
             self.datastore.pool.kwargs.update(extra)
             self.recorder = LedgerRecorder(self.datastore, self.sql)
+        self.queue_months = QueueMonths(
+            lambda: [str(row["name"]) for row in self.read("queue_month_partitions")]
+        )
 
     @contextmanager
     def _cursor(self) -> Iterator[psycopg.Cursor[DictRow]]:
@@ -158,12 +162,23 @@ class PostgresStore(SchemaChanges, MonthArchiving, Store):
         parameters = unread_appends.statement_parameters(
             fold, expected, self.codec, self.ids, self.recorder.channel_name
         )
+        sql = self.sql["jobs_append_if_unchanged"]
+        month = self.queue_months.partition_of(expected)
         with errors_mapped(self.where), self.datastore.get_connection() as conn:
             assert conn.autocommit, "the statement is its own transaction"
             with conn.cursor() as cursor:
-                written = unread_appends.run(
-                    cursor, self.sql["jobs_append_if_unchanged"], parameters
-                )
+                written = None
+                if month is not None:
+                    try:
+                        written = unread_appends.run(
+                            cursor, unread_appends.in_month(sql, month), parameters
+                        )
+                    except psycopg.errors.UndefinedTable:
+                        # Archived since it was looked up; nothing was written (the one
+                        # statement failed whole): on the parent instead.
+                        self.queue_months.forget(month)
+                if written is None:
+                    written = unread_appends.run(cursor, sql, parameters)
         return {job_id: state for job_id, state in fold.states.items() if job_id in written}
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:

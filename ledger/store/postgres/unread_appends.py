@@ -91,6 +91,23 @@ def statement_parameters(
     }
 
 
+_QUEUE_REFERENCE = "jl_queue AS q"
+_in_month: dict[tuple[str, str], str] = {}
+
+
+def in_month(sql: str, partition: str) -> str:
+    """The statement with the job view's month partition ``partition`` in place of the
+    parent (:mod:`ledger.store.postgres.queue_months`): it then opens that month alone."""
+    key = (sql, partition)
+    text = _in_month.get(key)
+    if text is None:
+        # Both references, the lock's and the update's; anything else is a statement this
+        # function does not know, and naming a partition in it would be a guess.
+        assert sql.count(_QUEUE_REFERENCE) == 2, "the statement names jl_queue as expected"
+        text = _in_month[key] = sql.replace(_QUEUE_REFERENCE, f"{partition} AS q")
+    return text
+
+
 def run(cursor: psycopg.Cursor[DictRow], sql: str, parameters: dict[str, Any]) -> set[UUID]:
     """Run the statement on an autocommit connection's cursor; the job ids written."""
     cursor.execute(sql, parameters, prepare=True)

@@ -579,6 +579,12 @@ SELECT m.job_id,
        (SELECT pg_notify(%(channel)s, '') WHERE EXISTS (SELECT 1 FROM moved)) AS notified
 FROM moved AS m
 
+-- name: queue_month_partitions
+-- The partitions of jl_queue (none if it is not partitioned): the months the pool's write may
+-- name instead of the parent (ledger.store.postgres.queue_months).
+SELECT c.relname AS name FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid
+WHERE i.inhparent = to_regclass('jl_queue')
+
 -- name: queue_counts
 -- Jobs per status (jl_queue_listing_idx).
 SELECT status, count(*) AS n FROM jl_queue GROUP BY status
