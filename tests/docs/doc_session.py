@@ -222,11 +222,6 @@ class DocSession:
             # Log records are not the command's output: without a handler of its own, logging
             # would print warnings to the captured stderr outside pytest and not under it.
             patches.enter_context(_logs_kept_out())
-            # The pages' commands run from a checkout, where the repository's own modules
-            # (`--app cli.demo:registry`) import; without this they did only when an earlier
-            # test had put the repository on sys.path (a run of tests/docs alone failed).
-            if str(REPOSITORY) not in sys.path:
-                patches.enter_context(mock.patch.object(sys, "path", [*sys.path, str(REPOSITORY)]))
             if self.clock is not None:
                 clock = self.clock
                 patches.enter_context(mock.patch.object(SystemClock, "now", lambda _: clock.now()))
