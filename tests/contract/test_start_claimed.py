@@ -30,6 +30,21 @@ def starts_of(ledger: Ledger, job: JobState) -> list[JobStageChanged]:
     return [r.event for r in ledger.history(job.job_id) if isinstance(r.event, JobStageChanged)]
 
 
+def start_statement_parameters(ledger: Ledger, jobs: list[JobState]) -> dict[str, object]:
+    """``jobs_append_if_unchanged``'s parameters for starting ``jobs`` (their claimed
+    states), as the store builds them."""
+    from ledger.core import decide
+    from ledger.store.postgres import unread_appends
+
+    store = ledger.store
+    now = ledger.clock.now()
+    changes = [(s, decide.decide_start(s, s.lease, now)) for s in jobs]  # type: ignore[arg-type]
+    fold = unread_appends.rows_only_fold(changes, store.policies)
+    assert fold is not None
+    expected = {s.job_id: s.version for s in jobs}
+    return unread_appends.statement_parameters(fold, expected, store.codec, store.ids, "jl_events")
+
+
 def test_a_start_from_the_claimed_state_is_what_the_locked_start_records(
     defined: Ledger, clock: FakeClock
 ) -> None:
@@ -225,23 +240,12 @@ def test_the_one_statement_finds_its_rows_by_key_not_by_scanning_the_queue(pg_ur
     import psycopg
 
     from ledger import EnqueueRequest
-    from ledger.core import decide
-    from ledger.store.postgres import unread_appends
 
     with Ledger.open(pg_url) as ledger:
         ledger.define("t")
         ledger.enqueue_many([EnqueueRequest(job_type="t", payload={"i": i}) for i in range(3000)])
-        jobs = ledger.claim("w", limit=2)
-        store = ledger.store
-        now = ledger.clock.now()
-        changes = [(s, decide.decide_start(s, s.lease, now)) for s in jobs]  # type: ignore[arg-type]
-        fold = unread_appends.rows_only_fold(changes, store.policies)
-        assert fold is not None
-        expected = {s.job_id: s.version for s in jobs}
-        params = unread_appends.statement_parameters(
-            fold, expected, store.codec, store.ids, "jl_events"
-        )
-        sql = store.sql["jobs_append_if_unchanged"]  # type: ignore[attr-defined]
+        params = start_statement_parameters(ledger, ledger.claim("w", limit=2))
+        sql = ledger.store.sql["jobs_append_if_unchanged"]  # type: ignore[attr-defined]
         with psycopg.connect(pg_url) as conn:
             [(plan,)] = conn.execute("EXPLAIN (FORMAT JSON) " + sql, params).fetchall()
             conn.rollback()
@@ -262,7 +266,6 @@ def test_the_one_statement_keeps_its_generic_plan_on_a_ledger_of_many_months(
 
     from ledger import EnqueueRequest
     from ledger.clock import FakeClock
-    from ledger.core import decide
     from ledger.jobs.outcomes import Completion
     from ledger.store.postgres import unread_appends
 
@@ -283,14 +286,7 @@ def test_the_one_statement_keeps_its_generic_plan_on_a_ledger_of_many_months(
             with conn.cursor(row_factory=psycopg.rows.dict_row) as cursor:
                 for _ in range(10):
                     jobs = ledger.claim("w", limit=5)
-                    now = clock.now()
-                    changes = [(s, decide.decide_start(s, s.lease, now)) for s in jobs]  # type: ignore[arg-type]
-                    fold = unread_appends.rows_only_fold(changes, store.policies)
-                    assert fold is not None
-                    expected = {s.job_id: s.version for s in jobs}
-                    params = unread_appends.statement_parameters(
-                        fold, expected, store.codec, store.ids, "jl_events"
-                    )
+                    params = start_statement_parameters(ledger, jobs)
                     written = unread_appends.run(cursor, sql, params)
                     assert written == {s.job_id for s in jobs}
             [(partitions,)] = conn.execute(

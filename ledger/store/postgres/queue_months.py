@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from uuid import UUID
 
+from ledger.store.postgres.partitions import month_start_ms
 from ledger.store.postgres.view_partitions import DEFAULT_SUFFIX
 from ledger.views.queue import PROJECTION as QUEUE
 
@@ -36,14 +37,26 @@ _MS_SHIFT = 80
 """A UUID's first 48 bits (a version-7 id's milliseconds) are its top bits of 128."""
 
 
+def _month_range(ms: int) -> tuple[str, int, int] | None:
+    """The ``jl_queue`` month partition whose range holds millisecond ``ms`` (whether or not
+    it exists) and that month's bounds in ms; ``None`` past the year 9999."""
+    try:
+        at = datetime.fromtimestamp(ms / 1000, UTC)
+    except (OverflowError, ValueError, OSError):
+        return None
+    year, month = at.year, at.month
+    after = (year + 1, 1) if month == 12 else (year, month + 1)
+    if after[0] > 9999:
+        return None
+    name = f"{QUEUE.table}_p{year:04d}{month:02d}"
+    return name, month_start_ms(year, month), month_start_ms(*after)
+
+
 def month_partition(job_id: UUID) -> str | None:
     """The name of the ``jl_queue`` month partition whose range holds ``job_id`` (whether or
     not it exists), ``None`` for an id whose first 48 bits are past the year 9999."""
-    try:
-        at = datetime.fromtimestamp((job_id.int >> _MS_SHIFT) / 1000, UTC)
-    except (OverflowError, ValueError, OSError):
-        return None
-    return f"{QUEUE.table}_p{at.year:04d}{at.month:02d}"
+    found = _month_range(job_id.int >> _MS_SHIFT)
+    return found[0] if found is not None else None
 
 
 class QueueMonths:
@@ -63,11 +76,14 @@ class QueueMonths:
     def partition_of(self, job_ids: Iterable[UUID]) -> str | None:
         """The one attached month partition holding all of ``job_ids``, or ``None`` (several
         months, or one with no partition of its own: its rows are in the default one)."""
-        names = {month_partition(job_id) for job_id in job_ids}
-        if len(names) != 1:
+        ids = iter(job_ids)
+        first = next(ids, None)
+        found = None if first is None else _month_range(first.int >> _MS_SHIFT)
+        if found is None:
             return None
-        [name] = names
-        if name is None:
+        # The others compared as integers: a date per id cost ~0.8 µs, twice a job.
+        name, low, high = found
+        if any(not low <= job_id.int >> _MS_SHIFT < high for job_id in ids):
             return None
         attached = self._attached
         if attached is None or (name not in attached and self._may_look_again()):
