@@ -18,10 +18,12 @@ from datetime import datetime
 from typing import Any, NamedTuple
 from uuid import UUID
 
+from ledger.core.codec import EventCodec
 from ledger.core.state import JobState
 from ledger.core.times import to_us
 from ledger.store.ids import IdAdapter
 from ledger.store.state_reads import AnyKind
+from ledger.store.trailing_events import with_trailing
 from ledger.views.job_types import KIND as DEFINITIONS
 from ledger.views.job_types import decode_definition_row
 from ledger.views.queue import decode_state
@@ -46,11 +48,20 @@ class JobReads:
     @abstractmethod
     def _rows(self, query: str, params: dict[str, Any]) -> Sequence[Any]: ...
 
+    _codec: EventCodec
+    _rows_may_lag: bool = False
+    """Whether a leased job's row may be behind its stream (:mod:`ledger.views.queue_lag`)."""
+
     def _fetch_jobs(self, query: str, params: dict[str, Any]) -> list[LoadedJob]:
-        """Run a named queue query returning (job_id, enqueue_seq, state) rows."""
+        """Run a named queue query returning (job_id, enqueue_seq, state) rows; each state
+        caught up with the events its row has not folded yet, read after the rows (and
+        their locks), so that a decision sees every event before it appends."""
+        rows = self._rows(query, params)
+        states = [decode_state(row["state"]) for row in rows]
+        if self._rows_may_lag:
+            states = with_trailing(self._rows, self._codec, self._ids, states)
         return [
-            LoadedJob(decode_state(row["state"]), row["enqueue_seq"])
-            for row in self._rows(query, params)
+            LoadedJob(state, row["enqueue_seq"]) for state, row in zip(states, rows, strict=True)
         ]
 
     def _remember(self, loaded: list[LoadedJob]) -> list[JobState]:

@@ -44,7 +44,10 @@ def _params(query: JobQuery) -> dict[str, Any]:
 def list_jobs(store: Store, query: JobQuery) -> JobPage:
     """The current jobs the query asks for, newest enqueue first."""
     rows = store.read("queue_list_page", _params(query))
-    candidates = [ListedJob(decode_state(row["state"]), int(row["enqueue_seq"])) for row in rows]
+    states = store.caught_up([decode_state(row["state"]) for row in rows])
+    candidates = [
+        ListedJob(state, int(row["enqueue_seq"])) for state, row in zip(states, rows, strict=True)
+    ]
     return page_of(candidates, query.limit)
 
 

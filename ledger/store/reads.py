@@ -14,6 +14,7 @@ returns rows); everything here is backend-neutral. On PostgreSQL a snapshot is o
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from uuid import UUID
 
@@ -35,6 +36,9 @@ StoredRow = (
 )
 """(notification id, originator id, version, topic, state), and the writing transaction's id
 where a tailing read asks for it."""
+
+LAG_BATCH = 1_000
+"""Queue rows checked for events after them per query, as verify reads the view."""
 
 
 class StatementRunner(Protocol):
@@ -94,8 +98,11 @@ class ReadSnapshot:
         queries: Mapping[str, str],
         ids: IdAdapter,
         codec: EventCodec,
+        *,
+        rows_may_lag: bool = False,
     ) -> None:
         self._runner = runner
+        self._rows_may_lag = rows_may_lag
         self.queries = queries
         """The backend's named queries and fragments (to compose statements from)."""
         self.ids = ids
@@ -275,8 +282,35 @@ class ReadSnapshot:
     # --- the views --------------------------------------------------------------------------
 
     def live_rows(self, projection: Projection) -> Iterator[Row]:
-        """Every live row of the view, with the replay's types, read in batches."""
-        return self._runner.table_rows(projection)
+        """Every live row of the view, with the replay's types, read in batches; a queue
+        row that is behind its stream rolled forward by the events after it, as this
+        snapshot sees them (:mod:`ledger.views.queue_lag`: only its lagging columns)."""
+        from ledger.views.queue import PROJECTION as QUEUE
+
+        rows = self._runner.table_rows(projection)
+        if self._rows_may_lag and projection.name == QUEUE.name:
+            return self._queue_rows_caught_up(rows)
+        return rows
+
+    def _queue_rows_caught_up(self, rows: Iterator[Row]) -> Iterator[Row]:
+        from ledger.store.trailing_events import trailing_events
+        from ledger.views.queue import decode_state
+        from ledger.views.queue_lag import caught_up, rolled_forward
+
+        while batch := list(islice(rows, LAG_BATCH)):
+            leased = {
+                i: decode_state(row["state"])
+                for i, row in enumerate(batch)
+                if row["status"] == "leased"
+            }
+            trailing = trailing_events(self.fetch, self.codec, self.ids, list(leased.values()))
+            for i, row in enumerate(batch):
+                state = leased.get(i)
+                if state is not None and state.job_id in trailing:
+                    [ahead] = caught_up([state], trailing)
+                    yield rolled_forward(row, ahead)
+                else:
+                    yield row
 
     def meta(self) -> dict[str, str]:
         """Every ``jl_meta`` value."""

@@ -55,8 +55,21 @@ class StoreReads:
         if not job_ids:
             return {}
         rows = self.read("queue_get_many", {"job_ids": self.ids.keys(job_ids)})
-        states = [decode_state(row["state"]) for row in rows]
+        states = self.caught_up([decode_state(row["state"]) for row in rows])
         return {state.job_id: state for state in states}
+
+    rows_may_lag: bool = False
+    """Whether a leased job's row may be behind its stream (:mod:`ledger.views.queue_lag`):
+    then every state read from the queue view is caught up (:meth:`caught_up`)."""
+
+    def caught_up(self, states: Sequence[JobState]) -> list[JobState]:
+        """``states`` read from the queue view, each with the events its row has not folded
+        yet folded on (none on a backend whose rows never lag)."""
+        if not self.rows_may_lag:
+            return list(states)
+        from ledger.store.trailing_events import with_trailing
+
+        return with_trailing(self.read, self.codec, self.ids, states)
 
     def get_job(self, job_id: UUID) -> JobState | None:
         """One job's current state (from the queue view), or ``None``."""

@@ -41,8 +41,8 @@ def start_statement_parameters(ledger: Ledger, jobs: list[JobState]) -> dict[str
     changes = [(s, decide.decide_start(s, s.lease, now)) for s in jobs]  # type: ignore[arg-type]
     fold = unread_appends.rows_only_fold(changes, store.policies)
     assert fold is not None
-    expected = {s.job_id: s.version for s in jobs}
-    return unread_appends.statement_parameters(fold, expected, store.codec, store.ids, "jl_events")
+    known = {s.job_id: s for s in jobs}
+    return unread_appends.statement_parameters(fold, known, store.codec, store.ids, "jl_events")
 
 
 def test_a_start_from_the_claimed_state_is_what_the_locked_start_records(

@@ -129,6 +129,8 @@ class PostgresLoopJoinedStore(JoinedStore):
     """A :class:`~ledger.store.postgres.store.PostgresStore` lent an ``AsyncConnection``
     of ``loop``; called from threads other than the loop's."""
 
+    rows_may_lag = True  # in-lease reports leave the row behind (ledger.views.queue_lag)
+
     backend = "postgres"
     has_notifications = True
 

@@ -44,6 +44,8 @@ class PostgresJoinedStore(JoinedStore):
     """A :class:`~ledger.store.postgres.store.PostgresStore` (``owner``, ``where``) lent
     ``connection``."""
 
+    rows_may_lag = True  # in-lease reports leave the row behind (ledger.views.queue_lag)
+
     backend = "postgres"
     has_notifications = True
 
@@ -85,7 +87,9 @@ class PostgresJoinedStore(JoinedStore):
     def read_snapshot(self) -> Iterator[ReadSnapshot]:
         # The application's transaction is the snapshot (its isolation is the app's choice).
         with self._cursor() as cursor:
-            yield ReadSnapshot(PostgresRunner(cursor), self.sql, self.ids, self.codec)
+            yield ReadSnapshot(
+                PostgresRunner(cursor), self.sql, self.ids, self.codec, rows_may_lag=True
+            )
 
 
 class JoinedUnitOfWork(PostgresUnitOfWork):

@@ -68,6 +68,8 @@ _DATASTORE_KEYS = {"dbname", "host", "port", "user", "password", "connect_timeou
 class PostgresStore(SchemaChanges, MonthArchiving, Store):
     """A ledger in one PostgreSQL database (``conninfo``: a URL or libpq string)."""
 
+    rows_may_lag = True  # in-lease reports leave the row behind (ledger.views.queue_lag)
+
     backend = "postgres"
     has_notifications = True
     ends_frozen_writers = True
@@ -158,28 +160,40 @@ class PostgresStore(SchemaChanges, MonthArchiving, Store):
         fold = unread_appends.rows_only_fold(changes, self.policies)
         if fold is None:
             return super().append_if_unchanged(changes)
-        expected = {state.job_id: state.version for state, _ in changes}
+        known = {state.job_id: state for state, _ in changes}
         parameters = unread_appends.statement_parameters(
-            fold, expected, self.codec, self.ids, self.recorder.channel_name
+            fold, known, self.codec, self.ids, self.recorder.channel_name
         )
         sql = self.sql["jobs_append_if_unchanged"]
-        month = self.queue_months.partition_of(expected)
+        month = self.queue_months.partition_of(known)
         with errors_mapped(self.where), self.datastore.get_connection() as conn:
             assert conn.autocommit, "the statement is its own transaction"
             with conn.cursor() as cursor:
-                written = None
-                if month is not None:
-                    try:
-                        written = unread_appends.run(
-                            cursor, unread_appends.in_month(sql, month), parameters
-                        )
-                    except psycopg.errors.UndefinedTable:
-                        # Archived since it was looked up; nothing was written (the one
-                        # statement failed whole): on the parent instead.
-                        self.queue_months.forget(month)
-                if written is None:
-                    written = unread_appends.run(cursor, sql, parameters)
+                try:
+                    written = self._run_unread(cursor, sql, month, parameters)
+                except psycopg.errors.UniqueViolation:
+                    # An event committed after the statement's snapshot took a version it
+                    # meant to write: it failed whole, nothing was written; decided again.
+                    written = set()
         return {job_id: state for job_id, state in fold.states.items() if job_id in written}
+
+    def _run_unread(
+        self,
+        cursor: psycopg.Cursor[DictRow],
+        sql: str,
+        month: str | None,
+        parameters: dict[str, Any],
+    ) -> set[UUID]:
+        """``jobs_append_if_unchanged`` on the month partition ``month`` names, if any, else
+        (or if it is gone) on the parent: the job ids written."""
+        if month is not None:
+            try:
+                return unread_appends.run(cursor, unread_appends.in_month(sql, month), parameters)
+            except psycopg.errors.UndefinedTable:
+                # Archived since it was looked up; nothing was written (the one statement
+                # failed whole): on the parent instead.
+                self.queue_months.forget(month)
+        return unread_appends.run(cursor, sql, parameters)
 
     def read(self, query: str, params: Mapping[str, Any] | None = None) -> list[Any]:
         """One named read; run once more on a fresh connection if its connection broke under
@@ -208,7 +222,9 @@ class PostgresStore(SchemaChanges, MonthArchiving, Store):
     def read_snapshot(self) -> Iterator[ReadSnapshot]:
         with self._cursor() as cursor:
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-            yield ReadSnapshot(PostgresRunner(cursor), self.sql, self.ids, self.codec)
+            yield ReadSnapshot(
+                PostgresRunner(cursor), self.sql, self.ids, self.codec, rows_may_lag=True
+            )
 
     @contextmanager
     def view_tables(self) -> Iterator[PostgresViewTables]:

@@ -84,6 +84,8 @@ def lock_timeout(cursor: psycopg.Cursor[DictRow], seconds: float) -> None:
 class PostgresUnitOfWork(UnitOfWork):
     """A unit of work on one pooled connection's transaction (see the module docstring)."""
 
+    _rows_may_lag = True  # in-lease reports leave the row behind (ledger.views.queue_lag)
+
     def __init__(self, store: StoreParts, cursor: psycopg.Cursor[DictRow]) -> None:
         super().__init__(store.codec, store.ids)
         self._store = store

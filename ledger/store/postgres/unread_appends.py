@@ -7,15 +7,17 @@ without a read"). A pool that records its handlers' starts writes small
 groups often, and it already holds each job's state: the one its claim returned. So, when
 the fold of the new events touches nothing but the jobs' own rows (no view of another kind,
 no policy trigger, no wake-up), the events and the rows go out in ``jobs_append_if_unchanged``,
-a single statement run outside any transaction of ours, which writes a job only if its row is
-still at the version the caller folded from. A job that moved on meanwhile (a heartbeat, a
+a single statement run outside any transaction of ours, which writes a job only if its stream
+is still at the version the caller folded from. A job that moved on meanwhile (a heartbeat, a
 cancel) is not written, and the caller decides again on what the database holds; an append
-that touches more goes through the unit of work whole.
+that touches more goes through the unit of work whole. An in-lease report (the handler's start,
+a stage, progress) writes its events and leaves the row behind (:mod:`ledger.views.queue_lag`):
+the next write of the row catches it up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -31,6 +33,7 @@ from ledger.store.fold import AppendFold
 from ledger.store.ids import IdAdapter
 from ledger.views.kinds import JOBS
 from ledger.views.queue import queue_update_row
+from ledger.views.queue_lag import in_lease_only
 
 _json_encoder = msgspec.json.Encoder()
 
@@ -60,17 +63,22 @@ def rows_only_fold(
 
 def statement_parameters(
     fold: AppendFold,
-    expected: dict[UUID, int],
+    known: Mapping[UUID, JobState],
     codec: EventCodec,
     ids: IdAdapter,
     channel: str,
 ) -> dict[str, Any]:
-    """``jobs_append_if_unchanged``'s parameters for ``fold``, folded from the states at the
-    ``expected`` versions."""
-    rows = []
+    """``jobs_append_if_unchanged``'s parameters for ``fold``, folded from the ``known``
+    states. A job whose change is an in-lease report (:func:`~ledger.views.queue_lag.in_lease_only`)
+    sends its expected version alone: its events go out, its row stays behind."""
+    rows: list[dict[str, Any]] = []
     for job_id, state in fold.states.items():
+        before = known[job_id]
+        if in_lease_only(before, state):
+            rows.append({"job_id": ids.key(job_id), "expected": before.version})
+            continue
         row = queue_update_row(state, ids.key(job_id))
-        row["expected"] = expected[job_id]  # the state blob travels as base64, msgspec's way
+        row["expected"] = before.version  # the state blob travels as base64, msgspec's way
         rows.append(row)
     events = []
     for originator_id, version, event in fold.records:

@@ -361,6 +361,16 @@ WHERE job_id = ANY(%(job_ids)s)
 ORDER BY job_id
 FOR UPDATE
 
+-- name: jobs_trailing_events
+-- The events after each leased job's row version (%(ids)s and %(versions)s, arrays of one
+-- length): the in-lease reports its lease holder appended without rewriting the row
+-- (ledger/views/queue_lag.py). One probe of jl_events' primary key per job; run after the
+-- rows are read (and locked), in a statement of its own, so it sees what committed meanwhile.
+SELECT e.originator_id, e.originator_version, e.topic, e.state
+FROM unnest(%(ids)s::uuid[], %(versions)s::bigint[]) AS t(job_id, version)
+JOIN jl_events AS e ON e.originator_id = t.job_id AND e.originator_version > t.version
+ORDER BY e.originator_id, e.originator_version
+
 -- name: fragment_claim_orgs
 -- Org fairness (a recursive common table expression, included by queue_claim): the orgs
 -- with pending jobs ('' is no org), found by a loose index scan of jl_queue_claim_org_idx,
@@ -534,15 +544,20 @@ FROM json_to_recordset(%(rows)s::json) AS v(
 WHERE q.job_id = v.job_id
 
 -- name: jobs_append_if_unchanged
--- Jobs' events and rows after them, for the jobs whose row is still at the version the caller
--- folded from (%(rows)s as queue_update's, each with its "expected" version; %(events)s one
--- JSON array too, the blobs in base64: msgspec encodes it in C): one statement,
--- one round trip, no transaction of its own around it (ledger.store.postgres.unread_appends).
+-- Jobs' events, and their rows after them, for the jobs whose stream is still at the version
+-- the caller folded from (%(rows)s as queue_update's, each with its "expected" version; a row
+-- with no status is an in-lease report, whose row is left behind: ledger/views/queue_lag.py;
+-- %(events)s one JSON array too, the blobs in base64: msgspec encodes it in C): one
+-- statement, one round trip, no transaction of its own around it
+-- (ledger.store.postgres.unread_appends).
 -- The rows are locked in job-id order first, as queue_lock locks them (by primary key, from
 -- an array: joined to the JSON rows instead, the planner hashes every row of every month), so
--- that it cannot deadlock with a unit of work locking the same jobs; a row that moved on
--- meanwhile is left alone, and so are its events. The job ids written come back (the
--- pg_notify, like NOTIFY in a unit of work, is delivered at commit).
+-- that it cannot deadlock with a unit of work locking the same jobs. A stream is at the
+-- expected version when its row is at or behind it and no event follows it (a probe of the
+-- events' primary key); a job that moved on meanwhile is left alone, and so are its events
+-- (and if an event slipped in after this statement's snapshot, the primary key refuses the
+-- whole statement: the caller then writes nothing and decides again). The job ids written come
+-- back (the pg_notify, like NOTIFY in a unit of work, is delivered at commit).
 -- The ids pass through text (array_out and array_in are stable, not immutable) so that no
 -- plan can prune the months at planning time: a constant array let a custom plan prune them
 -- and look cheaper than the generic plan over every month, and on a ledger of many months
@@ -558,26 +573,32 @@ WITH v AS MATERIALIZED (
 ), locked AS MATERIALIZED (
     SELECT q.job_id, q.version FROM jl_queue AS q
     WHERE q.job_id = ANY(%(job_ids)s::text::uuid[]) ORDER BY q.job_id FOR UPDATE
+), unmoved AS MATERIALIZED (
+    SELECT v.* FROM v JOIN locked AS l ON l.job_id = v.job_id AND l.version <= v.expected
+    WHERE NOT EXISTS (
+        SELECT 1 FROM jl_events AS e
+        WHERE e.originator_id = v.job_id AND e.originator_version > v.expected
+    )
 ), moved AS (
     UPDATE jl_queue AS q SET
         status = v.status, stage = v.stage, priority = v.priority, run_at = v.run_at,
         lease_expires_at = v.lease_expires_at, run_number = v.run_number,
         attempt = v.attempt, worker_id = v.worker_id, version = v.version,
         updated_at = v.updated_at, state = decode(v.state, 'base64')
-    FROM v JOIN locked AS l ON l.job_id = v.job_id AND l.version = v.expected
-    WHERE q.job_id = v.job_id
+    FROM unmoved AS v
+    WHERE q.job_id = v.job_id AND v.status IS NOT NULL
     RETURNING q.job_id
 ), appended AS (
     INSERT INTO jl_events (originator_id, originator_version, topic, state)
     SELECT e.originator_id, e.originator_version, e.topic, decode(e.state, 'base64')
     FROM json_to_recordset(%(events)s::json)
         AS e(originator_id uuid, originator_version bigint, topic text, state text)
-    WHERE e.originator_id IN (SELECT job_id FROM moved)
+    WHERE e.originator_id IN (SELECT job_id FROM unmoved)
     RETURNING 1
 )
-SELECT m.job_id,
-       (SELECT pg_notify(%(channel)s, '') WHERE EXISTS (SELECT 1 FROM moved)) AS notified
-FROM moved AS m
+SELECT u.job_id,
+       (SELECT pg_notify(%(channel)s, '') WHERE EXISTS (SELECT 1 FROM unmoved)) AS notified
+FROM unmoved AS u
 
 -- name: queue_month_partitions
 -- The partitions of jl_queue (none if it is not partitioned): the months the pool's write may
