@@ -17,6 +17,7 @@ from uuid import UUID
 from ledger.api.reader import Reader
 from ledger.clock import Clock
 from ledger.core import decide
+from ledger.core.errors import LeaseOwnerMismatchError
 from ledger.core.state import JobState, Lease
 from ledger.core.values import JSON, Failure
 from ledger.jobs import finish_and_claim as batch_turn
@@ -111,6 +112,31 @@ class WorkerCommands(Reader):
         """Report a stage, progress counts and/or a checkpoint. Does not extend the lease."""
         return self._fenced(
             lease.job_id,
+            lambda s, now: decide.decide_progress(
+                s, lease, now, stage=stage, done=done, total=total, checkpoint=checkpoint
+            ),
+        )
+
+    def progress_known(
+        self,
+        known: JobState,
+        *,
+        stage: str | None = None,
+        done: int | None = None,
+        total: int | None = None,
+        checkpoint: JSON | None = None,
+    ) -> JobState:
+        """:meth:`progress` of ``known``'s lease, decided on ``known`` (the state the caller's
+        last write of the job returned): written without a read, in one statement on
+        PostgreSQL, while the job is still at that version; decided on the stored state
+        otherwise, as :meth:`progress` decides. The job's new state."""
+        lease = known.lease
+        if lease is None:
+            raise LeaseOwnerMismatchError(f"job {known.job_id} is not leased")
+        return worker_writes.write_one_known(
+            self.store,
+            self.clock,
+            known,
             lambda s, now: decide.decide_progress(
                 s, lease, now, stage=stage, done=done, total=total, checkpoint=checkpoint
             ),

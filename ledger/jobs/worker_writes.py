@@ -143,6 +143,22 @@ def write_fenced(store: Store, clock: Clock, job_id: UUID, decision: Decision) -
         return uow.append([JOBS.change(job_id, events)])[job_id]
 
 
+def write_one_known(store: Store, clock: Clock, known: JobState, decision: Decision) -> JobState:
+    """:func:`write_fenced` of ``known``'s job, decided on ``known`` first
+    (:func:`write_known`): the job's new state, or the refusal raised."""
+    result = write_known(store, clock, [(known.job_id, known, decision)])
+    refused = result.rejected.get(known.job_id)
+    if refused is not None:
+        raise refused
+    if result.accepted:
+        [state] = result.accepted
+        return state
+    stored = store.get_job(known.job_id)  # nothing to append on the stored state
+    if stored is None:
+        raise JobNotFoundError(f"no job {known.job_id}")
+    return stored
+
+
 def write_fenced_many(
     store: Store, clock: Clock, items: Sequence[tuple[UUID, Decision]]
 ) -> BatchResult:

@@ -183,6 +183,17 @@ HandlerContext = JobContext | SyncJobContext
 Report = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
+@dataclass
+class KnownState:
+    """A running job's state as this process's last write of it returned it (its start's,
+    then each report's): what the next report and the outcome are decided on first, without
+    a read (:func:`ledger.jobs.worker_writes.write_known`). Stale after a write of another
+    (the pool's lease renewals, an operator's cancel): the write then decides again on the
+    stored state and returns it."""
+
+    state: JobState
+
+
 def context_for(
     spec: HandlerSpec,
     job: JobState,
@@ -303,8 +314,10 @@ class Executor:
         cancellation.request()
         return True
 
-    async def execute(self, job: JobState) -> Outcome:
-        """Run ``job``'s handler (the job's own ``timeout_s``) and return its outcome."""
+    async def execute(self, job: JobState, known: KnownState | None = None) -> Outcome:
+        """Run ``job``'s handler (the job's own ``timeout_s``) and return its outcome;
+        ``known`` (the job's state after its start, if the caller holds it) is kept up to
+        date by the handler's reports."""
         lease = job.lease
         assert lease is not None, "only leased jobs are executed"
         spec = self._registry.get(job.job_type)
@@ -317,7 +330,7 @@ class Executor:
             return FailureReport(lease, missing)
         try:
             with run_span(job) as span:
-                verdict, cancelled = await self._run(spec, job, lease)
+                verdict, cancelled = await self._run(spec, job, lease, known)
                 record_outcome(span, verdict.failure)
         except asyncio.CancelledError:
             await self._releaser.release_shielded(lease)
@@ -336,9 +349,11 @@ class Executor:
         self._inform_breaker(job.job_type, verdict)
         return verdict.outcome(lease)
 
-    async def _run(self, spec: HandlerSpec, job: JobState, lease: Lease) -> tuple[Verdict, bool]:
+    async def _run(
+        self, spec: HandlerSpec, job: JobState, lease: Lease, known: KnownState | None
+    ) -> tuple[Verdict, bool]:
         """The handler's verdict, and whether its job was cancelled while it ran."""
-        report = self._reporter(lease, job.job_type)
+        report = self._reporter(lease, job.job_type, known)
         reads = self._prerequisite_reader(job.job_type)
         context = context_for(spec, job, lease, report, self.resources, read_prerequisites=reads)
         self._running[job.job_id] = context.cancellation
@@ -386,7 +401,7 @@ class Executor:
 
         return read_prerequisites
 
-    def _reporter(self, lease: Lease, job_type: str) -> Report:
+    def _reporter(self, lease: Lease, job_type: str, known: KnownState | None) -> Report:
         # A database blip while a handler reports must not fail the handler: the write is
         # retried (fenced, so safely) while the lease may live, as outcomes are.
         longest = self._retry_span(job_type)
@@ -394,9 +409,15 @@ class Executor:
         async def report(kind: str, fields: dict[str, Any]) -> None:
             async def write() -> None:
                 if kind == "heartbeat":
-                    await self._io.run(self._ledger.heartbeat, lease, lease_s=self._lease_s)
+                    state = await self._io.run(self._ledger.heartbeat, lease, lease_s=self._lease_s)
+                elif known is not None:
+                    # Decided on the state the last write returned: on PostgreSQL one
+                    # statement that leaves the row behind (ledger.views.queue_lag).
+                    state = await self._io.run(self._ledger.progress_known, known.state, **fields)
                 else:
-                    await self._io.run(self._ledger.progress, lease, **fields)
+                    state = await self._io.run(self._ledger.progress, lease, **fields)
+                if known is not None:
+                    known.state = state
 
             what = f"{kind} of job {lease.job_id}"
             await written(write, what=what, clock=self._ledger.clock, lease=longest)

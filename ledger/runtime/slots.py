@@ -20,7 +20,7 @@ from ledger.core.state import JobState
 from ledger.core.values import Stage
 from ledger.runtime.claims import Claims
 from ledger.runtime.completer import BatchCompleter
-from ledger.runtime.executor import Executor
+from ledger.runtime.executor import Executor, KnownState
 from ledger.runtime.health import PoolStats
 from ledger.runtime.pool_metrics import PoolMetrics, Timer
 from ledger.runtime.producer import Producer
@@ -71,9 +71,10 @@ class WorkerSlots:
             started = self._producer.job_started()
             try:
                 timer = Timer.start()
-                outcome = await self._executor.execute(job)
+                known = KnownState(running)
+                outcome = await self._executor.execute(job, known)
                 self._metrics.job_ran(job.job_type, timer.seconds())
-                await self._record(outcome, job.job_type, running)
+                await self._record(outcome, job.job_type, known.state)
             except Exception:
                 # Recording failed (the executor itself never raises but for shutdown):
                 # the slot lives on; the job's lease is left to expire for the reaper.
@@ -125,11 +126,11 @@ class WorkerSlots:
         )
 
     async def _record(self, outcome: Outcome, job_type: str, running: JobState) -> None:
-        """Hand the outcome to the completer, with the state the job's start left (the
-        completer decides on it first, without a read; a heartbeat or a progress report
-        since has moved the job on, and then it is read); the lease stays held (so the
-        pool is not idle) until the outcome is recorded or refused, but is no longer
-        renewed."""
+        """Hand the outcome to the completer, with the state the job's last write left (its
+        start's or its last report's: the completer decides on it first, without a read; a
+        write of another since, a lease renewal, has moved the job on, and then it is
+        read); the lease stays held (so the pool is not idle) until the outcome is recorded
+        or refused, but is no longer renewed."""
         job_id = outcome.lease.job_id
         self._claims.finished(job_id)
         timer = Timer.start()

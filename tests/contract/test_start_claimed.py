@@ -340,3 +340,32 @@ def test_the_one_statement_names_the_month_of_its_jobs_and_falls_back_to_the_par
         for job in [*march, *late]:
             assert (ledger.get(job.job_id) or job).stage == Stage.RUNNING
         assert ledger.projections().verify().clean
+
+
+def test_progress_is_decided_on_the_known_state_or_again_on_the_stored_one(
+    defined: Ledger, clock: FakeClock
+) -> None:
+    """``progress_known``: from the state the last write returned, one report; from a state
+    a heartbeat has since moved on, decided again on the stored state (the heartbeat's lease
+    kept); refused as ``progress`` refuses once the job is cancelled."""
+    from ledger.core.errors import LedgerError
+
+    [job] = claimed(defined, 1)
+    assert job.lease is not None
+    [running] = defined.start_claimed([job]).accepted
+    first = defined.progress_known(running, stage="upload", done=1, total=2)
+    assert first.version == running.version + 2  # a stage change and the counts
+    assert (first.stage, first.progress_done, first.progress_total) == ("upload", 1, 2)
+    clock.advance(5)
+    beat = defined.heartbeat(job.lease, lease_s=60)
+    second = defined.progress_known(first, done=2)  # stale: the heartbeat came between
+    assert second.version == beat.version + 1 == len(defined.history(job.job_id))
+    assert second.lease_expires_at == beat.lease_expires_at and second.progress_done == 2
+    assert defined.get(job.job_id) == second
+    defined.cancel(job.job_id)
+    with pytest.raises(LedgerError) as by_known:
+        defined.progress_known(second, done=3)
+    with pytest.raises(LedgerError) as by_lock:
+        defined.progress(job.lease, done=3)
+    assert type(by_known.value) is type(by_lock.value)
+    assert defined.projections().verify().clean

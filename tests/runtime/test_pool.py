@@ -339,3 +339,45 @@ def test_a_worker_in_another_process_wakes_well_before_its_poll_interval(pg_url:
             worker.stdin.flush()
         worker.wait(timeout=20)
     assert worker.returncode == 0
+
+
+async def test_a_handlers_progress_leaves_the_job_row_behind_on_postgresql(
+    pg_url: str, clock: FakeClock
+) -> None:
+    """The pool decides each report on the state its last write returned and, on
+    PostgreSQL, writes it as events alone: inside the handler the job's row is still at its
+    start's version after two reports (each as the stream says when read through the
+    ledger); the outcome catches the row up, and verify is clean."""
+    import psycopg
+
+    registry = Registry()
+    seen: list[tuple[int, int, int | None]] = []
+
+    def row_version(job_id: object) -> int:
+        with psycopg.connect(pg_url) as conn:
+            [(version,)] = conn.execute(
+                "SELECT version FROM jl_queue WHERE job_id = %s", [job_id]
+            ).fetchall()
+        return int(version)
+
+    with Ledger.open(pg_url, clock=clock) as ledger:
+
+        @registry.handler("reports")
+        async def reports(ctx: JobContext) -> str:
+            for done in (1, 2):
+                await ctx.progress(stage=f"step {done}", done=done, total=2)
+                state = ledger.get(ctx.id)
+                assert state is not None
+                seen.append((row_version(ctx.id), state.version, state.progress_done))
+            return "done"
+
+        ledger.define("reports")
+        job_id = ledger.enqueue("reports").job_id
+        await run_until_idle(ledger, registry, concurrency=1, poll_interval_s=0.05)
+        final = ledger.get(job_id)
+        assert final is not None and final.output == "done"
+        [(row_1, stream_1, done_1), (row_2, stream_2, done_2)] = seen
+        assert row_1 == row_2 < stream_1 < stream_2  # the reports did not rewrite the row
+        assert (done_1, done_2) == (1, 2)
+        assert row_version(job_id) == final.version == len(ledger.history(job_id))
+        assert ledger.projections().verify().clean
