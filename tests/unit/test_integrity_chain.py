@@ -1,0 +1,98 @@
+"""The hash chain's pure core: digests, the chain, and naming the first divergence."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ledger.core.integrity import (
+    GENESIS,
+    StoredEventBytes,
+    Witnessed,
+    chain_next,
+    chain_over,
+    event_digest,
+    first_divergence,
+)
+
+JOB, OTHER = uuid4(), uuid4()
+
+
+def history() -> list[StoredEventBytes]:
+    return [
+        StoredEventBytes(1, JOB, 1, "ledger.core.events:JobEnqueued", b'{"a":1}'),
+        StoredEventBytes(2, OTHER, 1, "ledger.core.events:JobEnqueued", b'{"b":2}'),
+        StoredEventBytes(4, JOB, 2, "ledger.core.events:JobLeased", b'{"w":"x"}'),
+    ]
+
+
+def witness(events: list[StoredEventBytes]) -> list[Witnessed]:
+    return [
+        Witnessed(
+            e.position,
+            e.originator_id,
+            e.originator_version,
+            event_digest(e.originator_id, e.originator_version, e.topic, e.state),
+        )
+        for e in events
+    ]
+
+
+def test_an_untouched_history_matches_its_witness() -> None:
+    events = history()
+    assert first_divergence(witness(events), events) is None
+
+
+def test_an_edited_state_is_named_with_its_position_job_and_version() -> None:
+    events = history()
+    seen = witness(events)
+    events[2] = events[2]._replace(state=b'{"w":"y"}')
+    found = first_divergence(seen, events)
+    assert found is not None
+    assert (found.kind, found.position, found.job_id, found.version) == ("changed", 4, JOB, 2)
+
+
+def test_a_deleted_event_is_missing_and_the_first_divergence_wins() -> None:
+    events = history()
+    seen = witness(events)
+    later_edit = events[2]._replace(topic="ledger.core.events:JobSucceeded")
+    found = first_divergence(seen, [events[0], later_edit])
+    assert found is not None and (found.kind, found.position) == ("missing", 2)
+
+
+def test_a_reorder_and_an_insertion_are_named() -> None:
+    events = history()
+    seen = witness(events)
+    swapped = [events[0]._replace(position=2), events[1]._replace(position=1), events[2]]
+    found = first_divergence(seen, sorted(swapped))
+    assert found is not None and (found.kind, found.position) == ("moved", 1)
+    inserted = [*events[:2], StoredEventBytes(3, JOB, 9, "t", b"{}"), events[2]]
+    found = first_divergence(seen, inserted)
+    assert found is not None and (found.kind, found.position, found.version) == (
+        "unexpected",
+        3,
+        9,
+    )
+
+
+def test_the_digest_binds_the_stream_the_version_and_the_topic_boundary() -> None:
+    base = event_digest(JOB, 1, "ab", b"c")
+    assert event_digest(OTHER, 1, "ab", b"c") != base
+    assert event_digest(JOB, 2, "ab", b"c") != base
+    assert event_digest(JOB, 1, "a", b"bc") != base  # a byte moved from topic to state
+
+
+@given(st.lists(st.binary(min_size=32, max_size=32), min_size=2, max_size=8), st.data())
+def test_the_head_changes_with_any_change_of_order_or_content(
+    digests: list[bytes], data: st.DataObject
+) -> None:
+    items = [Witnessed(i + 1, JOB, i + 1, d) for i, d in enumerate(digests)]
+    head = chain_over(GENESIS, items)
+    assert head == chain_next(chain_over(GENESIS, items[:-1]), items[-1].position, digests[-1])
+    i = data.draw(st.integers(0, len(items) - 2))
+    swapped = [*items[:i], items[i + 1], items[i], *items[i + 2 :]]
+    if swapped != items:
+        assert chain_over(GENESIS, swapped) != head
+    assert chain_over(GENESIS, items[:i] + items[i + 1 :]) != head
