@@ -112,8 +112,8 @@ class WorkerCommands(Reader):
         """Report a stage, progress counts and/or a checkpoint. Does not extend the lease."""
         return self._fenced(
             lease.job_id,
-            lambda s, now: decide.decide_progress(
-                s, lease, now, stage=stage, done=done, total=total, checkpoint=checkpoint
+            worker_writes.progress_decision(
+                lease, stage=stage, done=done, total=total, checkpoint=checkpoint
             ),
         )
 
@@ -137,8 +137,8 @@ class WorkerCommands(Reader):
             self.store,
             self.clock,
             known,
-            lambda s, now: decide.decide_progress(
-                s, lease, now, stage=stage, done=done, total=total, checkpoint=checkpoint
+            worker_writes.progress_decision(
+                lease, stage=stage, done=done, total=total, checkpoint=checkpoint
             ),
         )
 

@@ -27,7 +27,7 @@ from ledger.core.errors import (
 from ledger.core.events import JobEvent
 from ledger.core.requests import check_name
 from ledger.core.state import JobState, Lease, fold
-from ledger.core.values import HandlerStop
+from ledger.core.values import JSON, HandlerStop
 from ledger.jobs.claim_limits import claim_within_limits
 from ledger.jobs.claim_rates import RatedClaim, within_rate
 from ledger.jobs.leases import LeaseLength, all_positive, lease_for
@@ -293,6 +293,19 @@ def decide_each(
 def heartbeat_decision(lease: Lease, lease_s: LeaseLength) -> Decision:
     return lambda state, now: decide.decide_heartbeat(
         state, lease, lease_for(lease_s, state.job_type), now
+    )
+
+
+def progress_decision(
+    lease: Lease,
+    *,
+    stage: str | None,
+    done: int | None,
+    total: int | None,
+    checkpoint: JSON | None,
+) -> Decision:
+    return lambda state, now: decide.decide_progress(
+        state, lease, now, stage=stage, done=done, total=total, checkpoint=checkpoint
     )
 
 

@@ -19,6 +19,7 @@ from ledger import FakeClock, JobStatus, Ledger
 from ledger.core.state import JobState
 from ledger.core.values import Stage
 from ledger.jobs.outcomes import Completion
+from tests.contract.test_start_claimed import claimed
 
 
 @pytest.fixture
@@ -26,14 +27,6 @@ def pg(pg_url: str, clock: FakeClock) -> Iterator[Ledger]:
     with Ledger.open(pg_url, clock=clock) as opened:
         opened.define("t")
         yield opened
-
-
-def claimed(ledger: Ledger, n: int) -> list[JobState]:
-    for i in range(n):
-        ledger.enqueue("t", payload={"i": i})
-    jobs = ledger.claim("w", limit=n)
-    assert len(jobs) == n
-    return jobs
 
 
 def row_version(pg_url: str, job_id: UUID) -> tuple[int, str, str]:
