@@ -191,4 +191,12 @@ def migrate(settings: Settings, dry_run: bool, as_json: bool, wait_s: float) -> 
             click.echo(f"created index {index}")
         for refill in report.refilled:
             click.echo(_refill_line(refill))
+        if report.chain_starts_after is not None:
+            where = (
+                f"after position {report.chain_starts_after} (the events before it are "
+                "outside the chain)"
+                if report.chain_starts_after
+                else "at the first event"
+            )
+            click.echo(f"started the history's hash chain {where}: docs/integrity.md")
         click.echo(f"migrated {describe(settings.url)} in {report.seconds:.1f}s")

@@ -73,6 +73,7 @@ SECTIONS: dict[str, dict[str, Entry]] = {
         "replay": Entry(".replay:replay", "Replay a job: its state then, its decisions"),
         "export": Entry(".exchange:export", "Write job histories as JSON Lines"),
         "import": Entry(".exchange:import_", "Load an export into a ledger"),
+        "integrity": Entry(".integrity:integrity", "The history's hash chain: head, verify"),
     },
 }
 """The commands by task, as ``jobledger --help`` lists them."""

@@ -16,7 +16,7 @@ from .render import MISSING, compact_json, echo_json, json_option, table
 from ledger.api.shaping import plain, projection_json, verify_report_json
 from ledger.views.catalog import ALL_JOB_EVENTS, BY_NAME, PROJECTIONS
 from ledger.views.diff import VerifyReport, ViewReport
-from projections.follower import Follower
+from projections.follower import Follower, FollowerStats
 from projections.tracked import CatchUp
 
 NAMES = click.Choice(list(BY_NAME))
@@ -207,23 +207,29 @@ def follow(settings: Settings, name: str | None, poll: float, as_json: bool) -> 
                         )
 
         follower = Follower(ledger.store, chosen, poll_s=poll, on_pass=report)
-
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            follower.stop()
-
-        previous = {}
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                previous[sig] = signal.signal(sig, on_signal)
         where = ", ".join(runner.projection.name for runner in follower.runners)
-        click.echo(f"following {where}; stop with Ctrl-C", err=True)
-        try:
-            stats = follower.run()
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        stats = follow_until_signalled(follower, f"following {where}")
     click.echo(
         f"stopped after {stats.passes} pass(es): applied {stats.applied} events, "
         f"{stats.errors} error(s)",
         err=True,
     )
+
+
+def follow_until_signalled(follower: Follower, what: str) -> FollowerStats:
+    """Run ``follower`` until SIGINT or SIGTERM (from the main thread; elsewhere until it is
+    stopped), saying ``what`` on stderr first; its stats."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        follower.stop()
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, on_signal)
+    click.echo(f"{what}; stop with Ctrl-C", err=True)
+    try:
+        return follower.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

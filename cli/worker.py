@@ -65,6 +65,9 @@ class PoolOptions:
     breaker_cooldown: float
     starts: str
     report_interval: float
+    integrity_interval: float
+    checkpoint_every: int
+    signing_key: str | None
 
     def selected_types(self, registry: Registry) -> list[str] | None:
         """``--types`` as a list (``None``: every type ``registry`` serves); a type it has no
@@ -107,6 +110,9 @@ class PoolOptions:
             breaker_cooldown_s=self.breaker_cooldown,
             exact_starts=self.starts == "exact",
             report_interval_s=self.report_interval,
+            integrity_interval_s=self.integrity_interval,
+            checkpoint_every=self.checkpoint_every,
+            signing_key_file=self.signing_key,
             metrics=metrics,
         )
 
@@ -357,6 +363,32 @@ def _abandon_hung_handlers(pool: WorkerPool, dead: int) -> None:
     "of them, it counts as dead.",
 )
 # --- end of metrics and pool reports ----------------------------------------------------------
+# --- the history's hash chain (issue 31; docs/integrity.md) ----------------------------------
+@click.option(
+    "--integrity-interval",
+    type=params.Seconds(),
+    default=PoolConfig.integrity_interval_s,
+    show_default=True,
+    metavar="SECONDS",
+    help="Between the pool's chain witness passes, which hash new events into the history's "
+    "hash chain (`jobledger integrity`); 0: none here.",
+)
+@click.option(
+    "--checkpoint-every",
+    type=click.IntRange(min=1),
+    default=PoolConfig.checkpoint_every,
+    show_default=True,
+    metavar="N",
+    help="Events between two of the chain's checkpoints.",
+)
+@click.option(
+    "--signing-key",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Sign the chain's checkpoints with this ed25519 key (PEM; `jobledger integrity "
+    "keygen`)  [default: unsigned]",
+)
 @json_option
 @click.pass_obj
 @option_group("pool_options", PoolOptions)

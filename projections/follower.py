@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import msgspec
 
@@ -37,6 +38,12 @@ second, each a notification: catching up on every one would cost the writers a
 transaction each (measured: ~30% of a pool's throughput on 2 cores); gathering them into at
 most two passes a second costs little and leaves the view at most about this far behind."""
 MAX_BACKOFF_S = 30.0
+
+
+class CatchingUp(Protocol):
+    """Something a follower catches up on each pass (a tracked runner, the chain's)."""
+
+    def catch_up(self) -> CatchUp: ...
 
 
 class FollowerStats(msgspec.Struct):
@@ -61,12 +68,16 @@ class Follower:
         min_interval_s: float = MIN_INTERVAL_S,
         waiter_factory: Callable[[Store], EventWaiter] = event_waiter,
         on_pass: Callable[[list[CatchUp]], None] | None = None,
+        also: Sequence[CatchingUp] = (),
     ) -> None:
         chosen = tracked(list(projections) if projections is not None else list(PROJECTIONS))
-        if not chosen:
+        if not chosen and not also:
             raise ValueError("no tracked projection to follow")
         self.store = store
         self.runners = [TrackedRunner(store, p) for p in chosen]
+        self.also = list(also)
+        """Other runners caught up on each pass after the projections (the hash chain's:
+        :class:`projections.chain.ChainRunner`)."""
         self.poll_s = poll_s
         self.min_interval_s = min(min_interval_s, poll_s)
         self.stats = FollowerStats()
@@ -103,7 +114,7 @@ class Follower:
 
     def run_pass(self) -> list[CatchUp]:
         """Catch every followed projection up once (what :meth:`run` does on each wake-up)."""
-        reports = [runner.catch_up() for runner in self.runners]
+        reports = [runner.catch_up() for runner in [*self.runners, *self.also]]
         self.stats.passes += 1
         self.stats.applied += sum(report.applied for report in reports)
         self.stats.last_error = None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from ledger.api.reader_namespaces import ReaderNamespaces
 
 if TYPE_CHECKING:
+    from ledger.integrity.integrity_commands import IntegrityCommands
     from ledger.jobs.binding import LedgerBinding
     from ledger.limits.limit_commands import LimitCommands
     from ledger.retention.retention_commands import RetentionCommands
@@ -71,6 +72,13 @@ class LedgerNamespaces(ReaderNamespaces):
         from ledger.limits.limit_commands import LimitCommands
 
         return LimitCommands(self._binding())
+
+    @property
+    def integrity(self) -> IntegrityCommands:
+        """The history's hash chain: ``head``, ``verify``, ``catch_up``, ``checkpoint``."""
+        from ledger.integrity.integrity_commands import IntegrityCommands
+
+        return IntegrityCommands(self._binding())
 
     def _binding(self) -> LedgerBinding:
         """What the namespaces are bound to: the ledger's (:class:`~ledger.api.ledger.Ledger`)."""

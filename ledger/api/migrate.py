@@ -34,6 +34,7 @@ import msgspec
 
 from ledger.clock import SystemClock
 from ledger.core.errors import DatabaseNotInitialisedError, DatabaseUnusableError
+from ledger.store.integrity_tables import chain_head
 from ledger.store.schema import MIGRATION_WAIT_S, SCHEMA_VERSION, expected_tables
 from ledger.store.store import Store
 from ledger.views.catalog import projections, recorded_version, stale
@@ -41,6 +42,9 @@ from projections.rebuilder import Progress, Rebuilder
 
 log = logging.getLogger("jobledger.projections")
 
+CHAIN_TABLE = "jl_integrity_head"
+"""The hash chain's head: created by a migration, it starts the chain after the events the
+ledger holds (:func:`ledger.store.integrity_tables.start_chain`)."""
 TRACKING_TABLE = "jl_tracking"
 """Where the tracked projections record their positions: losing it loses theirs."""
 
@@ -93,6 +97,10 @@ class MigrationReport(msgspec.Struct, frozen=True):
     created_tables: list[str]
     refilled: list[Refill]
     seconds: float
+    chain_starts_after: int | None = None
+    """Where the history's hash chain starts, if this migration started it (its tables were
+    missing): the notification id of the last event before it (0: the first event is the
+    chain's). The events up to it are outside the chain (docs/integrity.md)."""
 
 
 def missing_views(missing_tables: Collection[str]) -> list[MissingView]:
@@ -158,12 +166,24 @@ def migrate(
             store.ensure_partitions(SystemClock().now())
         refilled = refill(store, planned.missing_views, progress=progress)
         rebuilder.refresh()  # nothing stale is left: only records the versions of new views
+    chain_start = None
+    if CHAIN_TABLE in created:
+        with store.read_snapshot() as snapshot:
+            head = chain_head(snapshot)
+        chain_start = None if head is None else head.start_position
+        if chain_start:
+            log.warning(
+                "the history's hash chain starts after position %d: the events before it are "
+                "outside the chain",
+                chain_start,
+            )
     return MigrationReport(
         plan=planned,
         rebuilt=planned.stale_names,
         created_tables=created,
         refilled=refilled,
         seconds=time.perf_counter() - started,
+        chain_starts_after=chain_start,
     )
 
 

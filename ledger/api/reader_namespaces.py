@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from ledger.clock import Clock
 
 if TYPE_CHECKING:
+    from ledger.integrity.integrity_reader import IntegrityReader
     from ledger.limits.limit_reader import LimitReader
     from ledger.retention.retention_reader import RetentionReader
     from ledger.schedules.schedule_reader import ScheduleReader
@@ -67,6 +68,13 @@ class ReaderNamespaces:
         from ledger.retention.retention_reader import RetentionReader
 
         return RetentionReader(self.store, self.clock)
+
+    @property
+    def integrity(self) -> IntegrityReader:
+        """The history's hash chain: its head, checkpoints, and verification."""
+        from ledger.integrity.integrity_reader import IntegrityReader
+
+        return IntegrityReader(self.store, self.clock)
 
     @property
     def limits(self) -> LimitReader:

@@ -19,6 +19,7 @@ import msgspec
 
 from ledger.core.errors import UnknownEventError
 from ledger.core.events import ALL_EVENTS, Event
+from ledger.core.integrity_checkpoints import INTEGRITY_EVENTS
 from ledger.core.queue_pauses import QUEUE_EVENTS
 from ledger.core.retention import RETENTION_EVENTS
 from ledger.core.schedules.events import SCHEDULE_EVENTS
@@ -35,9 +36,10 @@ REGISTERED_EVENTS: tuple[type[Event], ...] = (
     + SOURCE_POLL_EVENTS
     + RETENTION_EVENTS
     + QUEUE_EVENTS
+    + INTEGRITY_EVENTS
 )
 """Every event the default codec reads and writes: job types', jobs', workflow runs', API
-tokens', schedules', source polls' and retention's."""
+tokens', schedules', source polls', retention's and the integrity checkpoints'."""
 
 
 class Record(NamedTuple):

@@ -21,6 +21,7 @@ Pure: no store, driver or clock. Digests use the standard library's SHA-256 (Ope
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections.abc import Iterable, Sequence
 from typing import Literal, NamedTuple
 from uuid import UUID
@@ -51,6 +52,115 @@ class Witnessed(NamedTuple):
     originator_id: UUID
     originator_version: int
     digest: bytes
+
+
+class ChainHead(NamedTuple):
+    """The chain so far: the tail position of the last event it covers (``transaction_id``,
+    ``position``), how many events and witness blocks it covers, and its head. ``start_*``
+    is where it began: the tail position before its first event."""
+
+    start_transaction_id: int
+    start_position: int
+    transaction_id: int
+    position: int
+    events: int
+    blocks: int
+    chain: bytes
+
+
+class WitnessBlock(NamedTuple):
+    """One block of the witness: the events one follower batch hashed, in chain order.
+
+    ``events_before`` counts the chain's events before it; ``transaction_id`` and
+    ``position`` are its last event's tail position; ``entries`` are packed
+    (:func:`pack_entries`)."""
+
+    block: int
+    events_before: int
+    transaction_id: int
+    position: int
+    chain_before: bytes
+    chain_after: bytes
+    entries: bytes
+
+
+ENTRY = struct.Struct(">q16sq32s")
+"""One witnessed event packed: its position, stream id, version and digest (64 bytes)."""
+
+
+def pack_entries(witnessed: Sequence[Witnessed]) -> bytes:
+    """A block's entries as the witness stores them (:data:`ENTRY` each, in chain order)."""
+    pack = ENTRY.pack
+    return b"".join(
+        pack(item.position, item.originator_id.bytes, item.originator_version, item.digest)
+        for item in witnessed
+    )
+
+
+def unpack_entries(packed: bytes) -> list[Witnessed]:
+    """The entries :func:`pack_entries` packed, in order."""
+    if len(packed) % ENTRY.size:
+        raise ValueError(f"a witness block of {len(packed)} bytes is not whole entries")
+    return [
+        Witnessed(position, UUID(bytes=stream), version, digest)
+        for position, stream, version, digest in ENTRY.iter_unpack(packed)
+    ]
+
+
+def witness(stored: Iterable[StoredEventBytes]) -> list[Witnessed]:
+    """What the witness records for ``stored``, in their order: each event's digest."""
+    return [
+        Witnessed(
+            event.position,
+            event.originator_id,
+            event.originator_version,
+            event_digest(event.originator_id, event.originator_version, event.topic, event.state),
+        )
+        for event in stored
+    ]
+
+
+class Chained(NamedTuple):
+    """What :func:`chain_rows` computed over a run of stored events."""
+
+    chain: bytes
+    entries: bytes
+    """The packed witness entries (:func:`pack_entries`' form)."""
+    events: int
+
+
+def chain_rows(
+    previous: bytes,
+    rows: Iterable[tuple[int, UUID, int, str, bytes | memoryview, *tuple[int, ...]]],
+) -> Chained:
+    """The chain after ``rows`` (stored events as the store reads them: position, stream id,
+    version, topic, state, and optionally the writing transaction), from ``previous``, and
+    their packed witness entries: :func:`witness`, :func:`chain_over` and
+    :func:`pack_entries` in one pass, for the follower's hot loop (byte for byte the same:
+    tests/unit/test_integrity_chain.py)."""
+    sha256 = hashlib.sha256
+    pack = ENTRY.pack
+    head = previous
+    parts = []
+    for row in rows:
+        position, stream, version, topic, state = row[0], row[1], row[2], row[3], row[4]
+        stream_bytes = stream.bytes
+        topic_bytes = topic.encode()
+        digest = sha256(
+            b"".join(
+                (
+                    FORMAT,
+                    stream_bytes,
+                    version.to_bytes(8, "big", signed=True),
+                    len(topic_bytes).to_bytes(4, "big"),
+                    topic_bytes,
+                    state,
+                )
+            )
+        ).digest()
+        head = sha256(head + position.to_bytes(8, "big", signed=True) + digest).digest()
+        parts.append(pack(position, stream_bytes, version, digest))
+    return Chained(head, b"".join(parts), len(parts))
 
 
 def event_digest(originator_id: UUID, originator_version: int, topic: str, state: bytes) -> bytes:
@@ -147,7 +257,7 @@ def first_divergence(
                     item.position,
                     event.originator_id,
                     event.originator_version,
-                    f"the event's bytes differ from those witnessed ({event.topic})",
+                    "the event's topic or state differs from what was witnessed",
                 )
             )
             break

@@ -9,7 +9,11 @@ so a slow pass blocks neither the loop nor the other services. A pass that raise
 counted and its service goes on at its next interval: one bad pass never stops maintenance.
 
 Stopping does not interrupt a pass in progress: :meth:`ServiceRunner.run` returns once every
-running pass has ended.
+running pass has ended. A service that can end a long pass early (the chain witness, between
+its batches) has a ``stop()``, called when the stop event is set. Cancelled instead (a
+second signal), :meth:`run` returns at once, and the caller waits for the passes still on
+their threads (:meth:`ServiceRunner.wait_for_passes`, bounded) before closing the store they
+use: a connection closed under a running statement crashed the process (SQLite, seen).
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as wait_for_futures
 from typing import Protocol
 
 import msgspec
@@ -73,6 +78,7 @@ class ServiceRunner:
         self._services = list(services)
         self._pause = pause
         self.stats: dict[str, ServiceStats] = {name: ServiceStats() for name in names}
+        self._running: set[Future[object]] = set()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run every service until ``stop`` is set and their passes in progress have ended."""
@@ -82,11 +88,35 @@ class ServiceRunner:
         executor = ThreadPoolExecutor(
             max_workers=len(self._services), thread_name_prefix="jobledger-maintenance"
         )
+        stopping = asyncio.ensure_future(self._stop_services_on(stop))
         try:
             await asyncio.gather(*(self._loop(s, stop, executor) for s in self._services))
         finally:
-            # Cancelled mid-pass: the pass's thread finishes on its own; do not wait for it.
+            stopping.cancel()
+            self._stop_services()
+            # Cancelled mid-pass: the pass's thread finishes on its own; do not wait for it
+            # here (the caller may, bounded: wait_for_passes).
             executor.shutdown(wait=False, cancel_futures=True)
+
+    def wait_for_passes(self, timeout_s: float) -> bool:
+        """Block until the passes still running on their threads have ended, up to
+        ``timeout_s``; whether they all did. (After a cancelled :meth:`run`, before closing
+        what they use.)"""
+        running = list(self._running)
+        if not running:
+            return True
+        _, pending = wait_for_futures(running, timeout=timeout_s)
+        return not pending
+
+    async def _stop_services_on(self, stop: asyncio.Event) -> None:
+        await stop.wait()
+        self._stop_services()
+
+    def _stop_services(self) -> None:
+        for service in self._services:
+            stop_early = getattr(service, "stop", None)
+            if stop_early is not None:
+                stop_early()
 
     async def _loop(
         self, service: Service, stop: asyncio.Event, executor: ThreadPoolExecutor
@@ -95,7 +125,10 @@ class ServiceRunner:
         stats = self.stats[service.name]
         while not stop.is_set():
             try:
-                await loop.run_in_executor(executor, service.run_once)
+                future = executor.submit(service.run_once)
+                self._running.add(future)
+                future.add_done_callback(self._running.discard)
+                await asyncio.wrap_future(future, loop=loop)
             except Exception as error:
                 stats.failures += 1
                 stats.last_error = _describe(error)

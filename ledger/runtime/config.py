@@ -17,6 +17,8 @@ from typing import TypedDict
 
 from ledger.core.limits import MAX_LEASE_S, check_setting_seconds
 from ledger.maintenance.archiver import ArchiverConfig
+from ledger.maintenance.chain_witness import DEFAULT_INTERVAL_S as DEFAULT_INTEGRITY_INTERVAL_S
+from ledger.maintenance.chain_witness import ChainWitnessConfig
 from ledger.maintenance.pool_reporter import PoolReporterConfig
 from ledger.maintenance.reaper import ReaperConfig
 from ledger.maintenance.scheduler import DEFAULT_SCHEDULER_INTERVAL_S, SchedulerConfig
@@ -68,6 +70,16 @@ class PoolConfig:
     retention_interval_s: float = 0.0
     """Between archiver passes (retention: :mod:`ledger.maintenance.archiver`, moving the
     finished jobs past their rule to the archive); 0, the default, runs none here."""
+    integrity_interval_s: float = DEFAULT_INTEGRITY_INTERVAL_S
+    """Between passes of the chain witness, which hashes the new events into the history's
+    hash chain (:mod:`ledger.maintenance.chain_witness`; docs/integrity.md); 0 runs none
+    here."""
+    checkpoint_every: int = 10_000
+    """Events between two of the chain's checkpoints."""
+    signing_key_file: str | None = None
+    """An ed25519 private key (PEM) the witness signs the checkpoints with; ``None``: this
+    pool signs none (and, once a signed checkpoint exists, leaves checkpoints to a process
+    that holds the key)."""
     report_interval_s: float = 5.0
     """Between the pool's reports of itself into ``jl_pools`` (its health, in flight:
     :mod:`ledger.maintenance.pool_reporter`); a reader counts it dead once it is silent for
@@ -134,6 +146,10 @@ class PoolConfig:
             raise ValueError("report_interval_s must be >= 0 (0: no reports)")
         if self.scheduler_interval_s < 0:
             raise ValueError("scheduler_interval_s must be >= 0 (0: no scheduler)")
+        if self.integrity_interval_s < 0:
+            raise ValueError("integrity_interval_s must be >= 0 (0: no chain witness)")
+        if self.checkpoint_every < 1:
+            raise ValueError("checkpoint_every must be at least 1")
         self._check_durations()
 
     def _check_durations(self) -> None:
@@ -188,6 +204,16 @@ class PoolConfig:
             return None
         retention_s = max(self.report_retention_s, self.report_interval_s)
         return PoolReporterConfig(interval_s=self.report_interval_s, retention_s=retention_s)
+
+    def chain_witness_config(self) -> ChainWitnessConfig | None:
+        """The chain witness's settings; ``None`` when this pool runs none."""
+        if self.integrity_interval_s == 0:
+            return None
+        return ChainWitnessConfig(
+            interval_s=self.integrity_interval_s,
+            checkpoint_every=self.checkpoint_every,
+            signing_key_file=self.signing_key_file,
+        )
 
     def archiver_config(self) -> ArchiverConfig | None:
         """The archiver's, or ``None`` when this pool runs none (the default)."""
@@ -249,6 +275,9 @@ class PoolSettings(TypedDict, total=False):
     retention_interval_s: float
     scheduler_interval_s: float
     watchdog_interval_s: float | None
+    integrity_interval_s: float
+    checkpoint_every: int
+    signing_key_file: str | None
     report_interval_s: float
     report_retention_s: float
     metrics: bool

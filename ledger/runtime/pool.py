@@ -61,6 +61,10 @@ from ledger.runtime.releases import Releaser
 from ledger.runtime.source_poller import with_source_polls
 from ledger.store.frozen_writers import FrozenWriter
 
+MAINTENANCE_PASS_WAIT_S = 5.0
+"""How long a pool stopped at once waits for a maintenance pass still running before the
+store it uses may be closed (a chain witness pass ends after its batch in progress)."""
+
 try:
     _VERSION = version("jobledger")
 except PackageNotFoundError:  # run from a source tree that was never installed
@@ -267,10 +271,13 @@ class WorkerPool:
                     await self._cancel_workers()
         except asyncio.CancelledError:
             for task in self._tasks[1:]:
-                task.cancel()  # the maintenance runner: a pass in progress is not waited for
+                task.cancel()  # the maintenance runner: a pass in progress is not waited for...
             await asyncio.gather(self._tasks[0], return_exceptions=True)  # its last claim
             await self._cancel_workers()
             await self._shut_down()
+            # ...by the runner; but the store it uses is closed after this returns, so wait
+            # (bounded) for the pass to end (services with a stop() end theirs early).
+            await self._maintenance.wait_for_passes(self._parts.io, MAINTENANCE_PASS_WAIT_S)
             raise
         await self._shut_down()
 

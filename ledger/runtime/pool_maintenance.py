@@ -1,6 +1,7 @@
 """The maintenance services one pool runs beside its workers: the reporter, the reaper, the
-scheduler, the archiver and the watchdog, each as its :class:`PoolConfig` asks, run by one
-:class:`~ledger.maintenance.runner.ServiceRunner` task from the pool's start to its stop."""
+scheduler, the archiver, the chain witness and the watchdog, each as its :class:`PoolConfig`
+asks, run by one :class:`~ledger.maintenance.runner.ServiceRunner` task from the pool's start
+to its stop."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from datetime import datetime
 from ledger.api.ledger import Ledger
 from ledger.api.pools import PoolReport
 from ledger.maintenance.archiver import Archiver
+from ledger.maintenance.chain_witness import ChainWitness
 from ledger.maintenance.pool_reporter import PoolReporter
 from ledger.maintenance.reaper import Reaper
 from ledger.maintenance.runner import Service, ServiceRunner, ServiceStats
@@ -42,6 +44,10 @@ class PoolMaintenance:
         self.reaper = Reaper(ledger, config.reaper_config(), on_pass=metrics.reaper_passed)
         archiver_config = config.archiver_config()
         self.archiver = None if archiver_config is None else Archiver(ledger, archiver_config)
+        witness_config = config.chain_witness_config()
+        self.chain_witness = (
+            None if witness_config is None else ChainWitness(ledger, witness_config)
+        )
         reporter_config = config.reporter_config()
         self.reporter = (
             PoolReporter(ledger, report, reporter_config) if reporter_config is not None else None
@@ -64,11 +70,11 @@ class PoolMaintenance:
         return dict(self._runner.stats) if self._runner is not None else {}
 
     def services(self) -> list[Service]:
-        """The reporter, the reaper and the scheduler (unless their intervals are 0), the
-        archiver (only if asked for) and the watchdog (where the store can end frozen
-        writers). The runner runs each pass on a thread of its own (never the loop's, nor the
-        executor handlers use), logs a failed pass and keeps the interval;
-        so a reaper blocked behind a frozen writer's lock does not hold up the watchdog."""
+        """The reporter, the reaper, the scheduler and the chain witness (unless their
+        intervals are 0), the archiver (only if asked for) and the watchdog (where the store
+        can end frozen writers). The runner runs each pass on a thread of its own (never the
+        loop's, nor the executor handlers use), logs a failed pass and keeps the interval; so a
+        reaper blocked behind a frozen writer's lock does not hold up the watchdog."""
         services: list[Service] = []
         if self.reporter is not None:
             services.append(self.reporter)
@@ -76,6 +82,8 @@ class PoolMaintenance:
             services.append(self.reaper)
         if self.archiver is not None:
             services.append(self.archiver)
+        if self.chain_witness is not None:
+            services.append(self.chain_witness)
         if self.scheduler is not None:
             services.append(self.scheduler)
         if self.watchdog is not None and self.watchdog.enabled:
@@ -91,6 +99,15 @@ class PoolMaintenance:
         self._runner = ServiceRunner(services)
         maintain = self._runner.run(stop_requested)
         return asyncio.create_task(maintain, name="jobledger-maintenance")
+
+    async def wait_for_passes(self, io: ThreadLane, timeout_s: float) -> None:
+        """Wait (on ``io``) for the passes a cancelled runner left on their threads, up to
+        ``timeout_s``: the store they use is closed next."""
+        runner = self._runner
+        if runner is None:
+            return
+        if not await io.run(runner.wait_for_passes, timeout_s):
+            log.warning("a maintenance pass still runs after %.1f s; closing anyway", timeout_s)
 
     def report_now(self) -> None:
         """Write the pool's report at once (from the heartbeat thread, while the loop that

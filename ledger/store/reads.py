@@ -134,6 +134,11 @@ class ReadSnapshot:
         :meth:`events_tail` (or :meth:`events_since`) instead."""
         return self._decoded(self._stored_after(position, limit))
 
+    def stored_rows(self, query: str, params: Mapping[str, Any]) -> list[StoredRow]:
+        """Run an ``events_after``-shaped named query; its rows as stored, undecoded
+        (:data:`StoredRow` tuples, ids as ``UUID``: what the hash chain hashes)."""
+        return self._runner.stored_events(self.queries[query], params)
+
     def events_tail(self, after: TailPosition, limit: int) -> list[StreamEvent]:
         """Up to ``limit`` events of the final prefix after ``after``, decoded, in tail order
         (writing transaction, then notification id), each with its transaction id. Final:

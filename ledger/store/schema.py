@@ -43,6 +43,8 @@ EXPECTED_TABLES = frozenset(
         "jl_queue_states",
         "jl_rate_buckets",
         "jl_pools",
+        "jl_integrity_head",
+        "jl_integrity_blocks",
     }
 )
 

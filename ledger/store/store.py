@@ -231,7 +231,9 @@ class Store(StoreReads, Archiving, ABC):
 
     def create_missing(self) -> list[str]:
         """Run every (``IF NOT EXISTS``) schema statement; the tables that were missing."""
-        return self.schema.create_missing()
+        created = self.schema.create_missing()
+        self._start_chain()
+        return created
 
     @contextmanager
     def schema_lock(self, wait_s: float) -> Iterator[None]:
@@ -245,7 +247,18 @@ class Store(StoreReads, Archiving, ABC):
 
     def initialise(self) -> bool:
         """Create what is missing; whether anything was (:meth:`Schema.initialise`)."""
-        return self.schema.initialise()
+        created = self.schema.initialise()
+        if created:
+            self._start_chain()
+        return created
+
+    def _start_chain(self) -> None:
+        """Start the history's hash chain where its table was created, if it has not started
+        (:func:`ledger.store.integrity_tables.start_chain`)."""
+        from ledger.store.integrity_tables import start_chain
+
+        with self.view_tables() as tables:
+            start_chain(tables)
 
     def check_initialised(self) -> None:
         """Raise unless this database holds this code's schema, all of it."""

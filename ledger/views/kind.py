@@ -140,6 +140,11 @@ class StreamVersion(NamedTuple):
     version: int
 
 
+def version_of_row(row: Any) -> StreamVersion:
+    """A stream no view folds, as its ``stream_version`` row reads it."""
+    return StreamVersion(int(row["version"]))
+
+
 def count_event(state: StreamVersion | None, event: Event) -> StreamVersion:
     """The fold of a stream no view folds: one more event."""
     return StreamVersion((0 if state is None else state.version) + 1)

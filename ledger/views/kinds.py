@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from ledger.views.integrity_stream import KIND as INTEGRITY
 from ledger.views.job_types import KIND as DEFINITIONS
 from ledger.views.kind import Change, StateKind
 from ledger.views.queue import KIND as JOBS
@@ -18,6 +19,7 @@ from ledger.views.workflows import KIND as RUNS
 
 __all__ = [
     "DEFINITIONS",
+    "INTEGRITY",
     "JOBS",
     "QUEUE_STATES",
     "RETENTION",

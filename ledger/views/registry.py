@@ -33,6 +33,7 @@ from ledger.core.events import JOB_EVENTS, Event, JobEvent
 from ledger.core.state import JobState
 from ledger.views import (
     dead_letters,
+    integrity_stream,
     job_types,
     queue,
     queue_states,
@@ -59,6 +60,7 @@ BUILT_IN_KINDS: tuple[AnyKind, ...] = (
     workflows.KIND,
     queue.KIND,
     retention_stream.KIND,
+    integrity_stream.KIND,
 )
 """The ledger's own kinds, in fold order."""
 

@@ -3,24 +3,18 @@ whose events have audit rows."""
 
 from __future__ import annotations
 
-from typing import Any
 from uuid import UUID
 
 from ledger.core.retention import RETENTION_EVENTS
 from ledger.views.audit import RETENTION_ORIGIN
-from ledger.views.kind import StateKind, StreamVersion, count_event
-
-
-def _version_of_row(row: Any) -> StreamVersion:
-    return StreamVersion(int(row["version"]))
-
+from ledger.views.kind import StateKind, StreamVersion, count_event, version_of_row
 
 KIND: StateKind[UUID, StreamVersion] = StateKind(
     "retention",
     RETENTION_EVENTS,
     count_event,
     lambda stream_id: stream_id,
-    of_row=_version_of_row,
+    of_row=version_of_row,
     get="stream_version",
     key_param="stream_id",
     binds_id=True,

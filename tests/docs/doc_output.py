@@ -62,6 +62,8 @@ VOLATILE: dict[str, tuple[str, str]] = {
     "line": (r'(?<=", line )\d+', r"\d+"),
     "float": (r'(?<=delay_s=)[\d.e-]+|(?<="delay_s": )[\d.e-]+|(?<="seconds": )[\d.e-]+', _NUMBER),
     "digest": (r"sha256:[0-9a-f]{64}", r"sha256:[0-9a-f]{64}"),
+    # The hash chain's heads and key ids (docs/integrity.md): 16, 32 or 64 hex digits.
+    "chain": (r"\b(?:[0-9a-f]{64}|[0-9a-f]{32}|[0-9a-f]{16})\b", r"[0-9a-f]{16,64}"),
 }
 _TOKEN = re.compile("|".join(f"(?P<{kind}>{page})" for kind, (page, _) in VOLATILE.items()))
 

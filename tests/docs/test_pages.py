@@ -27,6 +27,7 @@ PAGES: dict[str, dict[Kind, int]] = {
     "docs/schedules.md": {Kind.PYTHON: 3, Kind.CONSOLE: 4},
     "docs/jobs.md": {Kind.PYTHON: 7},
     "docs/transactions.md": {Kind.PYTHON: 5},
+    "docs/integrity.md": {Kind.CONSOLE: 4, Kind.PYTHON: 3},
 }
 # Pages whose examples need a PostgreSQL database (``pg_url`` in their namespace).
 ON_POSTGRES = {"docs/cli.md", "docs/transactions.md"}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from uuid import uuid4
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,8 +15,19 @@ from ledger.core.integrity import (
     Witnessed,
     chain_next,
     chain_over,
+    chain_rows,
     event_digest,
     first_divergence,
+    pack_entries,
+    unpack_entries,
+)
+from ledger.core.integrity import witness as witness_of
+from ledger.core.integrity_checkpoints import (
+    IntegrityCheckpoint,
+    parse_short_head,
+    short_head,
+    signature_problem,
+    signed,
 )
 
 JOB, OTHER = uuid4(), uuid4()
@@ -96,3 +109,73 @@ def test_the_head_changes_with_any_change_of_order_or_content(
     if swapped != items:
         assert chain_over(GENESIS, swapped) != head
     assert chain_over(GENESIS, items[:i] + items[i + 1 :]) != head
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 2**40),
+            st.integers(1, 10_000),
+            st.text(min_size=1, max_size=30),
+            st.binary(max_size=300),
+        ),
+        max_size=30,
+    )
+)
+def test_the_followers_one_pass_equals_digest_chain_and_pack(
+    fields: list[tuple[int, int, str, bytes]],
+) -> None:
+    """``chain_rows`` (the follower's hot loop) is byte for byte ``witness``, ``chain_over``
+    and ``pack_entries``, and the packed entries unpack to the witness."""
+    stored = [
+        StoredEventBytes(position, uuid4(), version, topic, state)
+        for position, version, topic, state in fields
+    ]
+    rows = [(*event, 7) for event in stored]  # as the tail read gives them: a transaction id
+    chained = chain_rows(GENESIS, rows)
+    witnessed = witness_of(stored)
+    assert chained.chain == chain_over(GENESIS, witnessed)
+    assert chained.entries == pack_entries(witnessed)
+    assert chained.events == len(stored)
+    assert unpack_entries(chained.entries) == witnessed
+    assert witnessed == witness(stored)
+
+
+def test_a_signed_checkpoint_holds_only_for_its_own_head_and_key() -> None:
+    key = Ed25519PrivateKey.generate()
+    head = chain_over(GENESIS, witness(history()))
+    public_key, signature = signed(key, 3, 4, head)
+
+    def checkpoint(**changes: object) -> IntegrityCheckpoint:
+        fields = {
+            "at": datetime(2026, 1, 1, tzinfo=UTC),
+            "events": 3,
+            "position": 4,
+            "transaction_id": 0,
+            "head": head,
+            "public_key": public_key,
+            "signature": signature,
+            **changes,
+        }
+        return IntegrityCheckpoint(**fields)  # type: ignore[arg-type]
+
+    assert signature_problem(checkpoint(), key.public_key()) is None
+    assert signature_problem(checkpoint(), None) is None
+    assert "does not match" in str(signature_problem(checkpoint(events=4), None))
+    assert "does not match" in str(signature_problem(checkpoint(head=GENESIS), None))
+    other = Ed25519PrivateKey.generate().public_key()
+    assert "not by the key given" in str(signature_problem(checkpoint(), other))
+    unsigned = checkpoint(public_key=None, signature=None)
+    assert signature_problem(unsigned, None) is None
+    assert "unsigned" in str(signature_problem(unsigned, other))
+
+
+def test_a_published_head_parses_back_and_refuses_a_short_one() -> None:
+    head = chain_over(GENESIS, witness(history()))
+    assert parse_short_head(short_head(3, head)) == (3, head.hex()[:32])
+    for bad in ("3", "x:abcdef0123456789", "3:abc", "3:zzzzzzzzzzzzzzzzzz"):
+        try:
+            parse_short_head(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} parsed")

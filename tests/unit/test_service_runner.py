@@ -235,3 +235,39 @@ def test_service_names_must_be_unique() -> None:
 
     with pytest.raises(ValueError, match="unique"):
         ServiceRunner([Named(), Named()])
+
+
+class BlockingService:
+    """A pass that runs until released, or until ``stop()`` (as the chain witness's does)."""
+
+    name = "blocking"
+    interval_s = 60.0
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+    def run_once(self) -> None:
+        self.entered.set()
+        self.release.wait(GUARD_S)
+
+
+async def test_a_cancelled_run_leaves_its_pass_and_the_caller_can_wait_for_it() -> None:
+    """A second signal cancels the runner: it returns at once, its pass still running on its
+    thread; ``wait_for_passes`` then tells whether the pass has ended (the pool waits, bounded,
+    before closing the store the pass uses), and the service was asked to stop early."""
+    service = BlockingService()
+    runner = ServiceRunner([service])
+    task = asyncio.ensure_future(runner.run(asyncio.Event()))
+    assert await asyncio.to_thread(service.entered.wait, GUARD_S)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert service.stopped.is_set()
+    assert not await asyncio.to_thread(runner.wait_for_passes, 0.05)
+    service.release.set()
+    assert await asyncio.to_thread(runner.wait_for_passes, GUARD_S)
