@@ -31,6 +31,7 @@ from ledger.http import (
     capabilities,
     enqueue,
     errors,
+    integrity,
     jobs,
     metrics,
     operations,
@@ -103,6 +104,9 @@ API_ROUTES = (
     projections.projections,
     projections.start_verify,
     projections.verify_result,
+    integrity.integrity_head,
+    integrity.start_integrity_verify,
+    integrity.integrity_verify_result,
     capabilities.capabilities,
     stream.event_stream,
 )
@@ -123,6 +127,9 @@ def build_app(
     addresses (:mod:`ledger.http.hosts`)."""
     signer = sessions or Sessions()
     tasks = VerifyTasks(lambda: verify_report_json(ledger.projections().verify()), ledger.clock.now)
+    chain_tasks = integrity.IntegrityTasks(
+        lambda: integrity.integrity_verify(ledger), ledger.clock.now
+    )
     hub = EventHub(EventFeed(ledger), poll_s=stream_poll_s)
 
     def close_hub() -> None:
@@ -133,7 +140,10 @@ def build_app(
     static = create_static_files_router("/static", directories=[HERE / "static"])
     app = Litestar(
         route_handlers=[health_route(ledger), metrics.metrics, api, pages.router(), static],
-        dependencies=route_dependencies(ledger, signer, tasks, hub),
+        dependencies={
+            **route_dependencies(ledger, signer, tasks, hub),
+            "integrity_tasks": Provide(lambda: chain_tasks, sync_to_thread=False),
+        },
         state=State({"event_hub": hub}),
         on_shutdown=[close_hub],
         middleware=middleware_stack(ledger, signer, allowed_hosts),

@@ -232,3 +232,36 @@ def test_pause_and_resume_a_queue_name_the_token(defined: Ledger, server: Server
     assert len(defined.claim("w1", limit=5)) == 1
     [state] = [q for q in defined.limits.queues() if q.queue == "mail"]
     assert state.actor == f"api token {operator.token.token_id}"
+
+
+def _poll_integrity(server: Server, task_id: str) -> dict[str, Any]:
+    for _ in range(POLL_LIMIT):
+        task: dict[str, Any] = server.client.get(f"/api/v1/integrity/verify/{task_id}").json()
+        if task["status"] != "running":
+            return task
+    raise AssertionError("the integrity verify task did not finish")
+
+
+def test_the_chains_head_and_its_verify_task(defined: Ledger, server: Server, db_url: str) -> None:
+    """/integrity gives the head an operator publishes; verify is an admin's task, ok on an
+    untouched history, then naming an event edited by SQL; org tokens 403."""
+    _dead(defined, "acme")
+    defined.integrity.catch_up()
+    head = server.client.get("/api/v1/integrity").json()
+    assert head["started"] is True and head["events"] > 0 and head["unwitnessed"] == 0
+    assert head["short_head"] == f"{head['events']}:{head['head'][:32]}"
+    org_token = server.as_token(server.token("admin", "acme"))
+    assert server.client.get("/api/v1/integrity", headers=org_token).status_code == 403
+    assert server.client.post("/api/v1/integrity/verify", headers=org_token).status_code == 403
+    clean = _poll_integrity(
+        server, server.client.post("/api/v1/integrity/verify").json()["task_id"]
+    )
+    assert clean["status"] == "ok" and clean["report"]["ok"] is True
+    column = "notification_id" if db_url.startswith("postgresql") else "rowid"
+    raw(db_url, f"UPDATE jl_events SET topic = topic || 'x' WHERE {column} = 3")
+    edited = _poll_integrity(
+        server, server.client.post("/api/v1/integrity/verify").json()["task_id"]
+    )
+    assert edited["status"] == "differences"
+    found = edited["report"]["first_divergence"]
+    assert (found["kind"], found["position"]) == ("changed", 3)

@@ -225,3 +225,24 @@ def test_a_checkpoint_signed_by_another_key_is_named(chained: Ledger) -> None:
     report = chained.integrity.verify(public_key=Ed25519PrivateKey.generate().public_key())
     assert [f.kind for f in report.findings] == ["signature"]
     assert "not by the key given" in report.findings[0].detail
+
+
+def test_verify_from_a_position_trusts_the_chain_before_its_block(
+    chained: Ledger, db_url: str
+) -> None:
+    """``--from`` starts at the witness block holding the position: an edit before that
+    block is not looked at (the chain before it is trusted), one inside or after it is."""
+    early = a_job_event(chained)
+    for i in range(5):
+        chained.enqueue("t", {"late": i})
+    chained.integrity.catch_up(checkpoint_every=None)  # a second block
+    second_block_starts = head_of(chained).events - 4
+    _, _, _, state = tamper.event_at(db_url, early)
+    tamper.set_state(db_url, early, state + b"\x00")
+    assert not chained.integrity.verify().ok
+    later = chained.integrity.verify(from_position=second_block_starts + 2)
+    assert later.ok, later.findings
+    assert later.checked == 5
+    whole = chained.integrity.verify(from_position=1)
+    found = whole.first_divergence
+    assert found is not None and found.position == early
