@@ -175,6 +175,13 @@ def verify_chain(
     with store.read_snapshot() as snapshot:
         head = chain_head(snapshot)
         if head is None:
+            blocks = witness_blocks(snapshot, 0, 1)
+            why = (
+                "the chain's head row is gone while its witness blocks remain: the witness "
+                "was edited"
+                if blocks
+                else "the chain has not started: run `jobledger migrate` to start it"
+            )
             return IntegrityReport(
                 ok=False,
                 started=False,
@@ -187,12 +194,7 @@ def verify_chain(
                 short_head="",
                 checkpoints=0,
                 signed=0,
-                findings=[
-                    IntegrityFinding(
-                        "witness",
-                        "the chain has not started: run `jobledger migrate` to start it",
-                    )
-                ],
+                findings=[IntegrityFinding("witness", why)],
             )
         found = _checkpoints(snapshot)
         archived = set() if include_archive else _archived_streams(snapshot)

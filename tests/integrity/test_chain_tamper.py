@@ -246,3 +246,16 @@ def test_verify_from_a_position_trusts_the_chain_before_its_block(
     whole = chained.integrity.verify(from_position=1)
     found = whole.first_divergence
     assert found is not None and found.position == early
+
+
+def test_a_witness_cut_short_or_headless_is_named(chained: Ledger, db_url: str) -> None:
+    """Deleting the witness's rows is no way out: blocks gone leave a head their blocks do
+    not reach; the head row gone, with blocks left, is named too."""
+    tamper.run_sql(db_url, ["DELETE FROM jl_integrity_blocks"])
+    [cut] = chained.integrity.verify().findings
+    assert cut.kind == "witness" and "recorded head" in cut.detail
+    chained.enqueue("t", {"after": "the cut"})
+    chained.integrity.catch_up(checkpoint_every=None)  # a block again, numbered after the cut
+    tamper.run_sql(db_url, ["DELETE FROM jl_integrity_head"])
+    [headless] = chained.integrity.verify().findings
+    assert headless.kind == "witness" and "head row is gone" in headless.detail
