@@ -21,18 +21,20 @@ from uuid import UUID
 import click
 
 from . import params
-from .database import POOL_SIZE, Settings, describe
+from .database import POOL_SIZE, Settings, describe, open_ledger
 from .progress import StderrCounter
 from .read_target import open_reader
 from .render import echo_json, json_option
 from ledger.api.ledger import Ledger
 from ledger.api.reader import Reader
 from ledger.api.shaping import plain
-from ledger.core.exchange import Selection
+from ledger.core.exchange import FileEnd, Selection
+from ledger.core.integrity_checkpoints import key_id, short_head
 from ledger.core.values import JobStatus
+from ledger.integrity.keys import load_public_key
 from ledger.store.config import resolve_url
 from ledger.store.exporter import ExportReport
-from ledger.store.importer import ImportReport, OpenLines, validate
+from ledger.store.importer import ImportReport, OpenLines, check_seal, validate
 from ledger.store.new_file import removed_on_failure
 
 
@@ -63,6 +65,14 @@ from ledger.store.new_file import removed_on_failure
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write to FILE (replaced only once complete) instead of stdout.",
 )
+@click.option(
+    "--signing-key",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    metavar="FILE",
+    help="Seal the file (format version 3): bind its digest to this ledger's hash chain head "
+    "with this ed25519 key's signature (`import --verify-signature`; docs/integrity.md).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (needs --output).")
 @click.pass_obj
 def export(
@@ -75,12 +85,16 @@ def export(
     since: datetime | None,
     until: datetime | None,
     output: Path | None,
+    signing_key: str | None,
     as_json: bool,
 ) -> None:
     """Write the whole histories of JOB… (or of every job the filters admit; all jobs by
     default) and the job-type definitions they use, as JSON Lines."""
     if as_json and output is None:
         raise click.UsageError("--json needs --output (stdout carries the export)")
+    if signing_key is not None:
+        with open_ledger(settings.url) as ledger:  # the seal names the chain's head: hash all
+            ledger.integrity.catch_up()
     selection = Selection(
         job_ids=tuple(job_ids), job_type=job_type, org=org, status=status, since=since, until=until
     )
@@ -92,7 +106,10 @@ def export(
             out: IO[bytes] = sys.stdout.buffer
             try:
                 report = source.reader.export_history(
-                    out.write, selection, progress=lambda jobs, _: progress("export", jobs, 0)
+                    out.write,
+                    selection,
+                    progress=lambda jobs, _: progress("export", jobs, 0),
+                    signing_key=signing_key,
                 )
                 out.flush()
             except BrokenPipeError:
@@ -101,7 +118,7 @@ def export(
                 os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
                 raise SystemExit(1) from None
         else:
-            report = _export_to_file(source.reader, selection, output, progress)
+            report = _export_to_file(source.reader, selection, output, progress, signing_key)
     if as_json:
         echo_json(source.tagged({**plain(report), "output": str(output)}))
     runs = f" and {_n(report.runs, 'workflow run')}" if report.runs else ""
@@ -117,7 +134,11 @@ def _n(count: int, noun: str) -> str:
 
 
 def _export_to_file(
-    reader: Reader, selection: Selection, output: Path, progress: StderrCounter
+    reader: Reader,
+    selection: Selection,
+    output: Path,
+    progress: StderrCounter,
+    signing_key: str | None,
 ) -> ExportReport:
     """Export into a temporary file beside ``output``, renamed over it once complete, so a
     failed export never leaves a truncated file under the name asked for."""
@@ -128,7 +149,10 @@ def _export_to_file(
     try:
         with partial.open("wb") as handle:
             report = reader.export_history(
-                handle.write, selection, progress=lambda jobs, _: progress("export", jobs, 0)
+                handle.write,
+                selection,
+                progress=lambda jobs, _: progress("export", jobs, 0),
+                signing_key=signing_key,
             )
         os.replace(partial, output)
     except BaseException:
@@ -170,6 +194,13 @@ def _reopenable(source: str, stack: ExitStack) -> OpenLines:
     is_flag=True,
     help="Import a format-1 file, which has no trailer to prove it whole (warns).",
 )
+@click.option(
+    "--verify-signature",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    metavar="KEY.pub",
+    help="Refuse the file unless it is sealed (`export --signing-key`) by this ed25519 key.",
+)
 @json_option
 @click.pass_obj
 def import_(
@@ -179,6 +210,7 @@ def import_(
     db: str | None,
     into_live: bool,
     allow_untrailed: bool,
+    verify_signature: str | None,
     as_json: bool,
 ) -> None:
     """Load an export file (or - for stdin) into the ledger, creating it if needed.
@@ -202,6 +234,10 @@ def import_(
         if checked.digest is None:
             progress.close()
             click.echo(f"warning: {_untrailed(source)}", err=True)
+        if verify_signature is not None:  # before the target is created or opened
+            check_seal(checked, load_public_key(verify_signature))
+            progress.close()
+            click.echo(_seal_line(checked), err=True)
         stack.enter_context(removed_on_failure(url))
         ledger = stack.enter_context(Ledger.open(url, create=True, pool_size=POOL_SIZE))
         report = ledger.import_history(
@@ -210,10 +246,21 @@ def import_(
             validated=checked,
             into_live=into_live,
             allow_untrailed=allow_untrailed,
+            verify_key=verify_signature,
         )
     if as_json:
         echo_json({**plain(report), "database": describe(url)})
     click.echo(_summary(report, describe(url)), err=True)
+
+
+def _seal_line(end: FileEnd) -> str:
+    seal = end.chain
+    assert seal is not None
+    key = key_id(bytes.fromhex(seal.public_key))
+    return (
+        f"sealed by key {key}: exported at the source's chain head "
+        f"{short_head(seal.events, bytes.fromhex(seal.head))}"
+    )
 
 
 def _untrailed(source: str) -> str:

@@ -20,6 +20,7 @@ factory.
 from __future__ import annotations
 
 import copy
+import os
 import random
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -61,6 +62,8 @@ from ledger.store.store import Store
 
 if TYPE_CHECKING:
     from asyncio import AbstractEventLoop
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 __all__ = [  # the outcome and lease types are imported from here by the runtime
     "DEFAULT_LEASE_S",
@@ -355,14 +358,26 @@ class Ledger(DeprecatedLedgerMethods, LedgerNamespaces, WorkerCommands):
         validated: FileEnd | None = None,
         into_live: bool = False,
         allow_untrailed: bool = False,
+        verify_key: Ed25519PublicKey | str | os.PathLike[str] | None = None,
     ) -> ImportReport:
         """Load an exchange file (``open_lines()`` opens it again for each pass): validate it
         all (its trailer included), refuse it all on a conflicting stream, skip streams
         already here identically, append the rest through the unit of work, then catch the
         audit view up. ``validated``: the file was validated already (what
         ``Importer.validate`` returned). A target holding pending or leased jobs is refused
-        unless ``into_live``; a version-1 file (no trailer) unless ``allow_untrailed``."""
-        importer = Importer(self.store, allow_untrailed=allow_untrailed)
+        unless ``into_live``; a version-1 file (no trailer) unless ``allow_untrailed``; with
+        ``verify_key`` (a public key or a PEM file's path), any file not sealed by that key
+        (``import.signature``: docs/integrity.md, "Exports")."""
+        key = None
+        if verify_key is not None:
+            from ledger.integrity.keys import load_public_key
+
+            key = (
+                load_public_key(verify_key)
+                if isinstance(verify_key, str | os.PathLike)
+                else verify_key
+            )
+        importer = Importer(self.store, allow_untrailed=allow_untrailed, verify_key=key)
         report = importer.import_file(
             open_lines, progress, validated=validated, into_live=into_live
         )

@@ -16,6 +16,7 @@ replica is behind the primary.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Self
 
 from ledger.api.deprecated import DeprecatedReaderMethods
@@ -38,11 +39,15 @@ if TYPE_CHECKING:
     from types import TracebackType
     from uuid import UUID
 
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     from ledger.api import blocker_reads
     from ledger.api.pools import LedgerHealth, PoolReport
     from ledger.core.blockers import Blocker
     from ledger.core.codec import Record
     from ledger.core.exchange import Selection
+    from ledger.core.exchange_trailer import ChainSeal
+    from ledger.core.integrity import ChainHead
     from ledger.core.replay_findings import JobReplay
     from ledger.store.exporter import ExportProgress, ExportReport, Write
     from ledger.store.replica import ReplicaLag
@@ -260,14 +265,31 @@ class Reader(DeprecatedReaderMethods, ReaderNamespaces, ViewReads):
         selection: Selection | None = None,
         *,
         progress: ExportProgress | None = None,
+        signing_key: Ed25519PrivateKey | str | os.PathLike[str] | None = None,
     ) -> ExportReport:
         """Write the whole histories of the selected jobs (all by default), after the
         definition streams they use, and then their workflow runs' (every run by default),
-        as exchange-format lines through ``write``; one snapshot."""
+        as exchange-format lines through ``write``; one snapshot. ``signing_key`` (a key or
+        a PEM file's path): a sealed file (format version 3), whose trailer binds its digest
+        to this ledger's chain head under the key's signature (docs/integrity.md)."""
         from ledger.core.exchange import Selection
         from ledger.store.exporter import Exporter
 
-        return Exporter(self.store).export(write, selection or Selection(), progress)
+        seal = None
+        if signing_key is not None:
+            from ledger.core.exchange_trailer import make_seal
+            from ledger.integrity.keys import load_signing_key
+
+            key = (
+                load_signing_key(signing_key)
+                if isinstance(signing_key, str | os.PathLike)
+                else signing_key
+            )
+
+            def seal(digest: str, head: ChainHead) -> ChainSeal:
+                return make_seal(key, digest, head.events, head.position, head.chain)
+
+        return Exporter(self.store).export(write, selection or Selection(), progress, seal=seal)
 
     # --- wake-ups -----------------------------------------------------------------------------
 

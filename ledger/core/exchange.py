@@ -27,12 +27,17 @@ import msgspec
 from ledger.core.codec import EventCodec, Record, topic_of
 from ledger.core.errors import LedgerError
 from ledger.core.events import Event, JobEvent
+from ledger.core.exchange_trailer import ChainSeal
 from ledger.core.workflows.events import WorkflowEvent
 
 FORMAT = "jobledger-history"
 FORMAT_VERSION = 2
 """Bumped whenever a reader of the previous version could misread a file of the new one.
 Version 2 added the trailer."""
+SEALED_VERSION = 3
+"""A sealed file (``export --signing-key``): version 2 with the trailer's ``chain`` key (the
+source's chain head and a signature). Plain exports stay version 2, so that export, import
+and export again give the same bytes (the target's chain is its own)."""
 UNTRAILED_VERSION = 1
 """The format version before the trailer: still read, but only when asked to
 (``allow_untrailed``), since a cut-short file of it cannot be told from a whole one."""
@@ -84,6 +89,16 @@ class FileEnd(msgspec.Struct):
     lines: int = 0
     events: int = 0
     digest: str | None = None
+    chain: ChainSeal | None = None
+    """A sealed file's seal (version 3), as the trailer stated it; checked against a key
+    only when one is given (``import --verify-signature``)."""
+
+
+class ImportSignatureError(LedgerError):
+    """``--verify-signature``: the file is not sealed, or its seal does not hold under the
+    key given."""
+
+    code = "import.signature"
 
 
 class ImportConflictError(LedgerError):
@@ -135,9 +150,9 @@ _encoder = msgspec.json.Encoder()
 # --- writing ---------------------------------------------------------------------------------
 
 
-def header_line() -> bytes:
+def header_line(version: int = FORMAT_VERSION) -> bytes:
     """The first line of every file this code writes (with its newline)."""
-    return _encoder.encode({"format": FORMAT, "version": FORMAT_VERSION}) + b"\n"
+    return _encoder.encode({"format": FORMAT, "version": version}) + b"\n"
 
 
 def format_time(moment: datetime) -> str:

@@ -33,6 +33,7 @@ from ledger.core.events import JobEnqueued, JobEvent, JobTypeDefined, JobTypeUpd
 from ledger.core.exchange import (
     FORMAT,
     FORMAT_VERSION,
+    SEALED_VERSION,
     UNTRAILED_VERSION,
     FileEnd,
     ImportBadLineError,
@@ -95,10 +96,10 @@ def check_header(raw: bytes, *, allow_untrailed: bool = False) -> int:
                 "--allow-untrailed (allow_untrailed=True) to import it as it stands",
             )
         return header.version
-    if header.version != FORMAT_VERSION:
+    if header.version not in (FORMAT_VERSION, SEALED_VERSION):
         raise ImportBadLineError(
             1,
-            f"format version {header.version} is not {FORMAT_VERSION} "
+            f"format version {header.version} is not {FORMAT_VERSION}, {SEALED_VERSION} "
             f"(or {UNTRAILED_VERSION}), which this code reads",
         )
     return header.version
@@ -297,7 +298,7 @@ def read_streams(
             digest.update(raw)
             continue
         if version != UNTRAILED_VERSION and is_trailer(raw):
-            trailer = _checked_trailer(number, raw, checker, events, digest)
+            trailer = _checked_trailer(number, raw, checker, events, digest, version=version)
             continue
         digest.update(raw)
         if not raw.strip():
@@ -323,18 +324,26 @@ def read_streams(
     if end is not None:
         end.version, end.lines, end.events = version, number, events
         end.digest = None if trailer is None else trailer.digest
+        end.chain = None if trailer is None else trailer.chain
     if current is not None:
         yield current
 
 
 def _checked_trailer(
-    number: int, raw: bytes, checker: _Checker, events: int, digest: FileDigest
+    number: int, raw: bytes, checker: _Checker, events: int, digest: FileDigest, *, version: int
 ) -> Trailer:
-    """The trailer at line ``number``, refused unless it states what the lines before hold."""
+    """The trailer at line ``number``, refused unless it states what the lines before hold
+    (and, in a sealed file only, a seal)."""
     try:
         stated = parse_trailer(raw)
     except ValueError as exc:
         raise ImportBadLineError(number, str(exc)) from None
+    if (stated.chain is not None) != (version == SEALED_VERSION):
+        raise ImportBadLineError(
+            number,
+            f"a version-{version} trailer "
+            + ("without the seal (chain) it must have" if stated.chain is None else "with a seal"),
+        )
     if not raw.endswith(b"\n"):
         raise ImportTruncatedError(number, "the trailer has no newline: the file was cut short")
     counts = checker.streams

@@ -27,11 +27,21 @@ from uuid import UUID
 
 import msgspec
 
-from ledger.core.errors import JobNotFoundError
+from ledger.core.errors import InvalidRequestError, JobNotFoundError
 from ledger.core.events import JobEnqueued
-from ledger.core.exchange import Selection, StreamKind, event_line, header_line, stored_fields
-from ledger.core.exchange_trailer import FileDigest, StreamCounts, Trailer, trailer_line
+from ledger.core.exchange import (
+    FORMAT_VERSION,
+    SEALED_VERSION,
+    Selection,
+    StreamKind,
+    event_line,
+    header_line,
+    stored_fields,
+)
+from ledger.core.exchange_trailer import ChainSeal, FileDigest, StreamCounts, Trailer, trailer_line
+from ledger.core.integrity import ChainHead
 from ledger.core.workflows.events import WorkflowStepReleased
+from ledger.store.integrity_tables import chain_head
 from ledger.store.reads import ReadSnapshot
 from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
@@ -42,6 +52,8 @@ WINDOW = 5_000
 """Positions of the history one selection query scans, whatever its filters admit."""
 
 Write = Callable[[bytes], object]
+Seal = Callable[[str, ChainHead], ChainSeal]
+"""``seal(digest, head)``: a sealed file's :class:`ChainSeal` (signed by the caller's key)."""
 ExportProgress = Callable[[int, int], None]
 """``progress(jobs, events)``: called after each page with the totals so far."""
 
@@ -72,16 +84,29 @@ class Exporter:
         self.window = window or WINDOW
 
     def export(
-        self, write: Write, selection: Selection, progress: ExportProgress | None = None
+        self,
+        write: Write,
+        selection: Selection,
+        progress: ExportProgress | None = None,
+        *,
+        seal: Seal | None = None,
     ) -> ExportReport:
         """Write the header, the definitions the selected jobs use, the jobs, their runs,
-        then the trailer (the digest of everything before it, taken as it is written)."""
+        then the trailer (the digest of everything before it, taken as it is written).
+        ``seal``: make a sealed (version-3) file, whose trailer's ``chain`` is
+        ``seal(digest, head)``: the source's chain head read in the export's snapshot."""
         if selection.job_ids:
             found = self.store.get_jobs(list(selection.job_ids))
             missing = [str(i) for i in selection.job_ids if i not in found]
             if missing:
                 raise JobNotFoundError(f"no job {', '.join(missing)}")
         with self.store.read_snapshot() as tables:
+            head = chain_head(tables) if seal is not None else None
+            if seal is not None and (head is None or head.events == 0):
+                raise InvalidRequestError(
+                    "a sealed export names the source's chain head, and this ledger's chain "
+                    "has hashed no event yet (`jobledger integrity checkpoint` first)"
+                )
             types: set[str] = set()
             step_jobs: set[UUID] = set()
             linked: set[UUID] = set()
@@ -100,7 +125,7 @@ class Exporter:
                 digest.update(data)
                 write(data)
 
-            digested(header_line())
+            digested(header_line(FORMAT_VERSION if seal is None else SEALED_VERSION))
             events = self._write_streams(
                 tables, digested, StreamKind.JOB_TYPE, [job_type_stream_id(t) for t in job_types]
             )
@@ -118,7 +143,9 @@ class Exporter:
                 chunk = runs[start : start + self.page]
                 events += self._write_streams(tables, digested, StreamKind.WORKFLOW, chunk)
             streams = StreamCounts(job_type=len(job_types), job=jobs, workflow=len(runs))
-            write(trailer_line(Trailer(events=events, streams=streams, digest=digest.value())))
+            sealed = None if seal is None or head is None else seal(digest.value(), head)
+            trailer = Trailer(events=events, streams=streams, digest=digest.value(), chain=sealed)
+            write(trailer_line(trailer))
         return ExportReport(definitions=len(job_types), jobs=jobs, events=events, runs=len(runs))
 
     def _runs(self, tables: ReadSnapshot, named: set[UUID] | None) -> list[UUID]:

@@ -30,7 +30,7 @@ into a target that holds live work (pending or leased jobs) only when asked to
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import msgspec
@@ -42,10 +42,12 @@ from ledger.core.exchange import (
     FileEnd,
     ImportConflictError,
     ImportLiveWorkError,
+    ImportSignatureError,
     Stream,
     StreamKind,
 )
 from ledger.core.exchange_reader import read_streams, same_history
+from ledger.core.exchange_trailer import seal_problem
 from ledger.core.state import fold
 from ledger.core.workflows.events import WorkflowEvent, WorkflowSubmitted
 from ledger.store.reads import ReadSnapshot
@@ -53,6 +55,9 @@ from ledger.store.store import Store
 from ledger.store.streams import job_type_stream_id
 from ledger.store.unit_of_work import UnitOfWork
 from ledger.views.kinds import DEFINITIONS, JOBS, RUNS
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 BATCH_STREAMS = 500
 BATCH_EVENTS = 5_000
@@ -81,12 +86,36 @@ class ImportReport(msgspec.Struct, frozen=True):
     file without a trailer, imported as it stands)."""
 
 
+def check_seal(end: FileEnd, key: Ed25519PublicKey | None) -> None:
+    """Refuse a file (read whole: ``end``) that is not sealed by ``key``, before anything of
+    it is written; without a key, only a sealed file whose seal does not hold under the key
+    it carries (edited, its digest recomputed)."""
+    if end.chain is None and key is None:
+        return
+    if end.chain is None or end.digest is None:
+        raise ImportSignatureError(
+            f"the file is not sealed (format version {end.version}); a sealed export "
+            "(`export --signing-key`) is version 3; nothing imported"
+        )
+    problem = seal_problem(end.chain, end.digest, key)
+    if problem is not None:
+        raise ImportSignatureError(f"the file's seal does not hold: {problem}; nothing imported")
+
+
 class Importer:
     """Loads exchange files into one store."""
 
-    def __init__(self, store: Store, *, allow_untrailed: bool = False) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        allow_untrailed: bool = False,
+        verify_key: Ed25519PublicKey | None = None,
+    ) -> None:
         self.store = store
         self.allow_untrailed = allow_untrailed
+        self.verify_key = verify_key
+        """Refuse the file unless it is sealed by this key (``--verify-signature``)."""
 
     def _streams(self, open_lines: OpenLines) -> Iterator[Stream]:
         return read_streams(
@@ -114,6 +143,7 @@ class Importer:
         write and the target holds pending or leased jobs, unless ``into_live``."""
         report = _progress(progress)
         end = validated or self.validate(open_lines, progress)
+        check_seal(end, self.verify_key)
         lines = end.lines
         skipped: set[UUID] = set()
         if self.store.head_position() > 0:

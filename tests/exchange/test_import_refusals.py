@@ -41,9 +41,17 @@ def test_wrong_format_version_is_refused_at_line_1(db_url: str, clock: FakeClock
     build(db_url, clock)
     data = export_bytes(db_url)
     before = head(db_url)
-    bumped = data.replace(b'"version":2}', b'"version":3}', 1)
+    bumped = data.replace(b'"version":2}', b'"version":4}', 1)
     line = _refused(invoke(db_url, "import", "-", stdin=bumped), "error: import.bad_line: line 1:")
-    assert "format version 3" in line
+    assert "format version 4" in line
+    assert head(db_url) == before
+    # Version 3 (a sealed file) this code reads, but its trailer must carry the seal.
+    unsealed = data.replace(b'"version":2}', b'"version":3}', 1)
+    last = len(unsealed.splitlines())
+    line = _refused(
+        invoke(db_url, "import", "-", stdin=unsealed), f"error: import.bad_line: line {last}:"
+    )
+    assert "without the seal" in line
     assert head(db_url) == before
 
 
