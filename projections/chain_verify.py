@@ -324,6 +324,10 @@ def _check_checkpoints(
         # Before signing began, an unsigned checkpoint is no finding: the key came later.
         before_signing = first_signed is None or number < first_signed
         problem = None if before_signing else signature_problem(checkpoint, trusted)
+        if problem is None and not before_signing and checkpoint.signature is None:
+            # No runner makes one (the key's holder checkpoints once one is signed): a writer
+            # pinning a forged chain where no key reaches.
+            problem = "unsigned, after the signed checkpoints began"
         if problem is not None:
             findings.append(
                 IntegrityFinding(

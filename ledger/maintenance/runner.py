@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_for_futures
@@ -79,6 +80,7 @@ class ServiceRunner:
         self._pause = pause
         self.stats: dict[str, ServiceStats] = {name: ServiceStats() for name in names}
         self._running: set[Future[object]] = set()
+        self._running_lock = threading.Lock()  # a pass's thread removes its own future
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run every service until ``stop`` is set and their passes in progress have ended."""
@@ -102,11 +104,16 @@ class ServiceRunner:
         """Block until the passes still running on their threads have ended, up to
         ``timeout_s``; whether they all did. (After a cancelled :meth:`run`, before closing
         what they use.)"""
-        running = list(self._running)
+        with self._running_lock:
+            running = list(self._running)
         if not running:
             return True
         _, pending = wait_for_futures(running, timeout=timeout_s)
         return not pending
+
+    def _forget(self, future: Future[object]) -> None:
+        with self._running_lock:
+            self._running.discard(future)
 
     async def _stop_services_on(self, stop: asyncio.Event) -> None:
         await stop.wait()
@@ -126,8 +133,9 @@ class ServiceRunner:
         while not stop.is_set():
             try:
                 future = executor.submit(service.run_once)
-                self._running.add(future)
-                future.add_done_callback(self._running.discard)
+                with self._running_lock:
+                    self._running.add(future)
+                future.add_done_callback(self._forget)
                 await asyncio.wrap_future(future, loop=loop)
             except Exception as error:
                 stats.failures += 1

@@ -27,8 +27,13 @@ from ledger.core.integrity import (
     unpack_entries,
     witness,
 )
-from ledger.core.integrity_checkpoints import short_head
+from ledger.core.integrity_checkpoints import (
+    INTEGRITY_STREAM_ID,
+    IntegrityCheckpoint,
+    short_head,
+)
 from ledger.store.integrity_tables import chain_head, witness_blocks
+from ledger.views.kinds import INTEGRITY
 from tests.integrity import tamper
 
 
@@ -259,3 +264,28 @@ def test_a_witness_cut_short_or_headless_is_named(chained: Ledger, db_url: str) 
     tamper.run_sql(db_url, ["DELETE FROM jl_integrity_head"])
     [headless] = chained.integrity.verify().findings
     assert headless.kind == "witness" and "head row is gone" in headless.detail
+
+
+def test_an_unsigned_checkpoint_after_signed_ones_is_named(chained: Ledger) -> None:
+    """A writer who forged the history after the last signed checkpoint cannot sign a new
+    one, and an unsigned one after signed ones is named even without --public-key (no
+    runner makes one: once a checkpoint is signed, the key's holder makes the rest)."""
+    chained.integrity.checkpoint(signing_key=Ed25519PrivateKey.generate())
+    chained.enqueue("t", {"after": "signing"})
+    chained.integrity.catch_up(checkpoint_every=None)
+    head = head_of(chained)
+    forged = IntegrityCheckpoint(
+        at=chained.clock.now(),
+        events=head.events,
+        position=head.position,
+        transaction_id=head.transaction_id,
+        head=head.chain,
+        public_key=None,
+        signature=None,
+    )
+    with chained.store.unit_of_work() as uow:
+        uow.serialise_appends()
+        uow.append([INTEGRITY.change(INTEGRITY_STREAM_ID, [forged])])
+    report = chained.integrity.verify()
+    assert [f.kind for f in report.findings] == ["signature"]
+    assert "after the signed checkpoints began" in report.findings[0].detail
