@@ -20,8 +20,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typing import TYPE_CHECKING
 
 from ledger.clock import Clock, SystemClock
 from ledger.core.codec import Record
@@ -34,6 +33,9 @@ from ledger.views.kinds import INTEGRITY
 from ledger.views.stream_events import TailPosition
 from projections.frontier import wait_final
 from projections.tracked import CatchUp
+
+if TYPE_CHECKING:  # a pool without a key never loads OpenSSL's bindings for it
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 BATCH = 5_000
 """Events hashed per transaction (one witness block)."""

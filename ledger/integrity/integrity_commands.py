@@ -5,20 +5,21 @@ chain (:class:`projections.chain.ChainRunner`) and checkpointing it now."""
 from __future__ import annotations
 
 import os
-
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from typing import TYPE_CHECKING, TypeAlias
 
 from ledger.core.integrity_checkpoints import IntegrityCheckpoint
 from ledger.integrity.integrity_reader import IntegrityReader
-from ledger.integrity.keys import load_signing_key
 from ledger.jobs.binding import LedgerBinding
 from projections.chain import CHECKPOINT_EVERY, ChainRunner
 from projections.tracked import CatchUp
 
+if TYPE_CHECKING:  # loaded only where a key is used: a keyless pool never loads OpenSSL's
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
 CATCH_UP_WAIT_S = 10.0
 """How long an explicit catch-up waits for older transactions still in flight."""
 
-SigningKeyArg = Ed25519PrivateKey | str | os.PathLike[str] | None
+SigningKeyArg: TypeAlias = "Ed25519PrivateKey | str | os.PathLike[str] | None"
 
 
 class IntegrityCommands(IntegrityReader):
@@ -32,11 +33,13 @@ class IntegrityCommands(IntegrityReader):
     ) -> ChainRunner:
         """A runner that extends this ledger's chain (what ``integrity follow`` and the pools'
         witness service run)."""
-        key = (
-            signing_key
-            if signing_key is None or isinstance(signing_key, Ed25519PrivateKey)
-            else load_signing_key(signing_key)
-        )
+        key: Ed25519PrivateKey | None
+        if isinstance(signing_key, str | os.PathLike):
+            from ledger.integrity.keys import load_signing_key
+
+            key = load_signing_key(signing_key)
+        else:
+            key = signing_key
         return ChainRunner(
             self.store, checkpoint_every=checkpoint_every, signing_key=key, clock=self.clock
         )

@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from ledger.clock import Clock
 from ledger.core.integrity_checkpoints import IntegrityCheckpoint, key_id, short_head
-from ledger.integrity.keys import load_public_key
 from ledger.store.integrity_tables import chain_head
 from ledger.store.store import Store
 from ledger.views.stream_events import TailPosition
 from projections.chain import read_checkpoints
-from projections.chain_verify import IntegrityReport, verify_chain
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from projections.chain_verify import IntegrityReport
 
 
 class ChainStatus(msgspec.Struct):
@@ -40,7 +43,7 @@ class ChainStatus(msgspec.Struct):
     """The key id that signed the last checkpoint (``None``: unsigned, or none)."""
 
 
-PublicKeyArg = Ed25519PublicKey | str | os.PathLike[str] | None
+PublicKeyArg: TypeAlias = "Ed25519PublicKey | str | os.PathLike[str] | None"
 
 
 class IntegrityReader:
@@ -92,11 +95,15 @@ class IntegrityReader:
         and signature (under ``public_key``: a key, or a PEM file's path), and the published
         head ``expect`` (``EVENTS:HEX``). ``include_archive``: this reader reads the archive
         too (``Reader.open_with_archive``)."""
-        trusted = (
-            public_key
-            if public_key is None or isinstance(public_key, Ed25519PublicKey)
-            else load_public_key(public_key)
-        )
+        from projections.chain_verify import verify_chain  # loads OpenSSL's bindings
+
+        trusted: Ed25519PublicKey | None
+        if isinstance(public_key, str | os.PathLike):
+            from ledger.integrity.keys import load_public_key
+
+            trusted = load_public_key(public_key)
+        else:
+            trusted = public_key
         return verify_chain(
             self.store,
             from_position=from_position,
