@@ -368,15 +368,9 @@ class Ledger(DeprecatedLedgerMethods, LedgerNamespaces, WorkerCommands):
         unless ``into_live``; a version-1 file (no trailer) unless ``allow_untrailed``; with
         ``verify_key`` (a public key or a PEM file's path), any file not sealed by that key
         (``import.signature``: docs/integrity.md, "Exports")."""
-        key = None
-        if verify_key is not None:
-            from ledger.integrity.keys import load_public_key
+        from ledger.integrity.keys import public_key_of
 
-            key = (
-                load_public_key(verify_key)
-                if isinstance(verify_key, str | os.PathLike)
-                else verify_key
-            )
+        key = public_key_of(verify_key)
         importer = Importer(self.store, allow_untrailed=allow_untrailed, verify_key=key)
         report = importer.import_file(
             open_lines, progress, validated=validated, into_live=into_live

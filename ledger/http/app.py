@@ -31,7 +31,7 @@ from ledger.http import (
     capabilities,
     enqueue,
     errors,
-    integrity,
+    hash_chain,
     jobs,
     metrics,
     operations,
@@ -104,9 +104,9 @@ API_ROUTES = (
     projections.projections,
     projections.start_verify,
     projections.verify_result,
-    integrity.integrity_head,
-    integrity.start_integrity_verify,
-    integrity.integrity_verify_result,
+    hash_chain.integrity_head,
+    hash_chain.start_integrity_verify,
+    hash_chain.integrity_verify_result,
     capabilities.capabilities,
     stream.event_stream,
 )
@@ -127,8 +127,8 @@ def build_app(
     addresses (:mod:`ledger.http.hosts`)."""
     signer = sessions or Sessions()
     tasks = VerifyTasks(lambda: verify_report_json(ledger.projections().verify()), ledger.clock.now)
-    chain_tasks = integrity.IntegrityTasks(
-        lambda: integrity.integrity_verify(ledger), ledger.clock.now
+    chain_tasks = hash_chain.IntegrityTasks(
+        lambda: hash_chain.integrity_verify(ledger), ledger.clock.now
     )
     hub = EventHub(EventFeed(ledger), poll_s=stream_poll_s)
 

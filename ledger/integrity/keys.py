@@ -76,3 +76,10 @@ def _read(path: str | os.PathLike[str], what: str) -> bytes:
         return Path(path).read_bytes()
     except OSError as exc:
         raise InvalidRequestError(f"cannot read the {what} {path}: {exc.strerror}") from exc
+
+
+def public_key_of(
+    key: Ed25519PublicKey | str | os.PathLike[str] | None,
+) -> Ed25519PublicKey | None:
+    """``key`` as a key object: read from its PEM file when it is a path."""
+    return load_public_key(key) if isinstance(key, str | os.PathLike) else key
