@@ -12,9 +12,8 @@ from typing import Any
 
 import click
 
-from . import params
 from .database import Settings, open_ledger
-from .projections import follow_until_signalled
+from .projections import follow_until_signalled, poll_option
 from .read_target import open_reader
 from .render import compact_json, echo_json, json_option
 from ledger.api.shaping import plain
@@ -231,14 +230,7 @@ def checkpoint(settings: Settings, signing_key: str | None, as_json: bool) -> No
     metavar="N",
     help="Events between two checkpoints.",
 )
-@click.option(
-    "--poll",
-    type=params.Seconds(0.05),
-    default=1.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Longest wait between looks at the head (PostgreSQL also wakes on NOTIFY).",
-)
+@poll_option
 @json_option
 @click.pass_obj
 def follow(

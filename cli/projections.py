@@ -176,9 +176,7 @@ def catch_up(settings: Settings, name: str | None, as_json: bool) -> None:
         )
 
 
-@projections.command()
-@click.argument("name", required=False, type=TRACKED)
-@click.option(
+poll_option = click.option(
     "--poll",
     type=params.Seconds(0.05),
     default=1.0,
@@ -186,6 +184,12 @@ def catch_up(settings: Settings, name: str | None, as_json: bool) -> None:
     metavar="SECONDS",
     help="Longest wait between looks at the head (PostgreSQL also wakes on NOTIFY).",
 )
+"""A follower's ``--poll`` (``projections follow``, ``integrity follow``)."""
+
+
+@projections.command()
+@click.argument("name", required=False, type=TRACKED)
+@poll_option
 @json_option
 @click.pass_obj
 def follow(settings: Settings, name: str | None, poll: float, as_json: bool) -> None:

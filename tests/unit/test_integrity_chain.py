@@ -20,8 +20,8 @@ from ledger.core.integrity import (
     first_divergence,
     pack_entries,
     unpack_entries,
+    witness,
 )
-from ledger.core.integrity import witness as witness_of
 from ledger.core.integrity_checkpoints import (
     IntegrityCheckpoint,
     parse_short_head,
@@ -38,18 +38,6 @@ def history() -> list[StoredEventBytes]:
         StoredEventBytes(1, JOB, 1, "ledger.core.events:JobEnqueued", b'{"a":1}'),
         StoredEventBytes(2, OTHER, 1, "ledger.core.events:JobEnqueued", b'{"b":2}'),
         StoredEventBytes(4, JOB, 2, "ledger.core.events:JobLeased", b'{"w":"x"}'),
-    ]
-
-
-def witness(events: list[StoredEventBytes]) -> list[Witnessed]:
-    return [
-        Witnessed(
-            e.position,
-            e.originator_id,
-            e.originator_version,
-            event_digest(e.originator_id, e.originator_version, e.topic, e.state),
-        )
-        for e in events
     ]
 
 
@@ -133,12 +121,11 @@ def test_the_followers_one_pass_equals_digest_chain_and_pack(
     ]
     rows = [(*event, 7) for event in stored]  # as the tail read gives them: a transaction id
     chained = chain_rows(GENESIS, rows)
-    witnessed = witness_of(stored)
+    witnessed = witness(stored)
     assert chained.chain == chain_over(GENESIS, witnessed)
     assert chained.entries == pack_entries(witnessed)
     assert chained.events == len(stored)
     assert unpack_entries(chained.entries) == witnessed
-    assert witnessed == witness(stored)
 
 
 def test_a_signed_checkpoint_holds_only_for_its_own_head_and_key() -> None:
